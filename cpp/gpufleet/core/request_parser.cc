@@ -1,0 +1,199 @@
+#include "gpufleet/core/request_parser.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_format.h"
+#include "gpufleet/core/device.h"
+#include "gpufleet/core/quantity.h"
+#include "gpufleet/core/status_macros.h"
+
+namespace gpufleet {
+namespace {
+
+absl::Status Rule(const std::string& what) { return absl::InvalidArgumentError(what); }
+
+absl::StatusOr<int64_t> Count(const std::map<std::string, std::string>& r, const char* name) {
+  auto it = r.find(name);
+  if (it == r.end()) return int64_t{0};
+  auto v = ParseQuantity(it->second);
+  if (!v.ok())
+    return absl::InvalidArgumentError(absl::StrFormat("request %s: %s", name, v.status().message()));
+  return *v;
+}
+
+// koordinator.sh/gpu, rdma, fpga: percent of one device; above 100 it must name whole devices.
+absl::StatusOr<DeviceRequest> PercentRequest(const std::string& type, const char* name,
+                                             int64_t pct) {
+  if (pct > 100 && pct % 100 != 0)
+    return Rule(absl::StrFormat(
+        "%s=%d: values over 100 must be a multiple of 100 (whole devices)", name, pct));
+  DeviceRequest r;
+  r.type = type;
+  r.count = pct > 100 ? static_cast<int>(pct / 100) : 1;
+  r.core = pct > 100 ? 100 : pct;
+  r.memory_ratio = type == kGpu ? r.core : 0;
+  return r;
+}
+
+bool IsIgnoredResource(const std::string& name) {
+  return name == "cpu" || name == "memory" || name == "pods" || name == "ephemeral-storage" ||
+         absl::StartsWith(name, "hugepages-") || absl::StrContains(name, "/");
+}
+
+absl::StatusOr<std::optional<DeviceRequest>> ParseGpu(const std::map<std::string, std::string>& r,
+                                                      const RequestParseOptions& options) {
+  ASSIGN_OR_RETURN(int64_t nvidia, Count(r, kNvidiaGpu));
+  ASSIGN_OR_RETURN(int64_t koord, Count(r, kKoordGpu));
+  ASSIGN_OR_RETURN(int64_t core, Count(r, kKoordGpuCore));
+  ASSIGN_OR_RETURN(int64_t ratio, Count(r, kKoordGpuMemoryRatio));
+  ASSIGN_OR_RETURN(int64_t shared, Count(r, kKoordGpuShared));
+  int64_t memory = 0;
+  if (auto it = r.find(kKoordGpuMemory); it != r.end()) {
+    auto v = ParseQuantity(it->second);
+    if (!v.ok())
+      return absl::InvalidArgumentError(
+          absl::StrFormat("request %s: %s", kKoordGpuMemory, v.status().message()));
+    memory = *v;
+  }
+  int64_t aliyun_units = 0;
+  ASSIGN_OR_RETURN(aliyun_units, Count(r, kAliyunGpuMem));
+  bool any_koord = koord || core || ratio || memory || shared;
+
+  if (nvidia && (any_koord || aliyun_units))
+    return Rule("mixing nvidia.com/gpu with koordinator.sh or aliyun.com GPU resources is invalid");
+  if (aliyun_units && any_koord)
+    return Rule("mixing aliyun.com/gpu-mem with koordinator.sh GPU resources is invalid");
+
+  DeviceRequest g;
+  g.type = kGpu;
+  if (nvidia) {
+    g.count = static_cast<int>(nvidia);
+    g.core = 100;
+    g.memory_ratio = 100;
+    return std::optional<DeviceRequest>(g);
+  }
+  if (aliyun_units) {
+    g.count = 1;
+    g.core = 0;
+    if (__builtin_mul_overflow(aliyun_units, options.gpushare_unit_bytes, &g.memory_bytes))
+      return Rule("aliyun.com/gpu-mem is too large");
+    return std::optional<DeviceRequest>(g);
+  }
+  if (!any_koord) return std::optional<DeviceRequest>();
+
+  if (koord) {
+    if (core || ratio || memory || shared)
+      return Rule("koordinator.sh/gpu cannot be combined with gpu-core, gpu-memory, "
+                  "gpu-memory-ratio or gpu.shared");
+    ASSIGN_OR_RETURN(DeviceRequest pr, PercentRequest(kGpu, kKoordGpu, koord));
+    return std::optional<DeviceRequest>(pr);
+  }
+  if (memory && ratio)
+    return Rule("gpu-memory and gpu-memory-ratio cannot both be requested");
+  if (core && !memory && !ratio)
+    return Rule("gpu-core alone is invalid: request gpu-memory or gpu-memory-ratio with it");
+
+  if (shared) {
+    // gpu.shared=N: N devices, each given an equal part of core, ratio and memory.
+    if (core % shared != 0 || ratio % shared != 0)
+      return Rule(absl::StrFormat(
+          "with gpu.shared=%d, gpu-core and gpu-memory-ratio must be multiples of %d", shared,
+          shared));
+    if (core > 100 * shared || ratio > 100 * shared)
+      return Rule(absl::StrFormat(
+          "with gpu.shared=%d, gpu-core and gpu-memory-ratio must be at most %d", shared,
+          100 * shared));
+    if (memory % shared != 0)
+      return Rule(absl::StrFormat("with gpu.shared=%d, gpu-memory must divide evenly by %d",
+                                  shared, shared));
+    if (!core && !memory && !ratio)
+      return Rule("gpu.shared needs gpu-core with gpu-memory or gpu-memory-ratio");
+    g.count = static_cast<int>(shared);
+    g.core = core / shared;
+    g.memory_ratio = ratio / shared;
+    g.memory_bytes = memory / shared;
+    return std::optional<DeviceRequest>(g);
+  }
+
+  if (core > 100 && core % 100 != 0)
+    return Rule(absl::StrFormat(
+        "gpu-core=%d: values over 100 must be a multiple of 100 (whole GPUs)", core));
+  if (ratio > 100 && ratio % 100 != 0)
+    return Rule(absl::StrFormat(
+        "gpu-memory-ratio=%d: values over 100 must be a multiple of 100 (whole GPUs)", ratio));
+  int64_t count = 1;
+  if (core > 100) count = core / 100;
+  if (ratio > 100) {
+    if (core && core / 100 != ratio / 100 && core > 100)
+      return Rule("gpu-core and gpu-memory-ratio ask for different numbers of GPUs");
+    if (core && core <= 100)
+      return Rule("gpu-memory-ratio over 100 needs gpu-core of the same multiple of 100");
+    count = ratio / 100;
+  }
+  if (core > 100 && ratio && ratio != core)
+    return Rule("gpu-core over 100 needs gpu-memory-ratio equal to it");
+  if (memory % count != 0)
+    return Rule("gpu-memory must divide evenly over the requested GPUs");
+  g.count = static_cast<int>(count);
+  g.core = count > 1 ? 100 : core;
+  g.memory_ratio = count > 1 && ratio ? 100 : ratio;
+  g.memory_bytes = memory / count;
+  return std::optional<DeviceRequest>(g);
+}
+
+}  // namespace
+
+absl::Status ParseRequests(const std::map<std::string, std::string>& requests, Pod* pod,
+                           const RequestParseOptions& options) {
+  for (const auto& [name, value] : requests) {
+    bool known = name == kNvidiaGpu || name == kKoordGpu || name == kKoordGpuCore ||
+                 name == kKoordGpuMemory || name == kKoordGpuMemoryRatio ||
+                 name == kKoordGpuShared || name == kKoordRdma || name == kKoordFpga ||
+                 name == kAliyunGpuMem;
+    if (!known && !IsIgnoredResource(name))
+      return absl::InvalidArgumentError(absl::StrFormat("unknown resource name \"%s\"", name));
+  }
+  int64_t cpu = 0, memory = 0;
+  if (auto it = requests.find("cpu"); it != requests.end()) {
+    auto v = ParseMilli(it->second);
+    if (!v.ok())
+      return absl::InvalidArgumentError(absl::StrFormat("request cpu: %s", v.status().message()));
+    cpu = *v;
+  }
+  if (auto it = requests.find("memory"); it != requests.end()) {
+    auto v = ParseQuantity(it->second);
+    if (!v.ok())
+      return absl::InvalidArgumentError(
+          absl::StrFormat("request memory: %s", v.status().message()));
+    memory = *v;
+  }
+  std::vector<DeviceRequest> devices;
+  ASSIGN_OR_RETURN(std::optional<DeviceRequest> gpu, ParseGpu(requests, options));
+  if (gpu && gpu->count > 0) devices.push_back(*gpu);
+  for (const auto& [type, name] : {std::pair<const char*, const char*>{kRdma, kKoordRdma},
+                                   std::pair<const char*, const char*>{kFpga, kKoordFpga}}) {
+    ASSIGN_OR_RETURN(int64_t pct, Count(requests, name));
+    if (pct == 0) continue;
+    ASSIGN_OR_RETURN(DeviceRequest r, PercentRequest(type, name, pct));
+    devices.push_back(r);
+  }
+  std::sort(devices.begin(), devices.end(),
+            [](const DeviceRequest& a, const DeviceRequest& b) { return a.type < b.type; });
+  pod->cpu_milli = cpu;
+  pod->memory_bytes = memory;
+  pod->devices = std::move(devices);
+  return absl::OkStatus();
+}
+
+const char* TopologyScopeName(TopologyScope scope) {
+  switch (scope) {
+    case TopologyScope::kNone: return "none";
+    case TopologyScope::kPcie: return "pcie";
+    case TopologyScope::kNuma: return "numa";
+  }
+  return "none";
+}
+
+}  // namespace gpufleet
