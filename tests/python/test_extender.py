@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 import types
 import warnings
 from typing import Any, Optional
@@ -21,8 +22,8 @@ with warnings.catch_warnings():  # starlette >= 1.x nudges towards httpx2; httpx
 from gpufleet.k8s.extender import convert, protocol  # noqa: E402
 from gpufleet.k8s.extender.app import UNKNOWN_NODE, create_app  # noqa: E402
 from gpufleet.k8s.extender.binder import KubeBinder, MemoryBinder  # noqa: E402
-from gpufleet.k8s.extender.state import (ANN_DEVICE_ALLOCATED, load_kube,  # noqa: E402
-                                         state_from_scenario)
+from gpufleet.k8s.extender.state import (ANN_DEVICE_ALLOCATED, KubeReconciler,  # noqa: E402
+                                         load_kube, reconcile, state_from_scenario)
 
 GiB = 1 << 30
 MiB = 1 << 20
@@ -385,6 +386,33 @@ def test_restart_from_kube_api_lists_nodes_and_bound_pods():
     assert "spec.nodeName!=" in api.calls[-1]["field_selector"]
 
 
+def test_kube_reconcile_releases_gone_pods_and_keeps_fresh_binds():
+    nodes = {"items": [dict(knode("n1"), metadata={"name": "n1", "annotations": {
+        convert.ANN_DEVICES: json.dumps([gpu(0), gpu(1)])}})]}
+    holder = kpod("a", {"nvidia.com/gpu": "1"}, annotations={
+        ANN_DEVICE_ALLOCATED: json.dumps({"gpu": [{"minor": 0, "resources": {
+            "koordinator.sh/gpu-core": "100", "koordinator.sh/gpu-memory": "16Gi",
+            "koordinator.sh/gpu-memory-ratio": "100"}}]})})
+    holder["spec"]["nodeName"] = "n1"
+    api = FakeCoreV1(nodes, {"items": [holder]})
+    st, _ = load_kube(api, api=API, binder=MemoryBinder())
+    client = TestClient(create_app(st, P))
+    fresh = kpod("fresh", {"nvidia.com/gpu": "1"})
+    client.post(f"{P}/filter", json=filter_args(fresh, ["n1"]))
+    assert client.post(f"{P}/bind", json={"PodName": "fresh", "PodNamespace": "default",
+                                          "PodUID": "uid-fresh", "Node": "n1"}).json() == {"Error": ""}
+    # "a" was deleted; "fresh" is missing from this list only because the list predates its
+    # Binding, so it must be kept.
+    api.pods = {"items": []}
+    api.nodes["items"].append(dict(knode("n2"), metadata={"name": "n2", "annotations": {
+        convert.ANN_DEVICES: json.dumps([gpu(0)])}}))
+    out = KubeReconciler(st, api).once()
+    assert out == {"released": ["default/a"], "restored": []}
+    assert st.cluster.allocation("default/fresh") is not None and st.cluster.has_node("n2")
+    assert reconcile(st, [], time.time_ns() + 120 * 10**9)["released"] == ["default/fresh"]
+    assert st.cluster.allocations() == []
+
+
 # ---- preempt ---------------------------------------------------------------------------------
 def test_preempt_keeps_only_nodes_where_evicting_victims_frees_a_device():
     st, client, binder = make({"nodes": [node("n1", gpus=1), node("n2", gpus=1), node("n3", gpus=1)]})
@@ -465,6 +493,23 @@ def test_kube_binder_patches_annotations_before_binding(monkeypatch: pytest.Monk
     assert [c["op"] for c in api.calls] == ["patch", "bind"]
     assert api.calls[0]["body"] == {"metadata": {"annotations": {"k": "v"}}}
     assert api.calls[1]["body"]["target"]["name"] == "n1"
+
+
+def test_scheduler_config_example_has_the_extender_stanza():
+    import yaml
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    cfg = yaml.safe_load((root / "examples/k8s/scheduler-config.yaml").read_text())
+    assert cfg["kind"] == "KubeSchedulerConfiguration"
+    (ext,) = cfg["extenders"]
+    assert ext["urlPrefix"].endswith("/gpufleet") and ext["ignorable"] is False
+    assert (ext["filterVerb"], ext["prioritizeVerb"], ext["bindVerb"], ext["preemptVerb"]) == \
+        ("filter", "prioritize", "bind", "preempt")
+    assert ext["nodeCacheCapable"] is True and 1 <= ext["weight"] <= 100
+    assert {r["name"] for r in ext["managedResources"]} == {
+        "nvidia.com/gpu", "koordinator.sh/gpu-core", "koordinator.sh/gpu-memory",
+        "koordinator.sh/gpu-memory-ratio", "koordinator.sh/gpu", "aliyun.com/gpu-mem"}
 
 
 def test_cli_registers_extender_subcommand(tmp_path):

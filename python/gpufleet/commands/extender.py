@@ -20,6 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--prefix", default="/gpufleet", help="URL path prefix (default %(default)s)")
     p.add_argument("--gpushare-annotations", choices=["auto", "always", "never"], default="auto",
                    help="write ALIYUN_COM_GPU_MEM_* annotations (auto: for aliyun.com/gpu-mem pods)")
+    p.add_argument("--resync-s", type=float, default=30.0,
+                   help="with --kube: seconds between pod/node resyncs (default %(default)s)")
     p.add_argument("--log-level", default="info",
                    choices=["critical", "error", "warning", "info", "debug"])
     p.set_defaults(func=handler)
@@ -38,14 +40,24 @@ def handler(args: argparse.Namespace) -> int:
             raise ValueError(f"--strategy {args.strategy!r}: not one of "
                              f"{', '.join(gpufleet.strategies())}")
         kw = dict(strategy=args.strategy, gpushare_annotations=args.gpushare_annotations)
+        reconciler = None
         if args.kube:
-            st, report = state.load_kube(**kw)
+            core_v1 = state.kube_client()
+            st, report = state.load_kube(core_v1, **kw)
             for pod, why in report.skipped:
                 logging.getLogger("gpufleet.extender").warning("not restored: %s: %s", pod, why)
+            # Deleted and finished pods give their devices back; new nodes are picked up.
+            reconciler = state.KubeReconciler(st, core_v1, args.resync_s)
         else:
             st = state.load_scenario(args.state, **kw)
-    except (OSError, ValueError, ImportError) as e:
+    except Exception as e:  # noqa: BLE001 - any start-up failure is a clean exit 2
         print(f"gpufleet extender: {e}", file=sys.stderr)
         return 2
-    server.serve(st, host, port, args.prefix, args.log_level)
+    if reconciler is not None:
+        reconciler.start()
+    try:
+        server.serve(st, host, port, args.prefix, args.log_level)
+    finally:
+        if reconciler is not None:
+            reconciler.stop()
     return 0

@@ -242,6 +242,8 @@ def create_app(state: ExtenderState, prefix: str = "") -> Starlette:
                 result = fn(data)
                 if inspect.isawaitable(result):
                     result = await result
+                if isinstance(result, dict) and result.get("Error"):
+                    state.count(f"{name}_errors")
                 return _json(result)
             except BadBody as e:
                 state.count(f"{name}_errors")

@@ -242,19 +242,24 @@ def state_from_scenario(data: dict[str, Any], **state_kwargs: Any) -> ExtenderSt
     return state
 
 
+def kube_client() -> Any:
+    """CoreV1Api of the official client: in-cluster config, else the local kubeconfig."""
+    from kubernetes import client, config
+
+    try:
+        config.load_incluster_config()
+    except config.ConfigException:
+        config.load_kube_config()
+    return client.CoreV1Api()
+
+
 def load_kube(core_v1: Any = None, **state_kwargs: Any) -> tuple[ExtenderState, RebuildReport]:
     """State from the Kubernetes API: every node, then every bound, unfinished pod's annotations.
     Uses the official client (imported lazily) unless a CoreV1Api-like object is given."""
     from .binder import KubeBinder
 
     if core_v1 is None:
-        from kubernetes import client, config
-
-        try:
-            config.load_incluster_config()
-        except config.ConfigException:
-            config.load_kube_config()
-        core_v1 = client.CoreV1Api()
+        core_v1 = kube_client()
 
     def raw(resp: Any) -> Any:
         return json.loads(resp.data)
@@ -286,3 +291,75 @@ def load_kube(core_v1: Any = None, **state_kwargs: Any) -> tuple[ExtenderState, 
     report = state.restore_bound(bound)
     log.info("rebuilt %d allocations, skipped %d pods", len(report.restored), len(report.skipped))
     return state, report
+
+
+# ---- keeping a long-running kube-mode state honest -------------------------------------------
+def reconcile(state: ExtenderState, live: Iterable[PodArgs], listed_at_ns: int,
+              grace_ns: int = 60_000_000_000) -> dict[str, list[str]]:
+    """Release Bound allocations whose pod is gone (deleted, finished) and restore annotated bound
+    pods gpufleet does not know. `listed_at_ns` is when the pod list was requested: allocations
+    made within `grace_ns` before it are kept, since the list may predate their Binding."""
+    live = [p for p in live if p.node_name]
+    names = {p.name for p in live}
+    released = []
+    with state.lock:
+        for a in list(state.cluster.allocations()):
+            if a.state == "Bound" and a.pod not in names and \
+                    a.assume_time_ns < listed_at_ns - grace_ns:
+                state.cluster.release(a.pod)
+                released.append(a.pod)
+        for uid, pod in list(state.uid_to_pod.items()):
+            if state.cluster.allocation(pod) is None:
+                del state.uid_to_pod[uid]
+        unknown = [p for p in live if state.cluster.allocation(p.name) is None]
+    report = state.restore_bound(unknown)
+    return {"released": released, "restored": report.restored}
+
+
+class KubeReconciler:
+    """Every `interval_s`, list bound pods and nodes and reconcile (new nodes are added)."""
+
+    def __init__(self, state: ExtenderState, core_v1: Any, interval_s: float = 30.0) -> None:
+        self.state, self.api, self.interval_s = state, core_v1, interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="gpufleet-reconcile", daemon=True)
+
+    def start(self) -> "KubeReconciler":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=self.interval_s + 5)
+
+    def once(self) -> dict[str, list[str]]:
+        import time
+
+        for n in json.loads(self.api.list_node(_preload_content=False).data).get("items", []):
+            name = (n.get("metadata") or {}).get("name")
+            if name and name not in self.state.node_specs:
+                try:
+                    self.state.add_node(convert.node_spec(n))
+                except (ConvertError, ValueError) as e:
+                    log.warning("node skipped: %s", e)
+        t = time.time_ns()
+        items = json.loads(self.api.list_pod_for_all_namespaces(
+            field_selector="spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed",
+            _preload_content=False).data).get("items", [])
+        live = []
+        for p in items:
+            try:
+                live.append(convert.pod_args(p))
+            except ConvertError as e:
+                log.warning("pod skipped: %s", e)
+        return reconcile(self.state, live, t)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                out = self.once()
+                if out["released"] or out["restored"]:
+                    log.info("reconcile: released %s, restored %s", out["released"],
+                             out["restored"])
+            except Exception:  # noqa: BLE001 - keep reconciling after an API hiccup
+                log.exception("reconcile failed")
