@@ -81,10 +81,11 @@ class Extender:
             cluster = st.cluster
             with st.lock:
                 for n in names:
-                    if not cluster.has_node(n):
+                    try:  # one native call per node; unknown nodes are the rare case
+                        r = cluster.filter(pod, n)
+                    except KeyError:
                         failed[n] = UNKNOWN_NODE
                         continue
-                    r = cluster.filter(pod, n)
                     if r.ok:
                         passed.append(n)
                     elif r.code == "UnschedulableAndUnresolvable":
