@@ -115,7 +115,7 @@ def csv_rows(path: PathLike, required: Sequence[str], optional: Sequence[str] = 
             yield Row(source, line, {k: v for k, v in zip(header, cells) if k in wanted})
 
 
-def make_frame(columns: Mapping[str, list[Any]], dtypes: Mapping[str, str]) -> pd.DataFrame:
+def make_frame(columns: Mapping[str, Any], dtypes: Mapping[str, str]) -> pd.DataFrame:
     """Build a frame with exactly the documented columns, in order, with fixed dtypes.
 
     Text columns use ``object`` on purpose: pandas 2 and 3 differ in their default string
