@@ -84,7 +84,9 @@ def _check(df: pd.DataFrame, source: str, tput: list[str]) -> None:
     def first_bad(column: str, bad: pd.Series, problem: str) -> None:
         if bad.any():
             label = bad.index[np.argmax(bad.to_numpy())]
-            raise TraceError(source, None, column, f"row {label}: {df.at[label, column]!r} {problem}")
+            value = df.at[label, column]
+            value = value.item() if isinstance(value, np.generic) else value  # plain repr in messages
+            raise TraceError(source, None, column, f"row {label}: {value!r} {problem}")
 
     first_bad("job_id", df["job_id"].duplicated(), "is a duplicate")
     for column in ("submit_time", "duration", *tput):
@@ -122,9 +124,8 @@ def load_jobs_csv(path: PathLike) -> pd.DataFrame:
     return finish_jobs(make_frame(columns, dtypes), path.name)
 
 
+_PARSERS = {"int64": Row.integer, "float64": Row.number, "object": Row.text}
+
+
 def _parse(row: Row, column: str, dtype: str) -> object:
-    if dtype == "int64":
-        return row.integer(column)
-    if dtype == "float64":
-        return row.number(column)
-    return row.text(column)
+    return _PARSERS[dtype](row, column)
