@@ -4,7 +4,7 @@ Required columns (in this order):
 
 ============== ======= ==========================================================
 job_id         int64   unique id, kept from the source trace where it has one
-submit_time    float64 seconds from the first submission of the trace (>= 0)
+submit_time    float64 seconds from the start of the trace (>= 0)
 num_gpu        int64   GPUs the job gangs on (>= 1)
 duration       float64 seconds of exclusive run time on the reference GPU (> 0)
 model_name     object  DL model / job type (``"unknown"`` where the trace lacks it)
