@@ -1,0 +1,460 @@
+#include "gpufleet/accounting/cluster_state.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "gpufleet/accounting/device_fit.h"
+#include "gpufleet/core/status_macros.h"
+
+namespace gpufleet {
+
+void SharedBuffer::Append(int64_t v) {
+  if (data_->size() == data_->capacity()) {
+    // Grow into a fresh block so views of the old one stay valid (they keep it alive).
+    auto grown = std::make_shared<std::vector<int64_t>>();
+    grown->reserve(std::max<size_t>(16, data_->capacity() * 2));
+    grown->assign(data_->begin(), data_->end());
+    data_ = std::move(grown);
+  }
+  data_->push_back(v);
+}
+
+void SharedBuffer::Erase(size_t begin, size_t end) {
+  auto fresh = std::make_shared<std::vector<int64_t>>(*data_);
+  fresh->erase(fresh->begin() + begin, fresh->begin() + end);
+  data_ = std::move(fresh);
+}
+
+int ClusterState::FindNode(const std::string& name) const {
+  auto it = node_index_.find(name);
+  return it == node_index_.end() ? -1 : it->second;
+}
+
+NodeView ClusterState::View(int i) const {
+  NodeView v;
+  v.node = &nodes_[i];
+  v.usage = &usage_[i];
+  v.used_core = used_core_.data() + first_device_[i];
+  v.used_memory = used_memory_.data() + first_device_[i];
+  return v;
+}
+
+absl::Status ClusterState::AddNode(const Node& node) {
+  RETURN_IF_ERROR(ValidateNode(node));
+  if (node_index_.count(node.name))
+    return absl::AlreadyExistsError(absl::StrFormat("node %s already exists", node.name));
+  int index = num_nodes();
+  nodes_.push_back(node);
+  first_device_.push_back(num_devices());
+  for (size_t d = 0; d < node.devices.size(); ++d) {
+    device_node_.push_back(index);
+    used_core_.Append(0);
+    used_memory_.Append(0);
+  }
+  usage_.emplace_back();
+  node_index_[node.name] = index;
+  RefreshUsage(index);
+  return absl::OkStatus();
+}
+
+absl::Status ClusterState::RemoveNode(const std::string& name) {
+  int index = FindNode(name);
+  if (index < 0) return absl::NotFoundError(absl::StrFormat("node %s does not exist", name));
+  for (const auto& [pod, a] : allocations_) {
+    if (a.node == name)
+      return absl::FailedPreconditionError(
+          absl::StrFormat("node %s still holds pod %s; release it first", name, pod));
+  }
+  size_t begin = first_device_[index];
+  size_t end = begin + nodes_[index].devices.size();
+  used_core_.Erase(begin, end);
+  used_memory_.Erase(begin, end);
+  device_node_.erase(device_node_.begin() + begin, device_node_.begin() + end);
+  for (auto& n : device_node_)
+    if (n > index) --n;
+  nodes_.erase(nodes_.begin() + index);
+  usage_.erase(usage_.begin() + index);
+  first_device_.erase(first_device_.begin() + index);
+  for (size_t i = index; i < first_device_.size(); ++i) first_device_[i] -= (end - begin);
+  node_index_.erase(name);
+  for (size_t i = index; i < nodes_.size(); ++i) node_index_[nodes_[i].name] = i;
+  return absl::OkStatus();
+}
+
+int ClusterState::LocalDevice(int node, const std::string& type, int minor) const {
+  const auto& devices = nodes_[node].devices;
+  for (size_t d = 0; d < devices.size(); ++d)
+    if (devices[d].minor == minor && devices[d].type == type) return static_cast<int>(d);
+  return -1;
+}
+
+absl::Status ClusterState::SetDeviceHealth(const std::string& node, const std::string& type,
+                                           int minor, bool healthy) {
+  int index = FindNode(node);
+  if (index < 0) return absl::NotFoundError(absl::StrFormat("node %s does not exist", node));
+  int d = LocalDevice(index, type, minor);
+  if (d < 0)
+    return absl::NotFoundError(
+        absl::StrFormat("node %s has no %s device with minor %d", node, type, minor));
+  nodes_[index].devices[d].healthy = healthy;
+  RefreshUsage(index);
+  return absl::OkStatus();
+}
+
+void ClusterState::RefreshUsage(int i) {
+  NodeUsage& u = usage_[i];
+  int64_t cpu = u.cpu_used, mem = u.memory_used, pods = u.pods_used;
+  u = NodeUsage();
+  u.cpu_used = cpu;
+  u.memory_used = mem;
+  u.pods_used = pods;
+  NodeView v = View(i);
+  for (int d = 0; d < v.num_devices(); ++d) {
+    const Device& dev = v.device(d);
+    if (dev.type != kGpu || !dev.healthy) continue;
+    ++u.gpu_count;
+    if (v.untouched(d)) ++u.gpu_whole_free;
+    u.gpu_core_capacity += dev.core;
+    u.gpu_core_used += v.used_core[d];
+    u.gpu_memory_capacity += dev.memory_bytes;
+    u.gpu_memory_used += v.used_memory[d];
+    u.gpu_max_free_core = std::max(u.gpu_max_free_core, v.free_core(d));
+    u.gpu_max_free_memory = std::max(u.gpu_max_free_memory, v.free_memory(d));
+  }
+}
+
+FitResult ClusterState::Filter(const Pod& pod, int node) const {
+  const Node& n = nodes_[node];
+  const NodeUsage& u = usage_[node];
+  if (u.pods_used + 1 > n.max_pods) return FitResult::Unschedulable("Too many pods");
+  if (pod.cpu_milli > n.cpu_milli)
+    return FitResult::Unresolvable("Insufficient cpu (more than the node has)");
+  if (pod.memory_bytes > n.memory_bytes)
+    return FitResult::Unresolvable("Insufficient memory (more than the node has)");
+  if (pod.cpu_milli > n.cpu_milli - u.cpu_used) return FitResult::Unschedulable("Insufficient cpu");
+  if (pod.memory_bytes > n.memory_bytes - u.memory_used)
+    return FitResult::Unschedulable("Insufficient memory");
+  NodeView view = View(node);
+  for (const DeviceRequest& r : pod.devices) {
+    FitResult fit = FitDeviceRequest(view, pod, r, /*domains=*/nullptr);
+    if (!fit.ok()) return fit;
+  }
+  return FitResult::Ok();
+}
+
+FitResult ClusterState::Plan(const Pod& pod, int node, const PlacementStrategy& strategy,
+                             Allocation* plan) const {
+  FitResult fit = Filter(pod, node);
+  if (!fit.ok()) return fit;
+  NodeView view = View(node);
+  Allocation a;
+  a.pod = pod.name;
+  a.node = nodes_[node].name;
+  a.cpu_milli = pod.cpu_milli;
+  a.memory_bytes = pod.memory_bytes;
+  std::vector<std::vector<int>> domains;
+  std::vector<int> chosen;
+  for (const DeviceRequest& r : pod.devices) {
+    domains.clear();
+    FitResult f = FitDeviceRequest(view, pod, r, &domains);
+    if (!f.ok()) return f;
+    chosen.clear();
+    if (!strategy.ChooseDevices(view, r, domains, &chosen) ||
+        static_cast<int>(chosen.size()) != r.count)
+      return FitResult::Unschedulable(absl::StrFormat("no %s devices satisfy the request", r.type));
+    for (int d : chosen) {
+      const Device& dev = view.device(d);
+      DeviceGrant g;
+      g.type = dev.type;
+      g.minor = dev.minor;
+      g.core = r.whole() ? dev.core : r.core;
+      g.memory_bytes = r.whole() ? dev.memory_bytes : RequestBytesOn(r, dev);
+      a.devices.push_back(g);
+    }
+  }
+  *plan = std::move(a);
+  return FitResult::Ok();
+}
+
+double ClusterState::Score(const Pod& pod, int node, const PlacementStrategy& strategy) const {
+  NodeView view = View(node);
+  if (!strategy.ScoreNeedsPlan()) return strategy.ScoreNode(view, pod, {});
+  Allocation plan;
+  if (!Plan(pod, node, strategy, &plan).ok()) return 0.0;
+  return strategy.ScoreNode(view, pod, plan.devices);
+}
+
+absl::Status ClusterState::ApplyDelta(const Allocation& a, int sign, bool check_only) const {
+  int node = FindNode(a.node);
+  if (node < 0) return absl::NotFoundError(absl::StrFormat("node %s does not exist", a.node));
+  const Node& n = nodes_[node];
+  const NodeUsage& u = usage_[node];
+  if (a.cpu_milli < 0 || a.memory_bytes < 0)
+    return absl::InvalidArgumentError(absl::StrFormat("pod %s: negative cpu or memory", a.pod));
+  if (sign > 0) {
+    if (u.pods_used + 1 > n.max_pods)
+      return absl::FailedPreconditionError(absl::StrFormat("node %s: too many pods", a.node));
+    if (u.cpu_used + a.cpu_milli > n.cpu_milli)
+      return absl::FailedPreconditionError(
+          absl::StrFormat("node %s: pod %s would over-commit cpu", a.node, a.pod));
+    if (u.memory_used + a.memory_bytes > n.memory_bytes)
+      return absl::FailedPreconditionError(
+          absl::StrFormat("node %s: pod %s would over-commit memory", a.node, a.pod));
+  }
+  // Sum per device first: one allocation may name a device once only.
+  std::map<int, std::pair<int64_t, int64_t>> per_device;
+  for (const DeviceGrant& g : a.devices) {
+    int d = LocalDevice(node, g.type, g.minor);
+    if (d < 0)
+      return absl::NotFoundError(
+          absl::StrFormat("node %s has no %s device with minor %d", a.node, g.type, g.minor));
+    if (g.core < 0 || g.memory_bytes < 0)
+      return absl::InvalidArgumentError(
+          absl::StrFormat("pod %s: negative grant on %s %d", a.pod, g.type, g.minor));
+    if (!per_device.emplace(d, std::make_pair(g.core, g.memory_bytes)).second)
+      return absl::InvalidArgumentError(
+          absl::StrFormat("pod %s names %s %d twice", a.pod, g.type, g.minor));
+  }
+  if (sign > 0) {
+    NodeView v = View(node);
+    for (const auto& [d, grant] : per_device) {
+      if (grant.first > v.free_core(d) || grant.second > v.free_memory(d))
+        return absl::FailedPreconditionError(absl::StrFormat(
+            "node %s: pod %s would over-commit %s %d (free core %d, memory %d; asks %d, %d)",
+            a.node, a.pod, n.devices[d].type, n.devices[d].minor, v.free_core(d),
+            v.free_memory(d), grant.first, grant.second));
+    }
+  }
+  (void)check_only;
+  return absl::OkStatus();
+}
+
+void ClusterState::Apply(const Allocation& a, int sign) {
+  int node = FindNode(a.node);
+  NodeUsage& u = usage_[node];
+  u.cpu_used += sign * a.cpu_milli;
+  u.memory_used += sign * a.memory_bytes;
+  u.pods_used += sign;
+  int base = first_device_[node];
+  for (const DeviceGrant& g : a.devices) {
+    int d = LocalDevice(node, g.type, g.minor);
+    used_core_[base + d] += sign * g.core;
+    used_memory_[base + d] += sign * g.memory_bytes;
+  }
+  RefreshUsage(node);
+}
+
+absl::Status ClusterState::Reserve(const Allocation& allocation) {
+  if (allocation.pod.empty()) return absl::InvalidArgumentError("allocation has no pod name");
+  if (allocations_.count(allocation.pod))
+    return absl::AlreadyExistsError(
+        absl::StrFormat("pod %s already holds an allocation", allocation.pod));
+  RETURN_IF_ERROR(ApplyDelta(allocation, +1, /*check_only=*/true));
+  Allocation a = allocation;
+  a.state = AllocationState::kReserved;
+  if (a.assume_time_ns == 0)
+    a.assume_time_ns = clock_ ? clock_()
+                              : std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                    std::chrono::system_clock::now().time_since_epoch())
+                                    .count();
+  Apply(a, +1);
+  allocations_.emplace(a.pod, std::move(a));
+  return absl::OkStatus();
+}
+
+absl::Status ClusterState::Unreserve(const std::string& pod) {
+  auto it = allocations_.find(pod);
+  if (it == allocations_.end()) return absl::OkStatus();
+  if (it->second.state == AllocationState::kBound)
+    return absl::FailedPreconditionError(
+        absl::StrFormat("pod %s is bound; release it instead of unreserving", pod));
+  Apply(it->second, -1);
+  allocations_.erase(it);
+  return absl::OkStatus();
+}
+
+absl::Status ClusterState::Commit(const std::string& pod) {
+  auto it = allocations_.find(pod);
+  if (it == allocations_.end())
+    return absl::NotFoundError(absl::StrFormat("pod %s has no reservation to commit", pod));
+  it->second.state = AllocationState::kBound;
+  return absl::OkStatus();
+}
+
+absl::Status ClusterState::Release(const std::string& pod) {
+  auto it = allocations_.find(pod);
+  if (it == allocations_.end())
+    return absl::NotFoundError(absl::StrFormat("pod %s holds no allocation", pod));
+  Apply(it->second, -1);
+  allocations_.erase(it);
+  return absl::OkStatus();
+}
+
+const Allocation* ClusterState::FindAllocation(const std::string& pod) const {
+  auto it = allocations_.find(pod);
+  return it == allocations_.end() ? nullptr : &it->second;
+}
+
+std::vector<const Allocation*> ClusterState::Allocations() const {
+  std::vector<const Allocation*> out;
+  out.reserve(allocations_.size());
+  for (const auto& [name, a] : allocations_) out.push_back(&a);
+  std::sort(out.begin(), out.end(),
+            [](const Allocation* a, const Allocation* b) { return a->pod < b->pod; });
+  return out;
+}
+
+PlaceResult ClusterState::Place(const Pod& pod, const PlacementStrategy& strategy, bool commit,
+                                const std::vector<int>* candidates) {
+  PlaceResult result;
+  if (allocations_.count(pod.name)) {
+    result.reason = absl::StrFormat("pod %s is already placed", pod.name);
+    return result;
+  }
+  const int total = candidates ? static_cast<int>(candidates->size()) : num_nodes();
+  int best = -1;
+  double best_score = -1.0;
+  Allocation best_plan, plan;
+  const bool needs_plan = strategy.ScoreNeedsPlan();
+  for (int k = 0; k < total; ++k) {
+    int i = candidates ? (*candidates)[k] : k;
+    if (!QuickMayFit(pod, nodes_[i], usage_[i])) continue;
+    if (!FitsNodeConstraints(pod, nodes_[i]).ok()) continue;
+    double score;
+    if (needs_plan) {
+      if (!Plan(pod, i, strategy, &plan).ok()) continue;
+      score = strategy.ScoreNode(View(i), pod, plan.devices);
+      if (score > best_score) best_plan = plan;
+    } else {
+      if (!Filter(pod, i).ok()) continue;
+      score = strategy.ScoreNode(View(i), pod, {});
+    }
+    if (score > best_score) {
+      best_score = score;
+      best = i;
+    }
+  }
+  if (best < 0) {
+    // Only now pay for exact reasons: "0/N nodes are available: 3 Insufficient cpu, ...".
+    std::map<std::string, int> reasons;
+    for (int k = 0; k < total; ++k) {
+      int i = candidates ? (*candidates)[k] : k;
+      FitResult f = FitsNodeConstraints(pod, nodes_[i]);
+      if (f.ok()) f = Filter(pod, i);
+      if (f.ok()) f = FitResult::Unschedulable("no devices satisfy the request");
+      ++reasons[f.reason];
+    }
+    std::vector<std::string> parts;
+    for (const auto& [reason, count] : reasons) parts.push_back(absl::StrCat(count, " ", reason));
+    result.reason = absl::StrFormat("0/%d nodes are available", total);
+    if (!parts.empty()) absl::StrAppend(&result.reason, ": ", absl::StrJoin(parts, ", "));
+    return result;
+  }
+  if (!needs_plan) {
+    FitResult f = Plan(pod, best, strategy, &best_plan);
+    if (!f.ok()) {
+      result.reason = f.reason;
+      return result;
+    }
+  }
+  absl::Status s = Reserve(best_plan);
+  if (s.ok() && commit) s = Commit(pod.name);
+  if (!s.ok()) {
+    result.reason = std::string(s.message());
+    return result;
+  }
+  result.placed = true;
+  result.allocation = *FindAllocation(pod.name);
+  return result;
+}
+
+absl::Status ClusterState::CheckInvariants() const {
+  std::vector<int64_t> core(num_devices(), 0), memory(num_devices(), 0);
+  std::vector<NodeUsage> expect(num_nodes());
+  for (const auto& [name, a] : allocations_) {
+    int node = FindNode(a.node);
+    if (node < 0) return absl::InternalError(absl::StrCat("pod ", name, " on unknown node"));
+    expect[node].cpu_used += a.cpu_milli;
+    expect[node].memory_used += a.memory_bytes;
+    expect[node].pods_used += 1;
+    for (const DeviceGrant& g : a.devices) {
+      int d = LocalDevice(node, g.type, g.minor);
+      if (d < 0) return absl::InternalError(absl::StrCat("pod ", name, " holds unknown device"));
+      core[first_device_[node] + d] += g.core;
+      memory[first_device_[node] + d] += g.memory_bytes;
+    }
+  }
+  for (int i = 0; i < num_nodes(); ++i) {
+    const Node& n = nodes_[i];
+    const NodeUsage& u = usage_[i];
+    if (u.cpu_used != expect[i].cpu_used || u.memory_used != expect[i].memory_used ||
+        u.pods_used != expect[i].pods_used)
+      return absl::InternalError(absl::StrCat("node ", n.name, ": usage differs from allocations"));
+    if (u.cpu_used > n.cpu_milli || u.memory_used > n.memory_bytes || u.pods_used > n.max_pods)
+      return absl::InternalError(absl::StrCat("node ", n.name, " is over-committed"));
+    for (size_t d = 0; d < n.devices.size(); ++d) {
+      int g = first_device_[i] + d;
+      if (used_core_[g] != core[g] || used_memory_[g] != memory[g])
+        return absl::InternalError(absl::StrFormat("node %s %s %d: usage differs from allocations",
+                                                   n.name, n.devices[d].type, n.devices[d].minor));
+      if (used_core_[g] > n.devices[d].core || used_memory_[g] > n.devices[d].memory_bytes ||
+          used_core_[g] < 0 || used_memory_[g] < 0)
+        return absl::InternalError(absl::StrFormat("node %s %s %d is over-committed", n.name,
+                                                   n.devices[d].type, n.devices[d].minor));
+    }
+    NodeUsage fresh = u;
+    const_cast<ClusterState*>(this)->RefreshUsage(i);
+    const NodeUsage& now = usage_[i];
+    if (now.gpu_whole_free != fresh.gpu_whole_free || now.gpu_core_used != fresh.gpu_core_used ||
+        now.gpu_max_free_memory != fresh.gpu_max_free_memory)
+      return absl::InternalError(absl::StrCat("node ", n.name, ": stale usage summary"));
+  }
+  return absl::OkStatus();
+}
+
+bool ClusterState::operator==(const ClusterState& other) const {
+  if (nodes_ != other.nodes_) return false;
+  for (int i = 0; i < num_devices(); ++i)
+    if (used_core_[i] != other.used_core_[i] || used_memory_[i] != other.used_memory_[i])
+      return false;
+  if (allocations_.size() != other.allocations_.size()) return false;
+  for (const auto& [name, a] : allocations_) {
+    const Allocation* b = other.FindAllocation(name);
+    if (b == nullptr || !(a == *b)) return false;
+  }
+  return true;
+}
+
+FitResult FitsNodeConstraints(const Pod& pod, const Node& node) {
+  for (const auto& [key, value] : pod.node_selector) {
+    auto it = node.labels.find(key);
+    if (it == node.labels.end() || it->second != value)
+      return FitResult::Unresolvable("node(s) didn't match Pod's node affinity/selector");
+  }
+  for (const Taint& t : node.taints) {
+    if (t.effect == "PreferNoSchedule") continue;
+    bool tolerated = false;
+    for (const Toleration& tol : pod.tolerations) {
+      if (!tol.effect.empty() && tol.effect != t.effect) continue;
+      if (tol.op == "Exists" && (tol.key.empty() || tol.key == t.key)) tolerated = true;
+      if (tol.op != "Exists" && tol.key == t.key && tol.value == t.value) tolerated = true;
+      if (tolerated) break;
+    }
+    if (!tolerated)
+      return FitResult::Unresolvable(
+          absl::StrFormat("node(s) had untolerated taint {%s: %s}", t.key, t.value));
+  }
+  return FitResult::Ok();
+}
+
+int64_t RequestBytesOn(const DeviceRequest& request, const Device& device) {
+  if (request.memory_ratio > 0)
+    return (request.memory_ratio * device.memory_bytes + 99) / 100;
+  return request.memory_bytes;
+}
+
+}  // namespace gpufleet

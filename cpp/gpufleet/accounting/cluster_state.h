@@ -1,0 +1,137 @@
+// The cluster's accounting: nodes, per-device used core/memory, and every pod's allocation.
+// Filter answers per device, never from node totals alone; Reserve/Unreserve/Commit/Release move
+// usage; no mutation can over-commit a device (CheckInvariants verifies it), and a failed
+// mutation leaves the state as it was. One ClusterState serves the engine, the simulator and the
+// Kubernetes adapters.
+#ifndef GPUFLEET_ACCOUNTING_CLUSTER_STATE_H_
+#define GPUFLEET_ACCOUNTING_CLUSTER_STATE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "gpufleet/accounting/allocation.h"
+#include "gpufleet/accounting/fit.h"
+#include "gpufleet/accounting/node_view.h"
+#include "gpufleet/core/node.h"
+#include "gpufleet/core/pod.h"
+#include "gpufleet/placement/strategy.h"
+
+namespace gpufleet {
+
+// A growable int64 buffer whose storage can outlive a resize: views handed out (NumPy arrays)
+// keep the old block alive instead of dangling. Copies are deep.
+class SharedBuffer {
+ public:
+  SharedBuffer() : data_(std::make_shared<std::vector<int64_t>>()) {}
+  SharedBuffer(const SharedBuffer& other)
+      : data_(std::make_shared<std::vector<int64_t>>(*other.data_)) {}
+  SharedBuffer& operator=(const SharedBuffer& other) {
+    if (this != &other) data_ = std::make_shared<std::vector<int64_t>>(*other.data_);
+    return *this;
+  }
+  SharedBuffer(SharedBuffer&&) = default;
+  SharedBuffer& operator=(SharedBuffer&&) = default;
+
+  int64_t& operator[](size_t i) { return (*data_)[i]; }
+  int64_t operator[](size_t i) const { return (*data_)[i]; }
+  size_t size() const { return data_->size(); }
+  int64_t* data() { return data_->data(); }
+  const int64_t* data() const { return data_->data(); }
+  void Append(int64_t v);
+  void Erase(size_t begin, size_t end);
+  const std::shared_ptr<std::vector<int64_t>>& storage() const { return data_; }
+
+ private:
+  std::shared_ptr<std::vector<int64_t>> data_;
+};
+
+struct PlaceResult {
+  bool placed = false;
+  Allocation allocation;  // valid when placed
+  std::string reason;     // why not, e.g. "0/3 nodes are available: 2 Insufficient gpu devices, ..."
+};
+
+class ClusterState {
+ public:
+  // --- Nodes -----------------------------------------------------------------------------------
+  absl::Status AddNode(const Node& node);           // AlreadyExists / InvalidArgument
+  absl::Status RemoveNode(const std::string& name);  // FailedPrecondition while pods hold it
+  absl::Status SetDeviceHealth(const std::string& node, const std::string& type, int minor,
+                               bool healthy);
+  int num_nodes() const { return static_cast<int>(nodes_.size()); }
+  int num_devices() const { return static_cast<int>(device_node_.size()); }
+  const Node& node(int i) const { return nodes_[i]; }
+  const NodeUsage& usage(int i) const { return usage_[i]; }
+  int FindNode(const std::string& name) const;  // -1 when absent
+  NodeView View(int i) const;
+  int first_device(int i) const { return first_device_[i]; }
+
+  // --- Questions -------------------------------------------------------------------------------
+  // Resources and devices only; label/taint constraints are FitsNodeConstraints below.
+  FitResult Filter(const Pod& pod, int node) const;
+  // Filter, then ask `strategy` for devices; on success fills `plan` (state kReserved, not applied).
+  FitResult Plan(const Pod& pod, int node, const PlacementStrategy& strategy,
+                 Allocation* plan) const;
+  double Score(const Pod& pod, int node, const PlacementStrategy& strategy) const;
+
+  // --- Transactions ----------------------------------------------------------------------------
+  // Applies a planned allocation as reserved. Rejects unknown nodes/devices, duplicate pods and
+  // anything that would over-commit, leaving the state unchanged.
+  absl::Status Reserve(const Allocation& allocation);
+  absl::Status Unreserve(const std::string& pod);  // idempotent; a bound pod is not touched
+  absl::Status Commit(const std::string& pod);     // reserved -> bound
+  absl::Status Release(const std::string& pod);    // frees a reserved or bound pod; NotFound
+  const Allocation* FindAllocation(const std::string& pod) const;
+  std::vector<const Allocation*> Allocations() const;  // sorted by pod name
+  int num_allocations() const { return static_cast<int>(allocations_.size()); }
+
+  // Filter every node (or `candidates`), score the feasible ones, reserve the best (and commit it
+  // when `commit`). Ties go to the earlier node.
+  PlaceResult Place(const Pod& pod, const PlacementStrategy& strategy, bool commit = true,
+                    const std::vector<int>* candidates = nullptr);
+
+  // --- Checks ----------------------------------------------------------------------------------
+  // Every device's used <= capacity, usage equals the sum of allocations, summaries are current.
+  absl::Status CheckInvariants() const;
+  bool operator==(const ClusterState& other) const;
+
+  // --- Raw arrays (for zero-copy NumPy views) --------------------------------------------------
+  const SharedBuffer& used_core() const { return used_core_; }
+  const SharedBuffer& used_memory() const { return used_memory_; }
+  const std::vector<int32_t>& device_node() const { return device_node_; }
+
+  // Current time source for assume times; tests and the simulator may pin it.
+  void set_clock(std::function<int64_t()> clock) { clock_ = std::move(clock); }
+
+ private:
+  void RefreshUsage(int node);
+  absl::Status ApplyDelta(const Allocation& a, int sign, bool check_only) const;
+  void Apply(const Allocation& a, int sign);
+  int LocalDevice(int node, const std::string& type, int minor) const;
+
+  std::vector<Node> nodes_;
+  std::vector<NodeUsage> usage_;
+  std::vector<int> first_device_;
+  absl::flat_hash_map<std::string, int> node_index_;
+  std::vector<int32_t> device_node_;
+  SharedBuffer used_core_;
+  SharedBuffer used_memory_;
+  absl::flat_hash_map<std::string, Allocation> allocations_;
+  std::function<int64_t()> clock_;
+};
+
+// Node selector and taints/tolerations (NoSchedule and NoExecute taints must be tolerated).
+FitResult FitsNodeConstraints(const Pod& pod, const Node& node);
+
+// Bytes a request takes on a device: memory_bytes, or memory_ratio percent of the device's memory.
+int64_t RequestBytesOn(const DeviceRequest& request, const Device& device);
+
+}  // namespace gpufleet
+
+#endif  // GPUFLEET_ACCOUNTING_CLUSTER_STATE_H_

@@ -1,0 +1,158 @@
+#include "gpufleet/accounting/device_fit.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "gpufleet/accounting/cluster_state.h"
+
+namespace gpufleet {
+namespace {
+
+bool ModelAllowed(const Pod& pod, const Device& d) {
+  if (pod.gpu_models.empty() || d.type != kGpu) return true;
+  return std::find(pod.gpu_models.begin(), pod.gpu_models.end(), d.model) != pod.gpu_models.end();
+}
+
+bool DeviceFits(const NodeView& v, int d, const Pod& pod, const DeviceRequest& r) {
+  const Device& dev = v.device(d);
+  if (dev.type != r.type || !dev.healthy || !ModelAllowed(pod, dev)) return false;
+  if (r.whole()) return v.untouched(d);
+  return v.free_core(d) >= r.core && v.free_memory(d) >= RequestBytesOn(r, dev);
+}
+
+std::string Plural(const std::string& type) { return type + " devices"; }
+
+// Why fewer than `count` devices fit: the reasons the Kubernetes GPU-sharing schedulers use.
+FitResult ShortageReason(const NodeView& v, const Pod& pod, const DeviceRequest& r) {
+  if (r.count == 1 && !r.whole()) {
+    bool core_ok_somewhere = false, memory_ok_somewhere = false;
+    for (int d = 0; d < v.num_devices(); ++d) {
+      const Device& dev = v.device(d);
+      if (dev.type != r.type || !dev.healthy || !ModelAllowed(pod, dev)) continue;
+      if (v.free_core(d) >= r.core) core_ok_somewhere = true;
+      if (v.free_memory(d) >= RequestBytesOn(r, dev)) memory_ok_somewhere = true;
+    }
+    if (r.type == kGpu && core_ok_somewhere && !memory_ok_somewhere)
+      return FitResult::Unschedulable("Insufficient GPU memory in one device");
+    if (r.type == kGpu && memory_ok_somewhere && !core_ok_somewhere)
+      return FitResult::Unschedulable("Insufficient GPU core in one device");
+  }
+  return FitResult::Unschedulable("Insufficient " + Plural(r.type));
+}
+
+}  // namespace
+
+bool QuickMayFit(const Pod& pod, const Node& node, const NodeUsage& u) {
+  (void)node;
+  if (pod.cpu_milli > node.cpu_milli - u.cpu_used) return false;
+  if (pod.memory_bytes > node.memory_bytes - u.memory_used) return false;
+  if (u.pods_used + 1 > node.max_pods) return false;
+  for (const DeviceRequest& r : pod.devices) {
+    if (r.type != kGpu) continue;
+    if (r.whole()) {
+      if (u.gpu_whole_free < r.count) return false;
+    } else {
+      if (u.gpu_count < r.count || u.gpu_max_free_core < r.core) return false;
+      if (r.memory_ratio == 0 && u.gpu_max_free_memory < r.memory_bytes) return false;
+    }
+  }
+  return true;
+}
+
+FitResult FitDeviceRequest(const NodeView& v, const Pod& pod, const DeviceRequest& r,
+                           std::vector<std::vector<int>>* domains) {
+  const Node& n = *v.node;
+  int of_type = 0, allowed = 0;
+  for (int d = 0; d < v.num_devices(); ++d) {
+    if (v.device(d).type != r.type) continue;
+    ++of_type;
+    if (ModelAllowed(pod, v.device(d))) ++allowed;
+  }
+  if (of_type == 0) return FitResult::Unresolvable(absl::StrFormat("node has no %s", Plural(r.type)));
+  if (allowed == 0)
+    return FitResult::Unresolvable(absl::StrFormat(
+        "node has no gpu of model %s", absl::StrJoin(pod.gpu_models, "|")));
+  if (allowed < r.count)
+    return FitResult::Unresolvable(absl::StrFormat("node has %d %s, pod needs %d", allowed,
+                                                   Plural(r.type), r.count));
+  if (r.type == kGpu) {
+    if (n.gpu_sharing == GpuSharing::kWholeOnly && !r.whole())
+      return FitResult::Unresolvable("node allows whole GPUs only");
+    if (n.gpu_sharing == GpuSharing::kSharedOnly && r.whole())
+      return FitResult::Unresolvable("node allows shared GPUs only");
+  }
+  const bool nvlink = r.type == kGpu && r.count > 1 && !n.nvlink_groups.empty();
+  if (nvlink) {
+    std::set<int> sizes;
+    for (const auto& g : n.nvlink_groups) sizes.insert(static_cast<int>(g.size()));
+    if (!sizes.count(r.count))
+      return FitResult::Unresolvable(absl::StrFormat(
+          "request of %d GPUs is not an NVLink partition size (%s)", r.count,
+          absl::StrJoin(sizes, ", ")));
+  }
+  const bool scoped = r.count > 1 && pod.scope != TopologyScope::kNone;
+
+  // Fast path: no constraint, just count fitting devices.
+  int fitting = 0;
+  for (int d = 0; d < v.num_devices(); ++d)
+    if (DeviceFits(v, d, pod, r)) ++fitting;
+  if (fitting < r.count) return ShortageReason(v, pod, r);
+  if (!nvlink && !scoped && domains == nullptr) return FitResult::Ok();
+
+  // Candidates in ascending minor order.
+  std::vector<int> candidates;
+  for (int d = 0; d < v.num_devices(); ++d)
+    if (DeviceFits(v, d, pod, r)) candidates.push_back(d);
+  std::sort(candidates.begin(), candidates.end(),
+            [&](int a, int b) { return v.device(a).minor < v.device(b).minor; });
+
+  std::vector<std::vector<int>> groups;
+  if (nvlink) {
+    std::map<int, int> by_minor;
+    for (int d : candidates) by_minor[v.device(d).minor] = d;
+    for (const auto& g : n.nvlink_groups) {
+      if (static_cast<int>(g.size()) != r.count) continue;
+      std::vector<int> members;
+      for (int minor : g) {
+        auto it = by_minor.find(minor);
+        if (it == by_minor.end()) break;
+        members.push_back(it->second);
+      }
+      if (members.size() == g.size()) groups.push_back(members);
+    }
+  } else {
+    groups.push_back(candidates);
+  }
+  if (scoped) {
+    // Split each group by PCIe switch or NUMA node; unknown topology never satisfies a scope.
+    std::vector<std::vector<int>> split;
+    for (const auto& g : groups) {
+      std::map<std::string, std::vector<int>> by_key;
+      for (int d : g) {
+        const DeviceTopology& t = v.device(d).topology;
+        std::string key = pod.scope == TopologyScope::kPcie
+                              ? t.pcie_switch
+                              : (t.numa_node < 0 ? "" : std::to_string(t.numa_node));
+        if (!key.empty()) by_key[key].push_back(d);
+      }
+      for (auto& [key, members] : by_key)
+        if (static_cast<int>(members.size()) >= r.count) split.push_back(std::move(members));
+    }
+    groups = std::move(split);
+  }
+  if (groups.empty()) {
+    if (nvlink)
+      return FitResult::Unschedulable(
+          absl::StrFormat("no free NVLink group of %d GPUs", r.count));
+    return FitResult::Unschedulable(absl::StrFormat(
+        "no %s has %d free fitting %s",
+        pod.scope == TopologyScope::kPcie ? "PCIe switch" : "NUMA node", r.count, Plural(r.type)));
+  }
+  if (domains) *domains = std::move(groups);
+  return FitResult::Ok();
+}
+
+}  // namespace gpufleet

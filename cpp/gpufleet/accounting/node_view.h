@@ -1,0 +1,42 @@
+// A read-only window on one node's devices and usage, handed to placement strategies.
+#ifndef GPUFLEET_ACCOUNTING_NODE_VIEW_H_
+#define GPUFLEET_ACCOUNTING_NODE_VIEW_H_
+
+#include <cstdint>
+
+#include "gpufleet/core/node.h"
+
+namespace gpufleet {
+
+// Per-node totals kept current after every mutation, so a filter over thousands of nodes can reject
+// most of them without touching their devices. GPU figures cover healthy GPUs only.
+struct NodeUsage {
+  int64_t cpu_used = 0;
+  int64_t memory_used = 0;
+  int64_t pods_used = 0;
+  int32_t gpu_count = 0;        // healthy GPUs
+  int32_t gpu_whole_free = 0;   // healthy GPUs nothing is allocated on
+  int64_t gpu_core_capacity = 0;
+  int64_t gpu_core_used = 0;
+  int64_t gpu_memory_capacity = 0;
+  int64_t gpu_memory_used = 0;
+  int64_t gpu_max_free_core = 0;    // best single healthy GPU
+  int64_t gpu_max_free_memory = 0;  // best single healthy GPU
+};
+
+struct NodeView {
+  const Node* node = nullptr;
+  const NodeUsage* usage = nullptr;
+  const int64_t* used_core = nullptr;    // indexed like node->devices
+  const int64_t* used_memory = nullptr;  // indexed like node->devices
+
+  int num_devices() const { return static_cast<int>(node->devices.size()); }
+  const Device& device(int i) const { return node->devices[i]; }
+  int64_t free_core(int i) const { return node->devices[i].core - used_core[i]; }
+  int64_t free_memory(int i) const { return node->devices[i].memory_bytes - used_memory[i]; }
+  bool untouched(int i) const { return used_core[i] == 0 && used_memory[i] == 0; }
+};
+
+}  // namespace gpufleet
+
+#endif  // GPUFLEET_ACCOUNTING_NODE_VIEW_H_

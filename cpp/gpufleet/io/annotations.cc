@@ -1,0 +1,161 @@
+#include "gpufleet/io/annotations.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "gpufleet/core/quantity.h"
+#include "gpufleet/core/registry.h"
+#include "gpufleet/core/request_parser.h"
+#include "gpufleet/core/status_macros.h"
+
+namespace gpufleet {
+namespace {
+
+const Device* FindDevice(const Node& node, const std::string& type, int minor) {
+  for (const Device& d : node.devices)
+    if (d.type == type && d.minor == minor) return &d;
+  return nullptr;
+}
+
+int64_t RatioOf(int64_t bytes, int64_t capacity) {
+  if (capacity <= 0) return 0;
+  return (bytes * 100 + capacity - 1) / capacity;
+}
+
+}  // namespace
+
+std::string DeviceAllocatedJson(const Allocation& a, const Node& node) {
+  Json out = Json::object();
+  for (const DeviceGrant& g : a.devices) {
+    Json resources = Json::object();
+    if (g.type == kGpu) {
+      const Device* d = FindDevice(node, g.type, g.minor);
+      resources[kKoordGpuCore] = std::to_string(g.core);
+      resources[kKoordGpuMemory] = FormatBytes(g.memory_bytes);
+      resources[kKoordGpuMemoryRatio] =
+          std::to_string(RatioOf(g.memory_bytes, d ? d->memory_bytes : 0));
+    } else {
+      resources[absl::StrCat("koordinator.sh/", g.type)] = std::to_string(g.core);
+    }
+    out[g.type].push_back({{"minor", g.minor}, {"resources", resources}});
+  }
+  return out.dump();
+}
+
+std::map<std::string, std::string> AllocationAnnotations(const Allocation& a, const Node& node,
+                                                         bool gpushare, int64_t unit_bytes) {
+  std::map<std::string, std::string> out;
+  out[kDeviceAllocatedAnnotation] = DeviceAllocatedJson(a, node);
+  if (!gpushare) return out;
+  std::vector<std::string> minors;
+  int64_t memory = 0, device_memory = 0;
+  for (const DeviceGrant& g : a.devices) {
+    if (g.type != kGpu) continue;
+    minors.push_back(std::to_string(g.minor));
+    memory += g.memory_bytes;
+    if (const Device* d = FindDevice(node, g.type, g.minor)) device_memory = d->memory_bytes;
+  }
+  if (minors.empty()) return out;
+  out[kGpushareIdx] = absl::StrJoin(minors, ",");
+  out[kGpusharePod] = std::to_string(memory / unit_bytes);
+  out[kGpushareDev] = std::to_string(device_memory / unit_bytes);
+  out[kGpushareAssigned] = "false";
+  out[kGpushareAssumeTime] = std::to_string(a.assume_time_ns);
+  return out;
+}
+
+absl::StatusOr<std::vector<DeviceGrant>> GrantsFromAnnotations(
+    const std::map<std::string, std::string>& annotations, const Node& node, const Pod& pod,
+    int64_t unit_bytes) {
+  std::vector<DeviceGrant> grants;
+  auto bad = [&](const std::string& key, const std::string& why) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("pod %s: annotation %s: %s", pod.name, key, why));
+  };
+  if (auto it = annotations.find(kDeviceAllocatedAnnotation); it != annotations.end()) {
+    Json j = Json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object()) return bad(it->first, "not a JSON object");
+    for (auto type = j.begin(); type != j.end(); ++type) {
+      if (!type->is_array()) return bad(it->first, type.key() + " is not a list");
+      for (const Json& entry : *type) {
+        if (!entry.is_object() || !entry.contains("minor") || !entry["minor"].is_number_integer())
+          return bad(it->first, "an entry has no integer minor");
+        DeviceGrant g;
+        g.type = type.key();
+        g.minor = entry["minor"].get<int>();
+        const Device* d = FindDevice(node, g.type, g.minor);
+        if (d == nullptr)
+          return bad(it->first, absl::StrFormat("node %s has no %s %d", node.name, g.type, g.minor));
+        Json res = entry.value("resources", Json::object());
+        auto quantity = [&](const std::string& key, int64_t* out) -> absl::Status {
+          if (!res.contains(key)) return absl::OkStatus();
+          const Json& v = res[key];
+          std::string text = v.is_string() ? v.get<std::string>() : v.dump();
+          auto q = ParseQuantity(text);
+          if (!q.ok()) return bad(it->first, std::string(q.status().message()));
+          *out = *q;
+          return absl::OkStatus();
+        };
+        std::string core_key = g.type == kGpu ? kKoordGpuCore : "koordinator.sh/" + g.type;
+        int64_t ratio = -1;
+        g.core = 0;
+        RETURN_IF_ERROR(quantity(core_key, &g.core));
+        RETURN_IF_ERROR(quantity(kKoordGpuMemory, &g.memory_bytes));
+        RETURN_IF_ERROR(quantity(kKoordGpuMemoryRatio, &ratio));
+        if (g.memory_bytes == 0 && ratio > 0) g.memory_bytes = (ratio * d->memory_bytes + 99) / 100;
+        grants.push_back(g);
+      }
+    }
+    return grants;
+  }
+  if (auto it = annotations.find(kGpushareIdx); it != annotations.end()) {
+    int64_t units = 0;
+    auto pod_units = annotations.find(kGpusharePod);
+    if (pod_units == annotations.end() || !absl::SimpleAtoi(pod_units->second, &units) || units < 0)
+      return bad(kGpusharePod, "missing or not a number");
+    std::vector<std::string> parts = absl::StrSplit(it->second, ',', absl::SkipEmpty());
+    if (parts.empty()) return bad(kGpushareIdx, "empty");
+    for (const std::string& part : parts) {
+      DeviceGrant g;
+      g.type = kGpu;
+      if (!absl::SimpleAtoi(part, &g.minor)) return bad(kGpushareIdx, "\"" + part + "\" is not a minor");
+      if (FindDevice(node, kGpu, g.minor) == nullptr)
+        return bad(kGpushareIdx, absl::StrFormat("node %s has no gpu %d", node.name, g.minor));
+      g.core = 0;
+      g.memory_bytes = units * unit_bytes / static_cast<int64_t>(parts.size());
+      grants.push_back(g);
+    }
+    return grants;
+  }
+  if (!pod.devices.empty())
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "pod %s requests devices but carries no %s or %s annotation", pod.name,
+        kDeviceAllocatedAnnotation, kGpushareIdx));
+  return grants;
+}
+
+absl::StatusOr<Allocation> RestoreBoundPod(ClusterState& state, const Pod& pod,
+                                           const std::string& node,
+                                           const std::map<std::string, std::string>& annotations,
+                                           int64_t unit_bytes) {
+  int index = state.FindNode(node);
+  if (index < 0)
+    return absl::NotFoundError(absl::StrFormat("pod %s: node %s does not exist", pod.name, node));
+  ASSIGN_OR_RETURN(std::vector<DeviceGrant> grants,
+                   GrantsFromAnnotations(annotations, state.node(index), pod, unit_bytes));
+  Allocation a;
+  a.pod = pod.name;
+  a.node = node;
+  a.cpu_milli = pod.cpu_milli;
+  a.memory_bytes = pod.memory_bytes;
+  a.devices = std::move(grants);
+  if (auto it = annotations.find(kGpushareAssumeTime); it != annotations.end())
+    (void)absl::SimpleAtoi(it->second, &a.assume_time_ns);
+  RETURN_IF_ERROR(state.Reserve(a));
+  RETURN_IF_ERROR(state.Commit(a.pod));
+  return *state.FindAllocation(a.pod);
+}
+
+}  // namespace gpufleet

@@ -1,0 +1,49 @@
+// Allocation records as pod annotations, and back: Koordinator's
+// scheduling.koordinator.sh/device-allocated and gpushare's ALIYUN_COM_GPU_MEM_* keys. Rebuilding
+// the accounting from bound pods' annotations is what makes a restart safe.
+#ifndef GPUFLEET_IO_ANNOTATIONS_H_
+#define GPUFLEET_IO_ANNOTATIONS_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "gpufleet/accounting/allocation.h"
+#include "gpufleet/accounting/cluster_state.h"
+#include "gpufleet/core/node.h"
+#include "gpufleet/core/pod.h"
+
+namespace gpufleet {
+
+inline constexpr char kDeviceAllocatedAnnotation[] = "scheduling.koordinator.sh/device-allocated";
+inline constexpr char kGpushareIdx[] = "ALIYUN_COM_GPU_MEM_IDX";
+inline constexpr char kGpusharePod[] = "ALIYUN_COM_GPU_MEM_POD";
+inline constexpr char kGpushareDev[] = "ALIYUN_COM_GPU_MEM_DEV";
+inline constexpr char kGpushareAssigned[] = "ALIYUN_COM_GPU_MEM_ASSIGNED";
+inline constexpr char kGpushareAssumeTime[] = "ALIYUN_COM_GPU_MEM_ASSUME_TIME";
+
+// JSON: device type -> [{"minor", "resources": {name: quantity string}}].
+std::string DeviceAllocatedJson(const Allocation& allocation, const Node& node);
+
+// The Koordinator annotation, plus gpushare's keys when `gpushare` (memory in `unit_bytes`).
+std::map<std::string, std::string> AllocationAnnotations(const Allocation& allocation,
+                                                         const Node& node, bool gpushare,
+                                                         int64_t unit_bytes = int64_t{1} << 20);
+
+// Device grants recorded in a bound pod's annotations (Koordinator's key wins over gpushare's).
+// A pod with device requests and no allocation annotation is an error naming the pod.
+absl::StatusOr<std::vector<DeviceGrant>> GrantsFromAnnotations(
+    const std::map<std::string, std::string>& annotations, const Node& node, const Pod& pod,
+    int64_t unit_bytes = int64_t{1} << 20);
+
+// Rebuilds a bound pod's allocation from its annotations after a restart: reserves and commits
+// exactly the recorded devices (never a second choice), failing if that would over-commit.
+absl::StatusOr<Allocation> RestoreBoundPod(ClusterState& state, const Pod& pod,
+                                           const std::string& node,
+                                           const std::map<std::string, std::string>& annotations,
+                                           int64_t unit_bytes = int64_t{1} << 20);
+
+}  // namespace gpufleet
+
+#endif  // GPUFLEET_IO_ANNOTATIONS_H_

@@ -1,0 +1,64 @@
+#include "gpufleet/io/snapshot.h"
+
+#include "absl/strings/str_cat.h"
+#include "gpufleet/core/status_macros.h"
+#include "gpufleet/io/spec_json.h"
+
+namespace gpufleet {
+
+std::string SaveSnapshot(const ClusterState& state) {
+  Json j;
+  j["version"] = 1;
+  Json nodes = Json::array();
+  for (int i = 0; i < state.num_nodes(); ++i) nodes.push_back(NodeToJson(state.node(i)));
+  j["nodes"] = nodes;
+  Json allocations = Json::array();
+  for (const Allocation* a : state.Allocations()) {
+    Json devices = Json::array();
+    for (const DeviceGrant& g : a->devices)
+      devices.push_back({{"type", g.type}, {"minor", g.minor}, {"core", g.core},
+                         {"memory_bytes", g.memory_bytes}});
+    allocations.push_back({{"pod", a->pod},
+                           {"node", a->node},
+                           {"cpu_milli", a->cpu_milli},
+                           {"memory_bytes", a->memory_bytes},
+                           {"state", a->state == AllocationState::kBound ? "Bound" : "Reserved"},
+                           {"assume_time_ns", a->assume_time_ns},
+                           {"devices", devices}});
+  }
+  j["allocations"] = allocations;
+  return j.dump();
+}
+
+absl::StatusOr<ClusterState> LoadSnapshot(const std::string& text) {
+  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return absl::InvalidArgumentError("snapshot: not JSON");
+  if (j.value("version", 0) != 1)
+    return absl::InvalidArgumentError("snapshot: unsupported version (expected 1)");
+  ClusterState state;
+  for (const Json& n : j.value("nodes", Json::array())) {
+    ASSIGN_OR_RETURN(Node node, NodeFromJson(n));
+    RETURN_IF_ERROR(state.AddNode(node));
+  }
+  try {
+    for (const Json& a : j.value("allocations", Json::array())) {
+      Allocation alloc;
+      alloc.pod = a.at("pod").get<std::string>();
+      alloc.node = a.at("node").get<std::string>();
+      alloc.cpu_milli = a.at("cpu_milli").get<int64_t>();
+      alloc.memory_bytes = a.at("memory_bytes").get<int64_t>();
+      alloc.assume_time_ns = a.at("assume_time_ns").get<int64_t>();
+      for (const Json& g : a.at("devices")) {
+        alloc.devices.push_back({g.at("type").get<std::string>(), g.at("minor").get<int>(),
+                                 g.at("core").get<int64_t>(), g.at("memory_bytes").get<int64_t>()});
+      }
+      RETURN_IF_ERROR(state.Reserve(alloc));
+      if (a.at("state").get<std::string>() == "Bound") RETURN_IF_ERROR(state.Commit(alloc.pod));
+    }
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("snapshot: malformed allocation: ", e.what()));
+  }
+  return state;
+}
+
+}  // namespace gpufleet

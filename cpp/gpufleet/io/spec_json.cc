@@ -1,0 +1,234 @@
+#include "gpufleet/io/spec_json.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "gpufleet/core/quantity.h"
+#include "gpufleet/core/status_macros.h"
+
+namespace gpufleet {
+namespace {
+
+absl::Status FieldError(const std::string& owner, const std::string& field,
+                        const std::string& why) {
+  return absl::InvalidArgumentError(absl::StrFormat("%s: %s: %s", owner, field, why));
+}
+
+// Quantities may be JSON strings or numbers.
+absl::StatusOr<std::string> QuantityText(const Json& v, const std::string& owner,
+                                         const std::string& field) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
+  if (v.is_number()) return v.dump();
+  return FieldError(owner, field, "expected a quantity string or number, got " + v.dump());
+}
+
+absl::StatusOr<int64_t> QuantityField(const Json& j, const std::string& key, int64_t scale,
+                                      int64_t fallback, const std::string& owner) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  ASSIGN_OR_RETURN(std::string text, QuantityText(*it, owner, key));
+  auto v = ParseQuantityScaled(text, scale);
+  if (!v.ok()) return FieldError(owner, key, std::string(v.status().message()));
+  return *v;
+}
+
+template <typename T>
+absl::StatusOr<T> Typed(const Json& j, const std::string& key, T fallback, const std::string& owner) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  try {
+    return it->get<T>();
+  } catch (const std::exception&) {
+    return FieldError(owner, key, "wrong type: " + it->dump());
+  }
+}
+
+absl::StatusOr<std::map<std::string, std::string>> StringMap(const Json& j, const std::string& key,
+                                                            const std::string& owner) {
+  std::map<std::string, std::string> out;
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return out;
+  if (!it->is_object()) return FieldError(owner, key, "expected an object");
+  for (auto kv = it->begin(); kv != it->end(); ++kv) {
+    if (kv->is_string()) out[kv.key()] = kv->get<std::string>();
+    else if (kv->is_number() || kv->is_boolean()) out[kv.key()] = kv->dump();
+    else return FieldError(owner, absl::StrCat(key, ".", kv.key()), "expected a string");
+  }
+  return out;
+}
+
+absl::StatusOr<Device> DeviceFromJson(const Json& j, const std::string& owner) {
+  if (!j.is_object()) return FieldError(owner, "device", "expected an object");
+  Device d;
+  ASSIGN_OR_RETURN(d.type, Typed<std::string>(j, "type", kGpu, owner));
+  ASSIGN_OR_RETURN(d.minor, Typed<int>(j, "minor", 0, owner));
+  ASSIGN_OR_RETURN(d.id, Typed<std::string>(j, "id", "", owner));
+  ASSIGN_OR_RETURN(d.model, Typed<std::string>(j, "model", "", owner));
+  ASSIGN_OR_RETURN(d.healthy, Typed<bool>(j, "health", true, owner));
+  Json resources = j.value("resources", Json::object());
+  if (!resources.is_object()) return FieldError(owner, "resources", "expected an object");
+  std::string core_key = d.type == kGpu ? kKoordGpuCore : absl::StrCat("koordinator.sh/", d.type);
+  ASSIGN_OR_RETURN(d.core, QuantityField(resources, core_key, 1, 100, owner + " resources"));
+  ASSIGN_OR_RETURN(d.memory_bytes,
+                   QuantityField(resources, kKoordGpuMemory, 1, 0, owner + " resources"));
+  // Shorthand: "memory" beside "type".
+  if (d.memory_bytes == 0) {
+    ASSIGN_OR_RETURN(d.memory_bytes, QuantityField(j, "memory", 1, 0, owner));
+  }
+  if (auto t = j.find("topology"); t != j.end() && !t->is_null()) {
+    if (!t->is_object()) return FieldError(owner, "topology", "expected an object");
+    ASSIGN_OR_RETURN(d.topology.socket, Typed<int>(*t, "socketID", -1, owner + " topology"));
+    ASSIGN_OR_RETURN(d.topology.numa_node, Typed<int>(*t, "nodeID", -1, owner + " topology"));
+    ASSIGN_OR_RETURN(d.topology.pcie_switch,
+                     Typed<std::string>(*t, "pcieID", "", owner + " topology"));
+    ASSIGN_OR_RETURN(d.topology.bus_id, Typed<std::string>(*t, "busID", "", owner + " topology"));
+  }
+  return d;
+}
+
+}  // namespace
+
+absl::StatusOr<Node> NodeFromJson(const Json& j) {
+  if (!j.is_object()) return absl::InvalidArgumentError("node: expected an object");
+  Node n;
+  ASSIGN_OR_RETURN(n.name, Typed<std::string>(j, "name", "", "node"));
+  if (n.name.empty()) return absl::InvalidArgumentError("node: name is missing");
+  const std::string owner = "node " + n.name;
+  ASSIGN_OR_RETURN(n.cpu_milli, QuantityField(j, "cpu", 1000, 0, owner));
+  ASSIGN_OR_RETURN(n.memory_bytes, QuantityField(j, "memory", 1, 0, owner));
+  ASSIGN_OR_RETURN(n.max_pods, QuantityField(j, "pods", 1, 110, owner));
+  ASSIGN_OR_RETURN(n.labels, StringMap(j, "labels", owner));
+  std::string sharing;
+  ASSIGN_OR_RETURN(sharing, Typed<std::string>(j, "gpu_sharing", "mixed", owner));
+  {
+    absl::Status s = ParseGpuSharing(sharing, &n.gpu_sharing);
+    if (!s.ok()) return FieldError(owner, "gpu_sharing", std::string(s.message()));
+  }
+  if (auto t = j.find("taints"); t != j.end() && !t->is_null()) {
+    if (!t->is_array()) return FieldError(owner, "taints", "expected a list");
+    for (size_t i = 0; i < t->size(); ++i) {
+      std::string where = absl::StrFormat("%s taints[%d]", owner, i);
+      Taint taint;
+      ASSIGN_OR_RETURN(taint.key, Typed<std::string>((*t)[i], "key", "", where));
+      ASSIGN_OR_RETURN(taint.value, Typed<std::string>((*t)[i], "value", "", where));
+      ASSIGN_OR_RETURN(taint.effect, Typed<std::string>((*t)[i], "effect", "NoSchedule", where));
+      n.taints.push_back(taint);
+    }
+  }
+  if (auto g = j.find("nvlink_groups"); g != j.end() && !g->is_null()) {
+    try {
+      n.nvlink_groups = g->get<std::vector<std::vector<int>>>();
+    } catch (const std::exception&) {
+      return FieldError(owner, "nvlink_groups", "expected a list of lists of GPU minors");
+    }
+  }
+  if (auto d = j.find("devices"); d != j.end() && !d->is_null()) {
+    if (!d->is_array()) return FieldError(owner, "devices", "expected a list");
+    for (size_t i = 0; i < d->size(); ++i) {
+      ASSIGN_OR_RETURN(Device dev, DeviceFromJson((*d)[i], absl::StrFormat("%s devices[%d]", owner, i)));
+      n.devices.push_back(dev);
+    }
+  }
+  if (auto g = j.find("gpus"); g != j.end() && !g->is_null()) {
+    if (!g->is_object()) return FieldError(owner, "gpus", "expected {count, model, memory}");
+    const std::string where = owner + " gpus";
+    int count;
+    ASSIGN_OR_RETURN(count, Typed<int>(*g, "count", 0, where));
+    std::string model;
+    ASSIGN_OR_RETURN(model, Typed<std::string>(*g, "model", "", where));
+    int64_t memory;
+    ASSIGN_OR_RETURN(memory, QuantityField(*g, "memory", 1, 0, where));
+    int next_minor = 0;
+    for (const Device& dev : n.devices)
+      if (dev.type == kGpu) next_minor = std::max(next_minor, dev.minor + 1);
+    for (int k = 0; k < count; ++k) {
+      Device dev;
+      dev.minor = next_minor + k;
+      dev.model = model;
+      dev.memory_bytes = memory;
+      n.devices.push_back(dev);
+    }
+  }
+  RETURN_IF_ERROR(ValidateNode(n));
+  return n;
+}
+
+Json NodeToJson(const Node& n) {
+  Json j;
+  j["name"] = n.name;
+  j["cpu"] = FormatMilli(n.cpu_milli);
+  j["memory"] = FormatBytes(n.memory_bytes);
+  j["pods"] = n.max_pods;
+  j["labels"] = n.labels;
+  j["gpu_sharing"] = GpuSharingName(n.gpu_sharing);
+  Json taints = Json::array();
+  for (const Taint& t : n.taints) taints.push_back({{"key", t.key}, {"value", t.value}, {"effect", t.effect}});
+  j["taints"] = taints;
+  j["nvlink_groups"] = n.nvlink_groups;
+  Json devices = Json::array();
+  for (const Device& d : n.devices) {
+    Json resources;
+    if (d.type == kGpu) {
+      resources[kKoordGpuCore] = std::to_string(d.core);
+      resources[kKoordGpuMemory] = FormatBytes(d.memory_bytes);
+      resources[kKoordGpuMemoryRatio] = "100";
+    } else {
+      resources[absl::StrCat("koordinator.sh/", d.type)] = std::to_string(d.core);
+      if (d.memory_bytes) resources[kKoordGpuMemory] = FormatBytes(d.memory_bytes);
+    }
+    Json topo = {{"socketID", d.topology.socket},
+                 {"nodeID", d.topology.numa_node},
+                 {"pcieID", d.topology.pcie_switch},
+                 {"busID", d.topology.bus_id}};
+    devices.push_back({{"type", d.type}, {"minor", d.minor}, {"id", d.id}, {"model", d.model},
+                       {"health", d.healthy}, {"resources", resources}, {"topology", topo}});
+  }
+  j["devices"] = devices;
+  return j;
+}
+
+absl::StatusOr<Pod> PodFromJson(const Json& j, const RequestParseOptions& options) {
+  if (!j.is_object()) return absl::InvalidArgumentError("pod: expected an object");
+  Pod p;
+  ASSIGN_OR_RETURN(p.name, Typed<std::string>(j, "name", "", "pod"));
+  if (p.name.empty()) return absl::InvalidArgumentError("pod: name is missing");
+  const std::string owner = "pod " + p.name;
+  std::map<std::string, std::string> requests;
+  {
+    auto r = j.find("requests");
+    if (r != j.end() && !r->is_null()) {
+      if (!r->is_object()) return FieldError(owner, "requests", "expected an object");
+      for (auto kv = r->begin(); kv != r->end(); ++kv) {
+        ASSIGN_OR_RETURN(requests[kv.key()], QuantityText(*kv, owner, "requests." + kv.key()));
+      }
+    }
+  }
+  absl::Status parsed = ParseRequests(requests, &p, options);
+  if (!parsed.ok()) return absl::InvalidArgumentError(absl::StrCat(owner, ": ", parsed.message()));
+  ASSIGN_OR_RETURN(p.node_selector, StringMap(j, "node_selector", owner));
+  ASSIGN_OR_RETURN(p.priority, Typed<int>(j, "priority", 0, owner));
+  ASSIGN_OR_RETURN(p.gpu_models, Typed<std::vector<std::string>>(j, "gpu_models", {}, owner));
+  std::string scope;
+  ASSIGN_OR_RETURN(scope, Typed<std::string>(j, "scope", "none", owner));
+  if (scope == "none" || scope.empty()) p.scope = TopologyScope::kNone;
+  else if (scope == "pcie") p.scope = TopologyScope::kPcie;
+  else if (scope == "numa") p.scope = TopologyScope::kNuma;
+  else return FieldError(owner, "scope", "\"" + scope + "\" is not one of none, pcie, numa");
+  if (auto t = j.find("tolerations"); t != j.end() && !t->is_null()) {
+    if (!t->is_array()) return FieldError(owner, "tolerations", "expected a list");
+    for (size_t i = 0; i < t->size(); ++i) {
+      std::string where = absl::StrFormat("%s tolerations[%d]", owner, i);
+      Toleration tol;
+      ASSIGN_OR_RETURN(tol.key, Typed<std::string>((*t)[i], "key", "", where));
+      ASSIGN_OR_RETURN(tol.op, Typed<std::string>((*t)[i], "operator", "Equal", where));
+      ASSIGN_OR_RETURN(tol.value, Typed<std::string>((*t)[i], "value", "", where));
+      ASSIGN_OR_RETURN(tol.effect, Typed<std::string>((*t)[i], "effect", "", where));
+      if (tol.op != "Equal" && tol.op != "Exists")
+        return FieldError(where, "operator", "must be Equal or Exists");
+      p.tolerations.push_back(tol);
+    }
+  }
+  return p;
+}
+
+}  // namespace gpufleet

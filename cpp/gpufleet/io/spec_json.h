@@ -1,0 +1,24 @@
+// Nodes and pods to and from the scenario format's JSON (Koordinator Device spec entries for
+// devices; Kubernetes-style quantity strings for resources). Errors name the object and field.
+#ifndef GPUFLEET_IO_SPEC_JSON_H_
+#define GPUFLEET_IO_SPEC_JSON_H_
+
+#include "absl/status/statusor.h"
+#include "gpufleet/core/node.h"
+#include "gpufleet/core/pod.h"
+#include "gpufleet/core/registry.h"
+#include "gpufleet/core/request_parser.h"
+
+namespace gpufleet {
+
+// {"name","cpu","memory","pods","labels","taints","gpu_sharing","nvlink_groups","devices":[...]}
+// or the shorthand "gpus": {"count", "model", "memory"} for identical GPUs.
+absl::StatusOr<Node> NodeFromJson(const Json& j);
+Json NodeToJson(const Node& node);
+
+// {"name","requests":{...},"node_selector","tolerations","gpu_models","scope","priority"}
+absl::StatusOr<Pod> PodFromJson(const Json& j, const RequestParseOptions& options = {});
+
+}  // namespace gpufleet
+
+#endif  // GPUFLEET_IO_SPEC_JSON_H_

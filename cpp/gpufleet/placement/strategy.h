@@ -1,0 +1,56 @@
+// Device choice on one node. A strategy answers two narrow questions: how good a feasible node is
+// for a pod (score), and which devices of a node to give a request (choose). Constraints (NVLink
+// partition sizes, a required PCIe/NUMA scope) are applied by the mechanism before a strategy is
+// asked, as the list of domains a choice must fall into.
+#ifndef GPUFLEET_PLACEMENT_STRATEGY_H_
+#define GPUFLEET_PLACEMENT_STRATEGY_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "gpufleet/accounting/allocation.h"
+#include "gpufleet/accounting/node_view.h"
+#include "gpufleet/core/pod.h"
+#include "gpufleet/core/registry.h"
+
+namespace gpufleet {
+
+class PlacementStrategy {
+ public:
+  static constexpr char kKind[] = "placement strategy";
+  virtual ~PlacementStrategy() = default;
+
+  // Node score in [0, 100], higher is better; `plan` holds the devices this strategy would choose
+  // on the node (empty for pods without devices).
+  virtual double ScoreNode(const NodeView& node, const Pod& pod,
+                           absl::Span<const DeviceGrant> plan) const = 0;
+
+  // Chooses `request.count` devices. Each domain lists local device indices (ascending minor) that
+  // fit the request and satisfy the constraints; the chosen devices must all come from one domain.
+  // Returns false when no domain can serve the request.
+  virtual bool ChooseDevices(const NodeView& node, const DeviceRequest& request,
+                             const std::vector<std::vector<int>>& domains,
+                             std::vector<int>* chosen) const = 0;
+
+  // True when ScoreNode reads `plan`; otherwise the mechanism may score from node totals alone
+  // and plan devices only on the winning node (the fast path for big clusters).
+  virtual bool ScoreNeedsPlan() const { return false; }
+};
+
+// Builds a registered strategy from "name" or "name(k=v,...)".
+absl::StatusOr<std::unique_ptr<PlacementStrategy>> MakeStrategy(const std::string& spec);
+std::vector<std::string> StrategyNames();
+
+// Picks `count` devices per domain by `better` (a strict weak order on local indices, ties broken
+// by lower minor) and returns the best domain's pick by `domain_better` on the picked sets. Shared
+// by binpack and spread, and usable by new strategies.
+template <typename DeviceLess, typename SetLess>
+bool ChooseByOrder(const NodeView& node, int count, const std::vector<std::vector<int>>& domains,
+                   DeviceLess better, SetLess domain_better, std::vector<int>* chosen);
+
+}  // namespace gpufleet
+
+#include "gpufleet/placement/strategy_inl.h"
+
+#endif  // GPUFLEET_PLACEMENT_STRATEGY_H_

@@ -1,0 +1,50 @@
+"""`gpufleet place SCENARIO`: place the scenario's unbound pods in file order."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from gpufleet._core import strategies
+from gpufleet.report import placement_table, usage_table
+from gpufleet.scenario import ScenarioError, load_scenario
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("place", help="place a scenario's pending pods and print where each went")
+    p.add_argument("scenario", help="YAML or JSON scenario file")
+    p.add_argument("--strategy", default="binpack",
+                   help=f"device choice strategy ({', '.join(strategies())}); default binpack")
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.strategy.split("(")[0] not in strategies():
+        print(f"gpufleet place: unknown strategy {args.strategy!r}; known: {', '.join(strategies())}",
+              file=sys.stderr)
+        return 2
+    try:
+        scenario = load_scenario(args.scenario)
+    except ScenarioError as e:
+        print(f"gpufleet place: {e}", file=sys.stderr)
+        return 1
+    results = []
+    for pod in scenario.pending:
+        allocation, reason = scenario.cluster.place(pod, args.strategy)
+        results.append({
+            "pod": pod.name,
+            "node": allocation.node if allocation else None,
+            "device_allocated": allocation.device_allocated() if allocation else None,
+            "reason": reason or None,
+        })
+    scenario.cluster.check_invariants()
+    if args.json:
+        json.dump({"strategy": args.strategy, "placements": results,
+                   "devices": usage_table(scenario.cluster)}, sys.stdout, indent=2)
+        print()
+    else:
+        print(placement_table(results))
+        print()
+        print(usage_table(scenario.cluster, text=True))
+    return 0

@@ -1,0 +1,201 @@
+"""Gavel heterogeneity data: measured throughputs, job traces, cluster specs.
+
+Source: https://github.com/stanford-futuredata/gavel, folder ``scheduler/`` (MIT licence);
+cite Narayanan et al., "Heterogeneity-Aware Cluster Scheduling Policies for Deep Learning
+Workloads", OSDI 2020.
+
+* ``simulation_throughputs.json`` -> :data:`THROUGHPUT_COLUMNS` (one row per job type,
+  scale factor and GPU model; the "null" entry, i.e. steps/s of the job running alone).
+* ``*.trace`` (tab-separated, no header) -> :data:`TRACE_COLUMNS`. Two layouts, told
+  apart by the field count: ``physical_cluster`` (10 fields: job_type, command,
+  working_directory, num_steps_arg, needs_data_dir, total_steps, scale_factor,
+  priority_weight, SLO, arrival_time) and the older ``msr`` one (7 fields: job_type,
+  command, num_steps_arg, needs_data_dir, total_steps, arrival_time, scale_factor).
+  The msr layout was checked against the files and Gavel's own parser: the 4th field is
+  the 0/1 needs_data_dir flag and the scale factor is last; it has no priority weight
+  (-> 1.0) and no SLO (-> NaN).
+"""
+from __future__ import annotations
+
+import ast
+import math
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from ._fields import JsonDoc, PathLike, Row, make_frame
+from .errors import TraceError
+from .schema import THROUGHPUT_PREFIX, finish_jobs
+
+__all__ = ["GPU_MODELS", "THROUGHPUT_COLUMNS", "TRACE_COLUMNS", "gavel_as_jobs", "load_gavel_cluster_spec",
+           "load_gavel_throughputs", "load_gavel_trace", "throughput_table"]
+
+GPU_MODELS = ("k80", "p100", "v100")
+THROUGHPUT_COLUMNS: dict[str, str] = {
+    "job_type": "object", "scale_factor": "int64", "gpu_model": "object", "throughput": "float64",
+}
+TRACE_COLUMNS: dict[str, str] = {
+    "job_type": "object", "scale_factor": "int64", "total_steps": "int64", "arrival_time": "float64",
+    "priority_weight": "float64", "SLO": "float64",
+}
+_LAYOUTS: dict[int, tuple[str, tuple[str, ...]]] = {
+    10: ("physical_cluster", ("job_type", "command", "working_directory", "num_steps_arg", "needs_data_dir",
+                              "total_steps", "scale_factor", "priority_weight", "SLO", "arrival_time")),
+    7: ("msr", ("job_type", "command", "num_steps_arg", "needs_data_dir", "total_steps", "arrival_time",
+                "scale_factor")),
+}
+ThroughputTable = dict[tuple[str, int], dict[str, float]]
+
+
+def load_gavel_throughputs(path: PathLike, *, unconsolidated: bool = False) -> pd.DataFrame:
+    """Load ``simulation_throughputs.json`` into a tidy :data:`THROUGHPUT_COLUMNS` frame.
+
+    Only the job-alone ("null") throughput is kept; co-location pairs are ignored. The
+    ``*_unconsolidated`` models are skipped unless ``unconsolidated=True`` (they then
+    appear under their own name, e.g. ``v100_unconsolidated``). A throughput of 0 in the
+    file means the job cannot run there (e.g. ResNet-50 batch 128 on several K80s).
+    """
+    doc = JsonDoc(path)
+    columns: dict[str, list[object]] = {c: [] for c in THROUGHPUT_COLUMNS}
+    for line, model, model_at, entries in doc.object(0):
+        if model.endswith("_unconsolidated") and not unconsolidated:
+            continue
+        if not isinstance(entries, dict):
+            raise TraceError(doc.source, line, model, "expected an object of job types")
+        for key_line, key, entry_at, entry in doc.object(model_at):
+            job_type, scale_factor = _job_key(doc.source, key_line, f"{model}/{key}", key)
+            field = f"{model}/{key}/null"
+            if not isinstance(entry, dict) or "null" not in entry:
+                raise TraceError(doc.source, key_line, field, "missing")
+            null_line = next(n for n, k, _, _ in doc.object(entry_at) if k == "null")
+            throughput = Row(doc.source, null_line, {field: entry["null"]}).number(field)
+            for column, value in zip(THROUGHPUT_COLUMNS, (job_type, scale_factor, model, throughput)):
+                columns[column].append(value)
+    return make_frame(columns, THROUGHPUT_COLUMNS)
+
+
+def _job_key(source: str, line: int, field: str, key: str) -> tuple[str, int]:
+    """Parse Gavel's ``"('ResNet-50 (batch size 64)', 1)"`` keys (a Python tuple literal)."""
+    try:
+        value = ast.literal_eval(key)
+    except (ValueError, SyntaxError):
+        value = None
+    if not (isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str)
+            and isinstance(value[1], int) and not isinstance(value[1], bool) and value[1] >= 1):
+        raise TraceError(source, line, field, f"{key!r} is not a ('job type', scale_factor >= 1) key")
+    return value[0], value[1]
+
+
+def throughput_table(df: pd.DataFrame) -> ThroughputTable:
+    """``{(job_type, scale_factor): {gpu_model: steps/s}}`` from :func:`load_gavel_throughputs`."""
+    table: ThroughputTable = {}
+    for job_type, scale, model, tput in df[list(THROUGHPUT_COLUMNS)].itertuples(index=False):
+        table.setdefault((job_type, int(scale)), {})[model] = float(tput)
+    return table
+
+
+def load_gavel_trace(path: PathLike) -> pd.DataFrame:
+    """Load a Gavel ``.trace`` file (either layout) into :data:`TRACE_COLUMNS`.
+
+    ``SLO`` is NaN where the layout has none or where the file says -1 (Gavel's "none").
+    ``df.attrs["layout"]`` tells which layout was read; a file mixing layouts is an error.
+    """
+    path = Path(path)
+    columns: dict[str, list[object]] = {c: [] for c in TRACE_COLUMNS}
+    layout: str | None = None
+    with path.open(newline="", encoding="utf-8") as handle:
+        for line, text in enumerate(handle, start=1):
+            fields = text.rstrip("\r\n").split("\t")
+            if not text.strip():
+                continue
+            if len(fields) not in _LAYOUTS:
+                raise TraceError(path.name, line, None, f"{len(fields)} tab-separated fields; expected "
+                                 "10 (physical_cluster layout) or 7 (msr layout)")
+            name, names = _LAYOUTS[len(fields)]
+            if layout is not None and name != layout:
+                raise TraceError(path.name, line, None, f"{name} layout after {layout} lines above")
+            layout = name
+            row = Row(path.name, line, dict(zip(names, fields)))
+            has_weights = "priority_weight" in names
+            slo = row.number("SLO", min_value=None) if has_weights else math.nan
+            weight = row.number("priority_weight") if has_weights else 1.0
+            if weight <= 0:
+                row.fail("priority_weight", f"{weight!r} is not positive")
+            record = (row.text("job_type"), row.integer("scale_factor", min_value=1),
+                      row.integer("total_steps", min_value=1), row.number("arrival_time"),
+                      weight, slo if slo >= 0 else math.nan)
+            for column, value in zip(TRACE_COLUMNS, record):
+                columns[column].append(value)
+    df = make_frame(columns, TRACE_COLUMNS)
+    df.attrs["layout"] = layout
+    return df
+
+
+def load_gavel_cluster_spec(path: PathLike, key: str | None = None) -> list[dict[str, int]]:
+    """Load ``msr/cluster_specs*.json``: ``{"philly": ["V100:P100:K80", ...]}``.
+
+    Returns one ``{"v100": n, "p100": n, "k80": n}`` dict per spec string, in file order,
+    for the top-level ``key`` (all keys, concatenated, when ``key`` is None).
+    """
+    doc = JsonDoc(path)
+    specs: list[dict[str, int]] = []
+    found = []
+    for line, name, value_at, value in doc.object(0):
+        found.append(name)
+        if key is not None and name != key:
+            continue
+        if not isinstance(value, list):
+            raise TraceError(doc.source, line, name, "expected a list of 'V100:P100:K80' strings")
+        for index, (spec_line, spec) in enumerate(doc.array(value_at)):
+            field = f"{name}[{index}]"
+            parts = spec.split(":") if isinstance(spec, str) else []
+            if len(parts) != 3:
+                raise TraceError(doc.source, spec_line, field, f"{spec!r} is not a 'V100:P100:K80' string")
+            row = Row(doc.source, spec_line, {f"{field}.{m}": p for m, p in zip(("v100", "p100", "k80"), parts)})
+            specs.append({m: row.integer(f"{field}.{m}") for m in ("v100", "p100", "k80")})
+    if key is not None and key not in found:
+        raise TraceError(doc.source, None, key, f"no such key (the file has {found})")
+    return specs
+
+
+def gavel_as_jobs(trace: pd.DataFrame, throughputs: pd.DataFrame | PathLike, *, reference: str = "v100",
+                  missing: Literal["error", "drop"] = "error") -> pd.DataFrame:
+    """Convert a Gavel trace to the unified job schema with per-model throughput columns.
+
+    ``throughputs`` is a :func:`load_gavel_throughputs` frame or the JSON path. Per job:
+    num_gpu = scale_factor, model_name = job_type, total_iterations = total_steps,
+    submit_time = arrival_time, duration = total_steps / throughput on ``reference``;
+    ``throughput_<model>`` = steps/s of the job alone at its scale factor (0.0 where the
+    table has no or a zero entry: it cannot run there); priority_weight is kept. Jobs whose
+    (job_type, scale_factor) has no positive ``reference`` throughput raise
+    :class:`TraceError` unless ``missing="drop"`` (the msr traces use scale factors such
+    as 16 or 32 that the table lacks). job_id is the row position in ``trace``.
+    """
+    if not isinstance(throughputs, pd.DataFrame):
+        throughputs = load_gavel_throughputs(throughputs)
+    table = throughput_table(throughputs)
+    models = sorted(throughputs["gpu_model"].unique())
+    if reference not in models:
+        raise TraceError("gavel throughputs", None, "gpu_model", f"no {reference!r} entries (have {models})")
+    keys = list(zip(trace["job_type"], trace["scale_factor"].astype(int)))
+    rates = {m: np.array([table.get(k, {}).get(m, 0.0) for k in keys], dtype=np.float64) for m in models}
+    usable = rates[reference] > 0
+    if not usable.all() and missing != "drop":
+        bad = sorted({keys[i] for i in np.flatnonzero(~usable)})
+        raise TraceError("gavel trace", None, "job_type",
+                         f"{int((~usable).sum())} jobs have no {reference} throughput, e.g. {bad[:3]}; "
+                         "pass missing='drop' to skip them")
+    jobs = pd.DataFrame({
+        "job_id": np.arange(len(trace), dtype=np.int64),
+        "submit_time": trace["arrival_time"].to_numpy(),
+        "num_gpu": trace["scale_factor"].to_numpy(),
+        "duration": trace["total_steps"].to_numpy() / np.where(usable, rates[reference], 1.0),
+        "model_name": trace["job_type"].to_numpy(),
+        "total_iterations": trace["total_steps"].to_numpy(),
+        "priority_weight": trace["priority_weight"].to_numpy(),
+        **{f"{THROUGHPUT_PREFIX}{m}": rates[m] for m in models},
+    })
+    return finish_jobs(jobs[usable], "gavel trace", reference_model=reference)
+

@@ -1,0 +1,133 @@
+"""Microsoft Philly job log (``cluster_job_log``).
+
+Source: https://github.com/msr-fiddle/philly-traces; cite Jeon et al., "Analysis of
+Large-Scale Multi-Tenant GPU Clusters for DNN Training Workloads", USENIX ATC 2019.
+The log is not shipped (it is large); point :func:`load_philly_jobs` at a download.
+
+The log is a JSON list of jobs: ``jobid``, ``user``, ``vc``, ``submitted_time``
+(``"YYYY-MM-DD HH:MM:SS"``), ``status``, ``attempts``: a list of ``{start_time, end_time,
+detail: [{ip, gpus: [gpu ids]}]}`` where times may be null (or ``"None"``) for attempts
+that never started or finished.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ._fields import JsonDoc, PathLike, Row, make_frame
+from .errors import TraceError
+from .schema import finish_jobs
+
+__all__ = ["PHILLY_COLUMNS", "load_philly_jobs", "philly_as_jobs"]
+
+PHILLY_COLUMNS: dict[str, str] = {
+    "job_id": "object", "user": "object", "vc": "object", "submit_time": "float64",
+    "num_gpu": "int64", "duration": "float64", "status": "object",
+}
+_TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+
+
+def load_philly_jobs(path: PathLike) -> pd.DataFrame:
+    """Load a Philly ``cluster_job_log`` into :data:`PHILLY_COLUMNS`, sorted by submit_time.
+
+    * submit_time: seconds from the first submission among the kept jobs;
+    * num_gpu: GPUs of the first attempt (summed over its machines);
+    * duration: end_time - start_time of the last attempt (seconds).
+
+    Jobs are **dropped** (not errors) when they have no attempt, when the last attempt
+    has no start or end time (never ran, or still running when the log was cut), or when
+    the first attempt lists no GPUs; ``df.attrs["dropped"]`` counts them. Malformed
+    records (missing fields, bad time strings, end before start) raise
+    :class:`TraceError` with the line where the job's object starts.
+    """
+    doc = JsonDoc(path)
+    columns: dict[str, list[object]] = {c: [] for c in PHILLY_COLUMNS}
+    dropped = 0
+    for line, job in doc.array(0):
+        if not isinstance(job, dict):
+            raise TraceError(doc.source, line, None, f"expected a job object, got {type(job).__name__}")
+        record = _job(Row(doc.source, line, job))
+        if record is None:
+            dropped += 1
+            continue
+        for column, value in zip(PHILLY_COLUMNS, record):
+            columns[column].append(value)
+    df = make_frame(columns, PHILLY_COLUMNS)
+    if len(df):
+        df["submit_time"] -= df["submit_time"].min()
+    df = df.sort_values("submit_time", kind="stable").reset_index(drop=True)
+    df.attrs["dropped"] = dropped
+    return df
+
+
+def _job(row: Row) -> tuple[object, ...] | None:
+    """Parse one job record; None when it is complete but unusable (see the loader)."""
+    submitted = _time(row, "submitted_time", row.values.get("submitted_time"), required=True)
+    attempts = row.values.get("attempts")
+    if not isinstance(attempts, list):
+        row.fail("attempts", "missing" if attempts is None else f"{attempts!r} is not a list")
+    record = (row.text("jobid"), row.text("user"), row.text("vc"), submitted)
+    status = row.text("status")
+    if not attempts:
+        return None
+    for index, attempt in enumerate(attempts):
+        if not isinstance(attempt, dict):
+            row.fail(f"attempts[{index}]", f"{attempt!r} is not an object")
+    first, last = attempts[0], attempts[-1]
+    field = f"attempts[{len(attempts) - 1}]"
+    start = _time(row, f"{field}.start_time", last.get("start_time"))
+    end = _time(row, f"{field}.end_time", last.get("end_time"))
+    num_gpu = _gpus(row, first.get("detail"))
+    if start is None or end is None or num_gpu == 0:
+        return None
+    if end < start:
+        row.fail(f"{field}.end_time", "is before start_time")
+    return (*record, num_gpu, end - start, status)
+
+
+def _time(row: Row, field: str, value: Any, *, required: bool = False) -> float | None:
+    """Seconds since the epoch (naive, as in the log); None for null/"None" if allowed."""
+    if value is None or value == "None":
+        if required:
+            row.fail(field, "missing")
+        return None
+    if not isinstance(value, str):
+        row.fail(field, f"{value!r} is not a time string")
+    try:
+        return (datetime.strptime(value.strip(), _TIME_FORMAT) - datetime(1970, 1, 1)).total_seconds()
+    except ValueError:
+        row.fail(field, f"{value!r} is not a 'YYYY-MM-DD HH:MM:SS' time")
+
+
+def _gpus(row: Row, detail: Any) -> int:
+    field = "attempts[0].detail"
+    if detail is None:
+        return 0
+    if not isinstance(detail, list):
+        row.fail(field, f"{detail!r} is not a list")
+    total = 0
+    for index, machine in enumerate(detail):
+        gpus = machine.get("gpus") if isinstance(machine, dict) else None
+        if not isinstance(gpus, list):
+            row.fail(f"{field}[{index}].gpus", "missing" if gpus is None else f"{gpus!r} is not a list")
+        total += len(gpus)
+    return total
+
+
+def philly_as_jobs(jobs: pd.DataFrame) -> pd.DataFrame:
+    """Unified job schema: job_id = position in submit order, model_name ``"unknown"``
+    (the log has none); user and vc kept for fairness-aware policies. Jobs whose last
+    attempt lasted 0 s are dropped (the schema needs a positive duration)."""
+    out = pd.DataFrame({
+        "job_id": np.arange(len(jobs), dtype=np.int64),
+        "submit_time": jobs["submit_time"].to_numpy(),
+        "num_gpu": jobs["num_gpu"].to_numpy(),
+        "duration": jobs["duration"].to_numpy(),
+        "model_name": "unknown",
+        "user": jobs["user"].to_numpy(),
+        "vc": jobs["vc"].to_numpy(),
+    })
+    return finish_jobs(out[out["duration"] > 0], "philly jobs")

@@ -1,0 +1,131 @@
+"""The unified job schema that every trace converts to for the job-time simulator.
+
+Required columns (in this order):
+
+============== ======= ==========================================================
+job_id         int64   unique id, kept from the source trace where it has one
+submit_time    float64 seconds from the start of the trace (>= 0)
+num_gpu        int64   GPUs the job gangs on (>= 1)
+duration       float64 seconds of exclusive run time on the reference GPU (> 0)
+model_name     object  DL model / job type (``"unknown"`` where the trace lacks it)
+============== ======= ==========================================================
+
+Optional columns: ``total_iterations`` (int64) and ``throughput_<model>`` (float64,
+iterations/s of the whole job on ``num_gpu`` GPUs of that model; 0 means it cannot run
+there). Where both exist, ``duration == total_iterations / throughput_<reference>``; the
+reference model is in ``df.attrs["reference_model"]``. A few format-specific extras are
+kept when present (see :data:`EXTRA_JOB_COLUMNS`). Rows are sorted by
+``(submit_time, job_id)`` with a fresh ``RangeIndex``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ._fields import PathLike, Row, csv_rows, make_frame
+from .errors import TraceError
+
+__all__ = ["JOB_COLUMNS", "EXTRA_JOB_COLUMNS", "THROUGHPUT_PREFIX", "finish_jobs", "load_jobs_csv",
+           "throughput_columns"]
+
+JOB_COLUMNS: dict[str, str] = {
+    "job_id": "int64",
+    "submit_time": "float64",
+    "num_gpu": "int64",
+    "duration": "float64",
+    "model_name": "object",
+}
+THROUGHPUT_PREFIX = "throughput_"
+# Extras some formats keep because policies use them (GPU share, Gavel's weights, Philly's
+# users/VCs for fairness). Anything else a caller adds is left alone, after these.
+EXTRA_JOB_COLUMNS: dict[str, str] = {
+    "total_iterations": "int64",
+    "gpu_milli": "int64",
+    "priority_weight": "float64",
+    "user": "object",
+    "vc": "object",
+}
+
+
+def throughput_columns(df: pd.DataFrame) -> list[str]:
+    """The ``throughput_<model>`` columns of a job frame, in frame order."""
+    return [c for c in df.columns if c.startswith(THROUGHPUT_PREFIX)]
+
+
+def finish_jobs(df: pd.DataFrame, source: str, reference_model: str | None = None) -> pd.DataFrame:
+    """Order, cast, sort and check a job frame built by a ``*_as_jobs`` function.
+
+    Raises :class:`TraceError` (no line: frames have none; the row label is in the message).
+    """
+    missing = [c for c in JOB_COLUMNS if c not in df.columns]
+    if missing:
+        raise TraceError(source, None, missing[0], "required job column is missing")
+    tput = throughput_columns(df)
+    extras = [c for c in EXTRA_JOB_COLUMNS if c in df.columns]
+    rest = [c for c in df.columns if c not in JOB_COLUMNS and c not in extras and c not in tput]
+    out = df[list(JOB_COLUMNS) + extras + tput + rest].copy()
+    dtypes = {**JOB_COLUMNS, **{c: EXTRA_JOB_COLUMNS[c] for c in extras}, **{c: "float64" for c in tput}}
+    for column, dtype in dtypes.items():
+        try:
+            out[column] = out[column].astype(dtype)
+        except (TypeError, ValueError) as err:
+            raise TraceError(source, None, column, f"cannot be cast to {dtype}: {err}") from None
+    _check(out, source, tput)
+    out = out.sort_values(["submit_time", "job_id"], kind="stable").reset_index(drop=True)
+    if reference_model is not None:
+        out.attrs["reference_model"] = reference_model
+    return out
+
+
+def _check(df: pd.DataFrame, source: str, tput: list[str]) -> None:
+    """Vectorised checks; report the first offending row by its label."""
+    def first_bad(column: str, bad: pd.Series, problem: str) -> None:
+        if bad.any():
+            label = bad.index[np.argmax(bad.to_numpy())]
+            value = df.at[label, column]
+            value = value.item() if isinstance(value, np.generic) else value  # plain repr in messages
+            raise TraceError(source, None, column, f"row {label}: {value!r} {problem}")
+
+    first_bad("job_id", df["job_id"].duplicated(), "is a duplicate")
+    for column in ("submit_time", "duration", *tput):
+        values = df[column]
+        first_bad(column, ~np.isfinite(values), "is not a finite number")
+        first_bad(column, values < 0, "is negative")
+    first_bad("duration", df["duration"] <= 0, "is not positive")
+    first_bad("num_gpu", df["num_gpu"] < 1, "is below 1")
+    first_bad("model_name", ~df["model_name"].map(lambda v: isinstance(v, str) and v != ""), "is not a name")
+    if "total_iterations" in df.columns:
+        first_bad("total_iterations", df["total_iterations"] < 0, "is negative")
+
+
+def load_jobs_csv(path: PathLike) -> pd.DataFrame:
+    """Load a CSV in the unified job schema (e.g. written by ``synthetic_jobs(...).to_csv``).
+
+    Required columns are :data:`JOB_COLUMNS`; ``total_iterations``, the extras in
+    :data:`EXTRA_JOB_COLUMNS` and any ``throughput_<model>`` columns are kept when the
+    header has them; other columns are ignored.
+    """
+    path = Path(path)
+    with path.open(newline="", encoding="utf-8-sig") as handle:
+        header = [h.strip() for h in handle.readline().split(",")]
+    tput = [h for h in header if h.startswith(THROUGHPUT_PREFIX) and len(h) > len(THROUGHPUT_PREFIX)]
+    extras = {c: t for c, t in EXTRA_JOB_COLUMNS.items() if c in header}
+    dtypes = {**JOB_COLUMNS, **extras, **{c: "float64" for c in tput}}
+    columns: dict[str, list[object]] = {c: [] for c in dtypes}
+    for row in csv_rows(path, required=list(JOB_COLUMNS), optional=[*extras, *tput]):
+        for column, dtype in dtypes.items():
+            columns[column].append(_parse(row, column, dtype))
+        if columns["duration"][-1] == 0:
+            row.fail("duration", "0 is not positive")
+        if columns["num_gpu"][-1] < 1:
+            row.fail("num_gpu", f"{columns['num_gpu'][-1]} is below 1")
+    return finish_jobs(make_frame(columns, dtypes), path.name)
+
+
+_PARSERS = {"int64": Row.integer, "float64": Row.number, "object": Row.text}
+
+
+def _parse(row: Row, column: str, dtype: str) -> object:
+    return _PARSERS[dtype](row, column)
