@@ -30,13 +30,7 @@ P = "/gpufleet"
 def _api() -> Any:
     import gpufleet
 
-    if hasattr(gpufleet, "Cluster"):
-        return gpufleet
-    sys.path.insert(0, str(ROOT / "tests" / "python"))
-    import _fake_cluster
-
-    print("WARNING: native core not built; using the pure-Python fake cluster", file=sys.stderr)
-    return _fake_cluster
+    return gpufleet
 
 
 def scenario(nodes: int, gpus: int, pods: int) -> dict[str, Any]:

@@ -13,9 +13,9 @@ from collections import Counter
 
 import httpx
 
-import _fake_cluster
+import gpufleet
 
-API = _fake_cluster.api()
+API = gpufleet
 
 from gpufleet.k8s.extender.binder import MemoryBinder  # noqa: E402
 from gpufleet.k8s.extender.server import BackgroundServer  # noqa: E402

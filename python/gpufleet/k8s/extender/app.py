@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import time
 from typing import Any, Awaitable, Callable
 
 import anyio.to_thread
@@ -167,6 +168,7 @@ class Extender:
                 binder.bind(ns, name, uid, node, annotations)
             with st.lock:
                 st.cluster.commit(key)
+                st.bound_at[key] = time.time_ns()
                 if uid:
                     st.uid_to_pod[uid] = key
         except BaseException as e:  # includes cancellation: never leave a reservation behind
@@ -205,12 +207,12 @@ class Extender:
                 parsed = [convert.pod_args(p) for p in pods]
                 victims[node] = ([p.uid for p in parsed], [p.name for p in parsed],
                                  (v or {}).get("NumPDBViolations", 0))
+        # Simulate on a copy (Cluster.copy() is restore(snapshot()) without the text round
+        # trip): the live state is never touched by a preemption question. Nodes are
+        # independent, so one copy with every node's victims released answers them all.
         with st.lock:
-            text = st.cluster.snapshot()
+            sim = st.cluster.copy()
             uid_to_pod = dict(st.uid_to_pod)
-        # Simulate on a copy: the live state is never touched by a preemption question. Nodes
-        # are independent, so one copy with every node's victims released answers them all.
-        sim = type(st.cluster).restore(text)
         for node, (uids, names, _) in victims.items():
             for pname in [uid_to_pod.get(u, "") for u in uids] + names:
                 a = sim.allocation(pname) if pname else None

@@ -87,6 +87,7 @@ class ExtenderState:
         self.pods = PodCache(pod_cache_size)
         self.node_specs: dict[str, dict[str, Any]] = {}
         self.uid_to_pod: dict[str, str] = {}   # allocation owners by uid, for preempt victims
+        self.bound_at: dict[str, int] = {}     # pod -> Unix ns when this process bound it
         self.counters: dict[str, int] = {}
 
     # ---- nodes and pods -------------------------------------------------------------------
@@ -297,16 +298,17 @@ def load_kube(core_v1: Any = None, **state_kwargs: Any) -> tuple[ExtenderState, 
 def reconcile(state: ExtenderState, live: Iterable[PodArgs], listed_at_ns: int,
               grace_ns: int = 60_000_000_000) -> dict[str, list[str]]:
     """Release Bound allocations whose pod is gone (deleted, finished) and restore annotated bound
-    pods gpufleet does not know. `listed_at_ns` is when the pod list was requested: allocations
-    made within `grace_ns` before it are kept, since the list may predate their Binding."""
+    pods gpufleet does not know. `listed_at_ns` is when the pod list was requested: pods this
+    process bound within `grace_ns` before it are kept, since the list may predate their Binding."""
     live = [p for p in live if p.node_name]
     names = {p.name for p in live}
     released = []
     with state.lock:
         for a in list(state.cluster.allocations()):
             if a.state == "Bound" and a.pod not in names and \
-                    a.assume_time_ns < listed_at_ns - grace_ns:
+                    state.bound_at.get(a.pod, 0) < listed_at_ns - grace_ns:
                 state.cluster.release(a.pod)
+                state.bound_at.pop(a.pod, None)
                 released.append(a.pod)
         for uid, pod in list(state.uid_to_pod.items()):
             if state.cluster.allocation(pod) is None:
