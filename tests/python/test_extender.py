@@ -23,7 +23,8 @@ from gpufleet.k8s.extender import convert, protocol  # noqa: E402
 from gpufleet.k8s.extender.app import UNKNOWN_NODE, create_app  # noqa: E402
 from gpufleet.k8s.extender.binder import KubeBinder, MemoryBinder  # noqa: E402
 from gpufleet.k8s.extender.state import (ANN_DEVICE_ALLOCATED, KubeReconciler,  # noqa: E402
-                                         load_kube, reconcile, state_from_scenario)
+                                         load_kube, load_scenario, reconcile,
+                                         state_from_scenario)
 
 GiB = 1 << 30
 MiB = 1 << 20
@@ -511,8 +512,30 @@ def test_scheduler_config_example_has_the_extender_stanza():
         "koordinator.sh/gpu-memory-ratio", "koordinator.sh/gpu", "aliyun.com/gpu-mem"}
 
 
+def test_scenario_files_yaml_and_json(tmp_path):
+    import yaml
+
+    data = gpushare_scenario()
+    data["pods"].append({"name": "team/queued", "requests": {"nvidia.com/gpu": "1"}})
+    for name, text in (("s.yaml", yaml.safe_dump(data)), ("s.json", json.dumps(data))):
+        path = tmp_path / name
+        path.write_text(text)
+        st = load_scenario(path, binder=MemoryBinder())
+        assert len(st.cluster.allocations()) == 6 and st.find_pod("team", "queued", "") is not None
+    with pytest.raises(ValueError, match="strategy"):
+        load_scenario(path, strategy="nope")
+    data["pods"].append({"name": "bad", "node": "n1", "requests": {"aliyun.com/gpu-mem": "99999"},
+                         "annotations": {"ALIYUN_COM_GPU_MEM_IDX": "0",
+                                         "ALIYUN_COM_GPU_MEM_POD": "99999"}})
+    with pytest.raises(ValueError, match="default/bad"):
+        state_from_scenario(data)
+
+
 def test_cli_registers_extender_subcommand(tmp_path):
+    from gpufleet.cli import build_parser
     from gpufleet.commands import extender as cmd
+
+    assert build_parser().parse_args(["extender", "--kube"]).func is cmd.handler
 
     parser = argparse.ArgumentParser(prog="gpufleet")
     cmd.register(parser.add_subparsers(dest="command"))

@@ -116,3 +116,52 @@ def test_concurrent_filter_and_bind_never_over_commits():
     for n in names:
         for d in state_view["nodes"][n]["devices"]:
             assert d["core_used"] == 100 and d["memory_used"] <= d["memory_total"]
+
+
+def test_cli_serves_a_scenario_over_http(tmp_path):
+    """`gpufleet extender --state ...` as a real process: healthz, a filter, a bind, then exit."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+
+    import yaml
+
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump({"nodes": [{"name": "n1", "cpu": "8", "memory": "32Gi",
+                                               "devices": [gpu(0), gpu(1)]}]}))
+    with socket.socket() as s:   # a free loopback port for the child to take
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "gpufleet", "extender", "--listen",
+                             f"127.0.0.1:{port}", "--state", str(path), "--log-level", "warning"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=dict(os.environ))
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).text == "ok":
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None, proc.stdout.read().decode()
+            assert time.monotonic() < deadline, "server did not come up"
+            time.sleep(0.1)
+        pod = kpod("p", {"nvidia.com/gpu": "2"})
+        out = httpx.post(f"{url}{P}/filter", json={"Pod": pod, "NodeNames": ["n1", "x"]}).json()
+        assert out["NodeNames"] == ["n1"] and out["FailedNodes"] == {"x": "node unknown to gpufleet"}
+        out = httpx.post(f"{url}{P}/bind", json={"PodName": "p", "PodNamespace": "default",
+                                                 "PodUID": "uid-p", "Node": "n1"}).json()
+        assert out == {"Error": ""}
+        view = httpx.get(f"{url}/state").json()
+        assert [d["core_used"] for d in view["nodes"]["n1"]["devices"]] == [100, 100]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            # uvicorn shuts down cleanly, then re-raises the signal it caught (as Ctrl-C would).
+            assert proc.wait(timeout=15) in (0, -signal.SIGINT)
+        finally:
+            if proc.poll() is None:
+                proc.kill()

@@ -34,11 +34,6 @@ def handler(args: argparse.Namespace) -> int:
 
     try:
         host, port = server.parse_listen(args.listen)
-        import gpufleet
-
-        if args.strategy not in gpufleet.strategies():
-            raise ValueError(f"--strategy {args.strategy!r}: not one of "
-                             f"{', '.join(gpufleet.strategies())}")
         kw = dict(strategy=args.strategy, gpushare_annotations=args.gpushare_annotations)
         reconciler = None
         if args.kube:

@@ -119,12 +119,11 @@ class Extender:
         cluster, strategy = st.cluster, st.strategy
         with st.lock:
             for n in names:
-                score = 0
-                if cluster.has_node(n):
-                    try:
-                        score = _scale(cluster.score(pod, n, strategy))
-                    except (ValueError, KeyError):
-                        score = 0
+                # The scheduler only sends nodes that passed every filter, so no fit check here.
+                try:
+                    score = _scale(cluster.score(pod, n, strategy))
+                except (ValueError, KeyError):   # unknown node
+                    score = 0
                 out.append({"Host": n, "Score": score})
         return out
 

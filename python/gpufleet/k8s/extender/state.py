@@ -77,6 +77,9 @@ class ExtenderState:
                  gpushare_annotations: str = "auto", pod_cache_size: int = 20000) -> None:
         self.api = api if api is not None else _gpufleet_api()
         self.cluster = cluster if cluster is not None else self.api.Cluster()
+        if strategy.split("(")[0] not in self.api.strategies():
+            raise ValueError(f"strategy {strategy!r} is not one of "
+                             f"{', '.join(self.api.strategies())}")
         self.strategy = strategy
         self.binder: Binder = binder if binder is not None else MemoryBinder()
         self.pod_source = pod_source
