@@ -64,7 +64,7 @@ def serve(args: argparse.Namespace) -> None:
 
     st = state_from_scenario(scenario(args.nodes, args.gpus, args.binds), api=_api(),
                              strategy=args.strategy)
-    with BackgroundServer(st, prefix=P) as srv:
+    with BackgroundServer(st, prefix=P, freeze=True) as srv:
         print(srv.url, flush=True)
         sys.stdin.read()   # until the parent closes our stdin
         st.cluster.check_invariants()
@@ -93,6 +93,13 @@ def _client(url: str, verb: str, ids: list[int], node_names: list[str], q: Any) 
     q.put((lat, bad))
 
 
+def server_side(url: str, verb: str) -> dict[str, float]:
+    """The server's own handler time over its latest 1,000 requests of `verb` (see /state)."""
+    import httpx
+
+    return httpx.get(f"{url}/state", timeout=60).json()["latency"][verb]
+
+
 def drive(url: str, verb: str, n: int, clients: int, node_names: list[str]) -> dict[str, Any]:
     q: Any = mp.Queue()
     procs = [mp.Process(target=_client, args=(url, verb, list(range(c, n, clients)), node_names, q))
@@ -105,7 +112,9 @@ def drive(url: str, verb: str, n: int, clients: int, node_names: list[str]) -> d
     for p in procs:
         p.join(timeout=60)
     lat = sorted(x for part, _ in parts for x in part)
+    srv = server_side(url, verb)
     return {"verb": verb, "clients": clients, "requests": len(lat),
+            "srv_p50_ms": srv["p50_ms"], "srv_p99_ms": srv["p99_ms"],
             "errors": sum(b for _, b in parts), "req_per_s": len(lat) / wall,
             "p50_ms": 1e3 * lat[len(lat) // 2], "p99_ms": 1e3 * lat[int(len(lat) * 0.99) - 1],
             "max_ms": 1e3 * lat[-1]}
@@ -118,6 +127,9 @@ def in_process_filter(args: argparse.Namespace, n: int) -> dict[str, Any]:
     st = state_from_scenario(scenario(args.nodes, args.gpus, 0), api=_api())
     ext = Extender(st)
     names = sorted(st.node_specs)
+    from gpufleet.k8s.extender.server import freeze_gc
+
+    freeze_gc()
     lat = []
     for i in range(n):
         body = json.dumps({"Pod": filter_pod(i), "NodeNames": names})
@@ -171,11 +183,14 @@ def main() -> int:
                 srv.kill()
     print(f"cluster: {args.nodes} nodes x {args.gpus} GPUs, strategy {args.strategy}, "
           f"{os.cpu_count()} CPUs; latency seen by the client")
-    print(f"{'verb':32} {'clients':>7} {'requests':>8} {'errors':>6} {'req/s':>8} "
-          f"{'p50 ms':>7} {'p99 ms':>7} {'max ms':>7}")
+    print("srv p50/p99: the server's handler time (body read, JSON, core calls, response) over "
+          "its last 1,000 requests of the phase")
+    print(f"{'verb':30} {'clients':>7} {'requests':>8} {'errors':>6} {'req/s':>7} "
+          f"{'p50 ms':>7} {'p99 ms':>7} {'max ms':>7} {'srv p50':>7} {'srv p99':>7}")
     for r in rows:
-        print(f"{r['verb']:32} {r['clients']:7d} {r['requests']:8d} {r['errors']:6d} "
-              f"{r['req_per_s']:8.0f} {r['p50_ms']:7.2f} {r['p99_ms']:7.2f} {r['max_ms']:7.2f}")
+        print(f"{r['verb']:30} {r['clients']:7d} {r['requests']:8d} {r['errors']:6d} "
+              f"{r['req_per_s']:7.0f} {r['p50_ms']:7.2f} {r['p99_ms']:7.2f} {r['max_ms']:7.2f} "
+              f"{r.get('srv_p50_ms', r['p50_ms']):7.2f} {r.get('srv_p99_ms', r['p99_ms']):7.2f}")
     return 1 if any(r["errors"] for r in rows) else 0
 
 

@@ -240,13 +240,16 @@ def create_app(state: ExtenderState, prefix: str = "") -> Starlette:
         async def endpoint(request: Request) -> Response:
             state.count(name)
             try:
+                t0 = time.perf_counter()
                 data = await _read(request)
                 result = fn(data)
                 if inspect.isawaitable(result):
                     result = await result
                 if isinstance(result, dict) and result.get("Error"):
                     state.count(f"{name}_errors")
-                return _json(result)
+                response = _json(result)
+                state.observe(name, time.perf_counter() - t0)
+                return response
             except BadBody as e:
                 state.count(f"{name}_errors")
                 return _json({"Error": str(e)}, 400)

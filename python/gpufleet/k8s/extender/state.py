@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
@@ -92,6 +92,8 @@ class ExtenderState:
         self.uid_to_pod: dict[str, str] = {}   # allocation owners by uid, for preempt victims
         self.bound_at: dict[str, int] = {}     # pod -> Unix ns when this process bound it
         self.counters: dict[str, int] = {}
+        # Handler time (body read, JSON, work, response built) of the latest requests, per verb.
+        self.latency_s: dict[str, deque[float]] = {}
 
     # ---- nodes and pods -------------------------------------------------------------------
     def add_node(self, spec: dict[str, Any]) -> None:
@@ -120,6 +122,22 @@ class ExtenderState:
 
     def count(self, what: str) -> None:
         self.counters[what] = self.counters.get(what, 0) + 1
+
+    def observe(self, verb: str, seconds: float, window: int = 1000) -> None:
+        ring = self.latency_s.get(verb)
+        if ring is None:
+            ring = self.latency_s[verb] = deque(maxlen=window)
+        ring.append(seconds)
+
+    def latency_summary(self) -> dict[str, dict[str, float]]:
+        out = {}
+        for verb, ring in list(self.latency_s.items()):
+            lat = sorted(ring)
+            if lat:
+                out[verb] = {"window": len(lat), "p50_ms": 1e3 * lat[len(lat) // 2],
+                             "p99_ms": 1e3 * lat[max(0, int(len(lat) * 0.99) - 1)],
+                             "max_ms": 1e3 * lat[-1]}
+        return out
 
     # ---- restart rebuild -------------------------------------------------------------------
     def restore_bound(self, pods: Iterable[PodArgs]) -> RebuildReport:
@@ -175,7 +193,8 @@ class ExtenderState:
                              "memory_total": mem, "memory_used": mem_used})
             nodes[name] = {"devices": devs, "pods": sorted(pods_on.get(name, []))}
         return {"strategy": self.strategy, "allocations": len(allocs),
-                "requests": dict(self.counters), "nodes": nodes}
+                "requests": dict(self.counters), "latency": self.latency_summary(),
+                "nodes": nodes}
 
 
 # ---- sources ---------------------------------------------------------------------------------
