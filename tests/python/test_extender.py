@@ -292,6 +292,26 @@ def test_bind_failure_unreserves_and_state_is_unchanged():
     assert client.post(f"{P}/bind", json=bind).json() == {"Error": ""}   # the device is free again
 
 
+class _BlockingFailingBinder(MemoryBinder):
+    blocking = True   # runs in a worker thread, like the Kubernetes binder
+
+    def bind(self, *args: Any, **kwargs: Any) -> None:
+        raise ConnectionError("API server unreachable")
+
+
+def test_blocking_binder_failure_in_worker_thread_unreserves():
+    st, client, _ = make({"nodes": [node("n1", gpus=1)]}, binder=_BlockingFailingBinder())
+    pod = kpod("p", {"nvidia.com/gpu": "1"})
+    client.post(f"{P}/filter", json=filter_args(pod, ["n1"]))
+    before = st.cluster.snapshot()
+    out = client.post(f"{P}/bind", json={"PodName": "p", "PodNamespace": "default",
+                                         "PodUID": "uid-p", "Node": "n1"}).json()
+    assert "API server unreachable" in out["Error"]
+    assert st.cluster.snapshot() == before and st.cluster.allocations() == []
+    assert st.usage()["requests"] == {"filter": 1, "bind": 1, "bind_errors": 1}
+    assert set(st.usage()["latency"]) == {"filter", "bind"}
+
+
 def test_bind_from_scenario_pod_source():
     st, client, binder = make({"nodes": [node("n1")],
                                "pods": [{"name": "team/queued", "requests": {"nvidia.com/gpu": "2"}}]})
