@@ -235,3 +235,22 @@ def read_inventory(nvml: Any = None, *, sysfs: str = "/sys") -> NodeInventory:
                 nvml.nvmlShutdown()
             except Exception:
                 pass
+
+
+def load_devices_file(path: str) -> NodeInventory:
+    """Reads device specs from a YAML/JSON file: a list of entries, or a mapping with `devices`
+    (and optionally `nvlink_groups`), e.g. the output of `gpufleet node inventory --json`."""
+    with open(path) as f:
+        text = f.read()
+    try:
+        import json
+        doc = json.loads(text)
+    except ValueError:
+        import yaml  # YAML only when the file is not JSON
+        doc = yaml.safe_load(text)
+    if isinstance(doc, list):
+        return NodeInventory([d for d in doc if isinstance(d, dict)])
+    if not isinstance(doc, dict) or not isinstance(doc.get("devices"), list):
+        raise ValueError(f"{path}: expected a list of devices or a mapping with 'devices'")
+    return NodeInventory(doc["devices"], [list(g) for g in doc.get("nvlink_groups") or []],
+                         doc.get("driver_version"))
