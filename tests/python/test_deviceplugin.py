@@ -347,3 +347,65 @@ def test_gpushare_annotations():
         ann.parse_gpushare({ann.GPUSHARE_IDX: "0"})
     with pytest.raises(ValueError, match="ALIYUN_COM_GPU_MEM_IDX"):
         ann.parse_gpushare({ann.GPUSHARE_IDX: "zero", ann.GPUSHARE_POD: "1"})
+
+
+# --- serving loop and CLI -----------------------------------------------------------------------------
+@pytest.fixture
+def fake_kubelet(sockdir):
+    kubelet = FakeKubelet()
+    ksrv = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    pb_grpc.add_RegistrationServicer_to_server(kubelet, ksrv)
+    ksrv.add_insecure_port(f"unix://{sockdir / 'kubelet.sock'}")
+    ksrv.start()
+    yield kubelet
+    ksrv.stop(0).wait()
+
+
+def test_serve_reregisters_after_kubelet_restart(pcie4, sockdir, fake_kubelet):
+    import threading
+
+    from gpufleet.k8s.deviceplugin.server import serve
+    srv = DevicePluginServer("nvidia.com/gpu", pcie4.devices, "whole", None, str(sockdir))
+    stop = threading.Event()
+    t = threading.Thread(target=serve, args=(srv, stop), kwargs={"poll_s": 0.05}, daemon=True)
+    t.start()
+    try:
+        assert fake_kubelet.requests.get(timeout=T).endpoint == srv.socket_name
+        os.unlink(srv.socket_path)  # what the kubelet does to plugin sockets when it restarts
+        assert fake_kubelet.requests.get(timeout=T).resource_name == "nvidia.com/gpu"
+        ch, stub = stub_for(srv)    # serving again on a fresh socket
+        assert stub.GetDevicePluginOptions(pb.Empty(), timeout=T).get_preferred_allocation_available
+        ch.close()
+    finally:
+        stop.set()
+        t.join(timeout=T)
+    assert not t.is_alive()
+
+
+def test_cli_serves_and_stops_on_sigterm(sockdir, fake_kubelet):
+    import signal
+    import subprocess
+    import sys
+    root = Path(__file__).resolve().parents[2]
+    code = ("import argparse, sys, gpufleet; gpufleet.__path__.insert(0, sys.argv[1]);"
+            "from gpufleet.commands import deviceplugin as d; p = argparse.ArgumentParser();"
+            "d.register(p.add_subparsers()); a = p.parse_args(sys.argv[2:]); sys.exit(a.func(a))")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(root / "python" / "gpufleet"), "deviceplugin",
+         "--replay", str(DATA / "nvml_t4x2.json"), "--socket-dir", str(sockdir), "--mode", "shared",
+         "--replicas", "2", "--resource-name", "gpufleet.io/gpu-shared", "--log-level", "warning"],
+        env={**os.environ, "PYTHONPATH": str(root / "python")}, stderr=subprocess.PIPE, text=True)
+    try:
+        req = fake_kubelet.requests.get(timeout=15)
+        assert req.resource_name == "gpufleet.io/gpu-shared" and req.version == "v1beta1"
+        ch = grpc.insecure_channel(f"unix://{sockdir / req.endpoint}")
+        grpc.channel_ready_future(ch).result(timeout=T)
+        first = next(pb_grpc.DevicePluginStub(ch).ListAndWatch(pb.Empty(), timeout=T))
+        assert len(first.devices) == 4 and first.devices[1].ID.endswith("-rep-1")
+        ch.close()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=T) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=T)

@@ -11,7 +11,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import AbstractSet, Any, Callable, Iterable
 
 from gpufleet.k8s.annotations import (GPUFLEET_ASSIGNED, GPUSHARE_ASSIGNED, GPUSHARE_IDX,
                                       KOORD_DEVICE_ALLOCATED, PodAllocation,
@@ -69,7 +69,7 @@ def memory_units(unit_bytes: int) -> UnitCounter:
 
 
 def select_pod(pods: Iterable[PodInfo], units: int, count: UnitCounter, *,
-               consumed: set[str] = frozenset(), unit_bytes: int) -> tuple[PodInfo, PodAllocation] | None:
+               consumed: AbstractSet[str] = frozenset(), unit_bytes: int) -> tuple[PodInfo, PodAllocation] | None:
     """The oldest unassigned pod with an allocation annotation whose units equal `units`.
     Pods with malformed annotations are skipped (they must not block everybody else)."""
     best: tuple[PodInfo, PodAllocation] | None = None
@@ -92,9 +92,12 @@ def select_pod(pods: Iterable[PodInfo], units: int, count: UnitCounter, *,
 def assigned_patch(pod: PodInfo, now_ns: int | None = None) -> dict[str, str]:
     """Annotations that mark `pod`'s allocation as consumed, in the style it was written in."""
     now = str(now_ns if now_ns is not None else time.time_ns())
+    out: dict[str, str] = {}
     if KOORD_DEVICE_ALLOCATED in pod.annotations:
-        return {GPUFLEET_ASSIGNED: "true"}
-    return {GPUSHARE_ASSIGNED: "true", "ALIYUN_COM_GPU_MEM_ASSIGN_TIME": now}
+        out[GPUFLEET_ASSIGNED] = "true"
+    if GPUSHARE_IDX in pod.annotations:  # gpushare's own tooling reads these two
+        out.update({GPUSHARE_ASSIGNED: "true", "ALIYUN_COM_GPU_MEM_ASSIGN_TIME": now})
+    return out
 
 
 class InMemoryPodSource:
