@@ -39,7 +39,7 @@ QuantityParser = Callable[[str], int]
 
 # --- Kubernetes quantities ---------------------------------------------------------------------
 _BINARY = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50, "Ei": 1 << 60}
-_DECIMAL = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": 1,
+_DECIMAL: dict[str, int | Fraction] = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": 1,
             "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
 _QUANTITY_RE = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$")
 
@@ -61,7 +61,7 @@ def parse_quantity(text: str | int) -> int:
     elif suffix in _BINARY:
         value *= _BINARY[suffix]
     else:
-        value *= _DECIMAL[suffix or ""]
+        value *= Fraction(_DECIMAL[suffix or ""])
     return math.ceil(value)
 
 

@@ -16,10 +16,9 @@ DeviceSpec = Mapping[str, Any]
 
 def index_devices(devices: Iterable[DeviceSpec] | Mapping[str, Any]) -> dict[int, DeviceSpec]:
     """Minor -> GPU spec entry. Accepts a list of entries or an inventory dict with "devices"."""
-    if isinstance(devices, Mapping):
-        devices = devices.get("devices", [])
+    items: Iterable[DeviceSpec] = devices.get("devices", []) if isinstance(devices, Mapping) else devices
     out: dict[int, DeviceSpec] = {}
-    for d in devices:
+    for d in items:
         if d.get("type", "gpu") != "gpu":
             continue
         minor = int(d["minor"])

@@ -14,7 +14,9 @@ _EXPORTS = {
     "PodInfo": "pods", "InMemoryPodSource": "pods", "KubernetesPodSource": "pods",
     "kubernetes_pod_source": "pods", "DeviceTable": "table", "Topology": "topology",
 }
-__all__ = sorted(_EXPORTS)
+__all__ = ["API_VERSION", "DEVICE_PLUGIN_DIR", "DevicePluginServer", "DeviceTable", "InMemoryPodSource",
+           "KubernetesPodSource", "PodInfo", "Topology", "kubernetes_pod_source", "register_with_kubelet",
+           "serve"]
 
 
 def __getattr__(name: str) -> Any:

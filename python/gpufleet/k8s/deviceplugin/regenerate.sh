@@ -10,6 +10,6 @@ py="${1:-python}"
 cd "$root/python"
 # Include root = python/, so the generated grpc module imports
 # `from gpufleet.k8s.deviceplugin import api_pb2` (a package-absolute import).
-"$py" -m grpc_tools.protoc -I . --python_out=. --grpc_python_out=. \
+"$py" -m grpc_tools.protoc -I . --python_out=. --pyi_out=. --grpc_python_out=. \
   gpufleet/k8s/deviceplugin/api.proto
 echo "regenerated in $here"

@@ -140,7 +140,7 @@ class DevicePluginServer(pb_grpc.DevicePluginServicer):
             self._cond.notify_all()
 
     def device_list(self) -> pb.ListAndWatchResponse:
-        out = []
+        out: list[pb.Device] = []
         for minor, ids in self.table.ids_by_minor.items():
             numa = self.topology.numa.get(minor)
             topo = pb.TopologyInfo(nodes=[pb.NUMANode(ID=numa)]) if numa is not None else None
