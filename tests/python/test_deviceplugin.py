@@ -248,10 +248,15 @@ def test_allocate_shared_koordinator_replicas(pcie4, sockdir):
     pods = InMemoryPodSource([PodInfo("ml", "train", "uid-1", {ann.KOORD_DEVICE_ALLOCATED: koord}, 10),
                               PodInfo("ml", "ghost", "uid-2", {ann.KOORD_DEVICE_ALLOCATED: bad}, 20)])
     srv = DevicePluginServer("koordinator.sh/gpu-shared", pcie4.devices, "shared", pods, str(sockdir),
-                             replicas=4).start()
+                             replicas=4, mps_pipe_dir="/run/nvidia-mps").start()
     ch, stub = stub_for(srv)
     try:
-        (env,) = allocate(stub, [f"{u[0]}-rep-0", f"{u[0]}-rep-1"])       # 50% of 4 replicas = 2
+        req = pb.AllocateRequest(container_requests=[pb.ContainerAllocateRequest(
+            devices_ids=[f"{u[0]}-rep-0", f"{u[0]}-rep-1"])])                # 50% of 4 replicas = 2
+        (resp,) = stub.Allocate(req, timeout=T).container_responses
+        env = dict(resp.envs)
+        assert env["CUDA_MPS_PIPE_DIRECTORY"] == "/run/nvidia-mps"
+        assert [(m.container_path, m.host_path) for m in resp.mounts] == [("/run/nvidia-mps",) * 2]
         assert env["NVIDIA_VISIBLE_DEVICES"] == u[2]
         assert env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] == "50"
         assert env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] == "0=8192M"

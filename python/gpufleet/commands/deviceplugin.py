@@ -30,6 +30,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--node-name", default=os.environ.get("NODE_NAME"),
                    help="shared mode: read pods bound to this node from the API server "
                         "(default $NODE_NAME); without it, IDs map straight to GPUs")
+    p.add_argument("--mps-pipe-dir", default=None,
+                   help="shared: mount this host MPS pipe directory into containers that get MPS "
+                        "limits (e.g. /tmp/nvidia-mps; the MPS daemon must run on the node)")
     p.add_argument("--health-interval", type=float, default=10.0,
                    help="seconds between NVML health probes (0: off)")
     p.add_argument("--log-level", default="info",
@@ -80,7 +83,7 @@ def handler(args: argparse.Namespace) -> int:
                 kw["memory_unit_bytes"] = parse_quantity(args.memory_unit) if args.memory_unit else GIB
         pods = KubernetesPodSource(args.node_name) if args.mode == "shared" and args.node_name else None
         server = DevicePluginServer(args.resource_name, inv.devices, args.mode, pods, args.socket_dir,
-                                    nvlink_groups=inv.nvlink_groups, **kw)
+                                    nvlink_groups=inv.nvlink_groups, mps_pipe_dir=args.mps_pipe_dir, **kw)
     except (NvmlUnavailable, OSError, ValueError, ImportError) as e:
         print(f"gpufleet deviceplugin: {e}", file=sys.stderr)
         return 2

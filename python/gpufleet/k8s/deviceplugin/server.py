@@ -53,7 +53,7 @@ class DevicePluginServer(pb_grpc.DevicePluginServicer):
                  nvlink_groups: Sequence[Sequence[int]] | None = None, replicas: int | None = None,
                  memory_unit_bytes: int | None = None, mark_assigned: MarkAssigned | None = None,
                  socket_name: str | None = None, pre_start_required: bool = False,
-                 max_workers: int = 16) -> None:
+                 mps_pipe_dir: str | None = None, max_workers: int = 16) -> None:
         devices = list(devices)
         self.resource_name = resource_name
         self.mode = mode
@@ -69,6 +69,9 @@ class DevicePluginServer(pb_grpc.DevicePluginServicer):
         self.socket_dir = socket_dir
         self.socket_name = socket_name or _socket_name(resource_name)
         self.pre_start_required = pre_start_required
+        # MPS limits only bind for MPS clients: containers given limits also get the node's MPS
+        # pipe directory (mounted at the same path) when this is set.
+        self.mps_pipe_dir = mps_pipe_dir
         self._max_workers = max_workers
         self._health = {m: bool(s.get("health", True)) for m, s in self.table.specs.items()}
         self._cond = threading.Condition()
@@ -260,7 +263,7 @@ class DevicePluginServer(pb_grpc.DevicePluginServicer):
                              f"allocation of {units} units")
             pod, alloc = match
             try:
-                responses = [pb.ContainerAllocateResponse(envs=container_env(
+                responses = [self._with_mps(container_env(
                     alloc, self.devices, container_units=len(ids), unit_bytes=self.unit_bytes))
                     for ids in requests]
             except ValueError as e:
@@ -273,6 +276,13 @@ class DevicePluginServer(pb_grpc.DevicePluginServicer):
                 log.exception("marking pod %s assigned failed", pod.key)
         log.info("allocated %s units of %s to pod %s", units, self.resource_name, pod.key)
         return pb.AllocateResponse(container_responses=responses)
+
+    def _with_mps(self, env: dict[str, str]) -> pb.ContainerAllocateResponse:
+        if self.mps_pipe_dir and any(k.startswith("CUDA_MPS_") for k in env):
+            env["CUDA_MPS_PIPE_DIRECTORY"] = self.mps_pipe_dir
+            return pb.ContainerAllocateResponse(envs=env, mounts=[pb.Mount(
+                container_path=self.mps_pipe_dir, host_path=self.mps_pipe_dir, read_only=False)])
+        return pb.ContainerAllocateResponse(envs=env)
 
     def _env(self, grants: list[DeviceGrant]) -> dict[str, str]:
         try:
