@@ -355,13 +355,18 @@ def test_gpushare_annotations():
 
 
 # --- serving loop and CLI -----------------------------------------------------------------------------
-@pytest.fixture
-def fake_kubelet(sockdir):
+def start_kubelet(path: Path) -> tuple[FakeKubelet, grpc.Server]:
     kubelet = FakeKubelet()
     ksrv = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
     pb_grpc.add_RegistrationServicer_to_server(kubelet, ksrv)
-    ksrv.add_insecure_port(f"unix://{sockdir / 'kubelet.sock'}")
+    ksrv.add_insecure_port(f"unix://{path}")
     ksrv.start()
+    return kubelet, ksrv
+
+
+@pytest.fixture
+def fake_kubelet(sockdir):
+    kubelet, ksrv = start_kubelet(sockdir / "kubelet.sock")
     yield kubelet
     ksrv.stop(0).wait()
 
@@ -381,6 +386,13 @@ def test_serve_reregisters_after_kubelet_restart(pcie4, sockdir, fake_kubelet):
         ch, stub = stub_for(srv)    # serving again on a fresh socket
         assert stub.GetDevicePluginOptions(pb.Empty(), timeout=T).get_preferred_allocation_available
         ch.close()
+        # A kubelet that restarts without touching our socket still gets a new registration.
+        os.unlink(sockdir / "kubelet.sock")
+        second, ksrv = start_kubelet(sockdir / "kubelet.sock")
+        try:
+            assert second.requests.get(timeout=T).endpoint == srv.socket_name
+        finally:
+            ksrv.stop(0).wait()
     finally:
         stop.set()
         t.join(timeout=T)

@@ -105,6 +105,17 @@ def test_normalize_model(name, model):
     assert inv_mod.normalize_model(name) == model
 
 
+def test_inventory_nvml_failure_is_unavailable(tmp_path):
+    nvml = replay("t4x2")
+    nvml.nvmlDeviceGetCount = lambda: (_ for _ in ()).throw(nvml.NVMLError(9))  # driver gone
+    with pytest.raises(inv_mod.NvmlUnavailable, match="NVML query failed"):
+        read("", tmp_path, nvml)
+    nvml.devices = []
+    nvml.nvmlDeviceGetCount = lambda: 0
+    with pytest.raises(inv_mod.NvmlUnavailable, match="no GPUs"):
+        read("", tmp_path, nvml)
+
+
 def test_inventory_without_driver(monkeypatch, capsys):
     def unavailable():
         raise inv_mod.NvmlUnavailable("NVML could not start (NVML Shared Library Not Found)")

@@ -189,52 +189,58 @@ def read_inventory(nvml: Any = None, *, sysfs: str = "/sys") -> NodeInventory:
     if own:
         nvml = load_nvml()
     try:
-        count = nvml.nvmlDeviceGetCount()
-        if count == 0:
-            raise NvmlUnavailable("NVML reports no GPUs")
-        handles: dict[int, Any] = {}
-        raw: dict[int, dict[str, Any]] = {}
-        for i in range(count):
-            h = nvml.nvmlDeviceGetHandleByIndex(i)
-            minor = _try(nvml, "nvmlDeviceGetMinorNumber", h)
-            minor = int(minor) if minor is not None else i
-            bus = normalize_bus_id(nvml.nvmlDeviceGetPciInfo(h).busId)
-            handles[minor] = h
-            mem = _try(nvml, "nvmlDeviceGetMemoryInfo", h)  # fails on a lost GPU
-            raw[minor] = {"uuid": _text(nvml.nvmlDeviceGetUUID(h)),
-                          "name": _text(nvml.nvmlDeviceGetName(h)),
-                          "memory": int(mem.total) if mem is not None else None, "bus": bus,
-                          "numa": _numa_node(nvml, h, bus, sysfs), "health": probe_health(nvml, h)}
-        bus_of = {m: r["bus"] for m, r in raw.items()}
-        pcie = _pcie_ids(nvml, handles, bus_of)
-        devices = []
-        for minor in sorted(raw):
-            r = raw[minor]
-            topo: dict[str, Any] = {}
-            if r["numa"] is not None:
-                sock = _socket_of_numa(r["numa"], sysfs)
-                # Without sysfs assume one NUMA node per socket (the common 2-socket layout).
-                topo["socketID"] = sock if sock is not None else r["numa"]
-                topo["nodeID"] = r["numa"]
-            topo["pcieID"] = pcie[minor]
-            topo["busID"] = r["bus"]
-            res = {RES_GPU_CORE: "100", RES_GPU_MEMORY_RATIO: "100"}
-            if r["memory"] is not None:
-                res[RES_GPU_MEMORY] = format_bytes(r["memory"])
-            devices.append({"type": "gpu", "minor": minor, "id": r["uuid"],
-                            "model": normalize_model(r["name"]), "health": r["health"],
-                            "resources": {k: res[k] for k in (RES_GPU_CORE, RES_GPU_MEMORY,
-                                                              RES_GPU_MEMORY_RATIO) if k in res},
-                            "topology": topo})
-        driver = _try(nvml, "nvmlSystemGetDriverVersion")
-        return NodeInventory(devices, _nvlink_groups(nvml, handles, bus_of),
-                             _text(driver) if driver is not None else None)
+        return _read(nvml, sysfs)
+    except nvml.NVMLError as e:
+        raise NvmlUnavailable(f"NVML query failed: {e}") from e
     finally:
         if own:
             try:
                 nvml.nvmlShutdown()
             except Exception:
                 pass
+
+
+def _read(nvml: Any, sysfs: str) -> NodeInventory:
+    count = nvml.nvmlDeviceGetCount()
+    if count == 0:
+        raise NvmlUnavailable("NVML reports no GPUs")
+    handles: dict[int, Any] = {}
+    raw: dict[int, dict[str, Any]] = {}
+    for i in range(count):
+        h = nvml.nvmlDeviceGetHandleByIndex(i)
+        minor = _try(nvml, "nvmlDeviceGetMinorNumber", h)
+        minor = int(minor) if minor is not None else i
+        bus = normalize_bus_id(nvml.nvmlDeviceGetPciInfo(h).busId)
+        handles[minor] = h
+        mem = _try(nvml, "nvmlDeviceGetMemoryInfo", h)  # fails on a lost GPU
+        raw[minor] = {"uuid": _text(nvml.nvmlDeviceGetUUID(h)),
+                      "name": _text(nvml.nvmlDeviceGetName(h)),
+                      "memory": int(mem.total) if mem is not None else None, "bus": bus,
+                      "numa": _numa_node(nvml, h, bus, sysfs), "health": probe_health(nvml, h)}
+    bus_of = {m: r["bus"] for m, r in raw.items()}
+    pcie = _pcie_ids(nvml, handles, bus_of)
+    devices = []
+    for minor in sorted(raw):
+        r = raw[minor]
+        topo: dict[str, Any] = {}
+        if r["numa"] is not None:
+            sock = _socket_of_numa(r["numa"], sysfs)
+            # Without sysfs assume one NUMA node per socket (the common 2-socket layout).
+            topo["socketID"] = sock if sock is not None else r["numa"]
+            topo["nodeID"] = r["numa"]
+        topo["pcieID"] = pcie[minor]
+        topo["busID"] = r["bus"]
+        res = {RES_GPU_CORE: "100", RES_GPU_MEMORY_RATIO: "100"}
+        if r["memory"] is not None:
+            res[RES_GPU_MEMORY] = format_bytes(r["memory"])
+        devices.append({"type": "gpu", "minor": minor, "id": r["uuid"],
+                        "model": normalize_model(r["name"]), "health": r["health"],
+                        "resources": {k: res[k] for k in (RES_GPU_CORE, RES_GPU_MEMORY,
+                                                          RES_GPU_MEMORY_RATIO) if k in res},
+                        "topology": topo})
+    driver = _try(nvml, "nvmlSystemGetDriverVersion")
+    return NodeInventory(devices, _nvlink_groups(nvml, handles, bus_of),
+                         _text(driver) if driver is not None else None)
 
 
 def load_devices_file(path: str) -> NodeInventory:

@@ -302,6 +302,7 @@ def serve(server: DevicePluginServer, stop: threading.Event, kubelet_socket: str
     registrations, so when our socket disappears we listen again and re-register."""
     kubelet = kubelet_socket or os.path.join(server.socket_dir, KUBELET_SOCKET)
     registered = False
+    kubelet_id: tuple[int, int, int] | None = None
     server.start()
     try:
         while not stop.is_set():
@@ -310,7 +311,15 @@ def serve(server: DevicePluginServer, stop: threading.Event, kubelet_socket: str
                 server.stop()
                 server.start()
                 registered = False
-            if not registered:
+            try:
+                st = os.stat(kubelet)
+                # ctime too: a recreated socket may reuse the inode number.
+                now_id: tuple[int, int, int] | None = (st.st_dev, st.st_ino, st.st_ctime_ns)
+            except OSError:
+                now_id = None
+            if now_id != kubelet_id:  # a new kubelet socket means a new kubelet: register again
+                kubelet_id, registered = now_id, False
+            if not registered and now_id is not None:  # no socket: kubelet not up yet, wait
                 try:
                     server.register_with_kubelet(kubelet)
                     registered = True
