@@ -301,3 +301,17 @@ def test_profile_cli(tmp_path, capsys, monkeypatch):
     bad.write_text("x = 1\n")
     assert cli(["node", "profile", str(bad)]) == 2
     assert "no step()" in capsys.readouterr().err
+
+
+def test_profile_uses_torch_cuda_when_present(monkeypatch):
+    import sys
+    calls: list[str] = []
+    cuda = SimpleNamespace(
+        is_available=lambda: True, synchronize=lambda i: calls.append(f"sync{i}"),
+        reset_peak_memory_stats=lambda i: calls.append(f"reset{i}"),
+        max_memory_allocated=lambda i: 3 << 30, get_device_name=lambda i: "NVIDIA A100-SXM4-80GB")
+    monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(cuda=cuda))
+    res = profiler.profile(lambda: calls.append("step"), warmup=1, iters=3, device=1)
+    assert res.memory_source == "torch" and res.peak_memory_bytes == 3 << 30 and res.gpu_model == "A100"
+    # Peak stats reset after warmup; the timed window ends with a synchronize.
+    assert calls == ["step", "sync1", "reset1", "step", "step", "step", "sync1"]
