@@ -11,7 +11,7 @@ import math
 import re
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping
 
 # --- keys and resource names -------------------------------------------------------------------
 KOORD_DEVICE_ALLOCATED = "scheduling.koordinator.sh/device-allocated"
@@ -261,7 +261,3 @@ def parse_allocation_text(text: str, *, unit_bytes: int = MIB) -> PodAllocation:
         assert alloc is not None
         return alloc
     return PodAllocation(tuple(parse_device_allocated(text)))
-
-
-def minors(grants: Sequence[DeviceGrant]) -> list[int]:
-    return [g.minor for g in grants]
