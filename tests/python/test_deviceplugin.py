@@ -12,13 +12,8 @@ import pytest
 
 import gpufleet
 
-# The shared venv has an editable install of another checkout whose import hook wins over
-# PYTHONPATH; make sure this checkout's package directory is searched first (no-op otherwise).
-_PKG = str(Path(__file__).resolve().parents[2] / "python" / "gpufleet")
-if os.path.isdir(_PKG) and gpufleet.__path__[0] != _PKG:
-    gpufleet.__path__.insert(0, _PKG)
 
-from gpufleet.k8s import annotations as ann  # noqa: E402
+from gpufleet.k8s import annotations as ann
 from gpufleet.k8s.deviceplugin import api_pb2 as pb
 from gpufleet.k8s.deviceplugin import api_pb2_grpc as pb_grpc
 from gpufleet.k8s.deviceplugin.pods import InMemoryPodSource, PodInfo

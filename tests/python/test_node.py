@@ -11,19 +11,14 @@ from types import SimpleNamespace
 import gpufleet
 import pytest
 
-# The shared venv has an editable install of another checkout whose import hook wins over
-# PYTHONPATH; make sure this checkout's package directory is searched first (no-op otherwise).
-_PKG = str(Path(__file__).resolve().parents[2] / "python" / "gpufleet")
-if os.path.isdir(_PKG) and gpufleet.__path__[0] != _PKG:
-    gpufleet.__path__.insert(0, _PKG)
 
-from gpufleet.commands import node as node_cmd  # noqa: E402
-from gpufleet.k8s import annotations as ann  # noqa: E402
-from gpufleet.k8s.annotations import DeviceGrant, GpuShareAllocation, PodAllocation  # noqa: E402
-from gpufleet.node import inventory as inv_mod  # noqa: E402
-from gpufleet.node import mps, profiler  # noqa: E402
-from gpufleet.node.env import container_env  # noqa: E402
-from gpufleet.node.nvml_replay import ReplayNvml  # noqa: E402
+from gpufleet.commands import node as node_cmd
+from gpufleet.k8s import annotations as ann
+from gpufleet.k8s.annotations import DeviceGrant, GpuShareAllocation, PodAllocation
+from gpufleet.node import inventory as inv_mod
+from gpufleet.node import mps, profiler
+from gpufleet.node.env import container_env
+from gpufleet.node.nvml_replay import ReplayNvml
 
 DATA = Path(__file__).parent / "data"
 
