@@ -112,6 +112,20 @@ def test_pod_requests_sum_containers_limits_and_init_max():
                              "koordinator.sh/gpu-memory": str(2 * GiB)}
 
 
+def test_quantities_are_exact_and_round_up():
+    from decimal import Decimal
+
+    from gpufleet.k8s.extender import quantity
+
+    assert quantity.parse("1.5Gi") == Decimal(3 * (1 << 29)) and quantity.parse("1e3") == 1000
+    assert quantity.format_quantity(quantity.parse("250m") + quantity.parse("0.75")) == "1"
+    assert quantity.format_quantity(quantity.parse("100n")) == "1m"
+    assert quantity.to_int("0.5") == 1
+    for bad in ("", "-1", "1Qi", "abc", True, None, [1]):
+        with pytest.raises(ValueError):
+            quantity.parse(bad)
+
+
 def test_pod_conversion_errors_name_object_and_field():
     bad = kpod("p", {"cpu": "lots"})
     with pytest.raises(convert.ConvertError, match=r"pod default/p.*containers\[0\].*cpu"):

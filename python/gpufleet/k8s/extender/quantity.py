@@ -9,13 +9,13 @@ import re
 from decimal import Decimal, InvalidOperation
 
 _SUFFIX: dict[str, Decimal] = {
-    "": Decimal(1), "m": Decimal("0.001"),
+    "": Decimal(1), "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("0.001"),
     "k": Decimal(10) ** 3, "M": Decimal(10) ** 6, "G": Decimal(10) ** 9,
     "T": Decimal(10) ** 12, "P": Decimal(10) ** 15, "E": Decimal(10) ** 18,
     "Ki": Decimal(2) ** 10, "Mi": Decimal(2) ** 20, "Gi": Decimal(2) ** 30,
     "Ti": Decimal(2) ** 40, "Pi": Decimal(2) ** 50, "Ei": Decimal(2) ** 60,
 }
-_RE = re.compile(r"^\+?([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:([eE][+-]?[0-9]{1,2})|(Ki|Mi|Gi|Ti|Pi|Ei|[mkMGTPE]))?$")
+_RE = re.compile(r"^\+?([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:([eE][+-]?[0-9]{1,2})|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]))?$")
 
 
 def parse(value: object) -> Decimal:
@@ -49,12 +49,10 @@ def format_quantity(d: Decimal) -> str:
     """Canonical text the core accepts: a plain integer, or milli units when fractional."""
     if d == d.to_integral_value():
         return str(int(d))
-    milli = (d * 1000).to_integral_value()
+    milli = (d * 1000).to_integral_value(rounding="ROUND_CEILING")  # Kubernetes rounds up
     return f"{int(milli)}m"
 
 
 def to_int(value: object) -> int:
     """Whole units, rounding fractions up as Kubernetes does for byte-like quantities."""
-    d = parse(value)
-    i = int(d.to_integral_value(rounding="ROUND_CEILING"))
-    return i
+    return int(parse(value).to_integral_value(rounding="ROUND_CEILING"))
