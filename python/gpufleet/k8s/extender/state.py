@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -194,6 +195,7 @@ class ExtenderState:
             nodes[name] = {"devices": devs, "pods": sorted(pods_on.get(name, []))}
         return {"strategy": self.strategy, "allocations": len(allocs),
                 "requests": dict(self.counters), "latency": self.latency_summary(),
+                "process_cpu_s": time.process_time(),
                 "nodes": nodes}
 
 
@@ -357,8 +359,6 @@ class KubeReconciler:
         self._thread.join(timeout=self.interval_s + 5)
 
     def once(self) -> dict[str, list[str]]:
-        import time
-
         for n in json.loads(self.api.list_node(_preload_content=False).data).get("items", []):
             name = (n.get("metadata") or {}).get("name")
             if name and name not in self.state.node_specs:
