@@ -483,6 +483,14 @@ def test_healthz_and_state_view():
     n3 = {d["minor"]: d for d in view["nodes"]["n3"]["devices"]}
     assert n3[0]["memory_used"] == 14 * GiB and n3[1]["memory_total"] == 16 * GiB
     assert view["allocations"] == 6 and view["strategy"] == "binpack"
+    # The scenario format's `gpus:` shorthand shows up device by device too.
+    st2, client2, _ = make({"nodes": [{"name": "t", "cpu": "8", "memory": "32Gi",
+                                       "gpus": {"count": 2, "model": "T4", "memory": "16Gi"}}]})
+    devs = client2.get(f"{P}/state").json()["nodes"]["t"]["devices"]
+    assert [(d["minor"], d["model"], d["memory_total"], d["health"]) for d in devs] == \
+        [(0, "T4", 16 * GiB, True), (1, "T4", 16 * GiB, True)]
+    with pytest.raises(ValueError, match="already exists"):
+        st2.add_node({"name": "t", "cpu": "1"})
 
 
 class FakeCoreV1:

@@ -98,11 +98,11 @@ class ExtenderState:
 
     # ---- nodes and pods -------------------------------------------------------------------
     def add_node(self, spec: dict[str, Any]) -> None:
+        """Add a node (ValueError if the name exists or the spec is invalid)."""
         with self.lock:
-            if self.cluster.has_node(spec["name"]):
-                self.cluster.remove_node(spec["name"])
             self.cluster.add_node(spec)
-            self.node_specs[spec["name"]] = spec
+            # The core's normalised spec: `gpus:` shorthand expanded, defaults filled in.
+            self.node_specs[spec["name"]] = self.cluster.node(spec["name"])
 
     def make_pod(self, args: PodArgs) -> Any:
         """gpufleet.Pod for these arguments; ValueError names the violated request rule."""
@@ -190,6 +190,7 @@ class ExtenderState:
                 dtype, minor = d.get("type", "gpu"), int(d.get("minor", 0))
                 core_used, mem_used = used.get((name, dtype, minor), (0, 0))
                 devs.append({"type": dtype, "minor": minor, "model": d.get("model", ""),
+                             "health": bool(d.get("health", True)),
                              "core_total": 100, "core_used": core_used,
                              "memory_total": mem, "memory_used": mem_used})
             nodes[name] = {"devices": devs, "pods": sorted(pods_on.get(name, []))}
@@ -245,7 +246,10 @@ def state_from_scenario(data: dict[str, Any], **state_kwargs: Any) -> ExtenderSt
     for i, n in enumerate(data.get("nodes") or []):
         if not isinstance(n, dict):
             raise ConvertError(f"scenario nodes[{i}]: expected a map")
-        state.add_node(convert.node_spec(n) if "metadata" in n else n)
+        try:
+            state.add_node(convert.node_spec(n) if "metadata" in n else n)
+        except (ValueError, KeyError) as e:
+            raise ConvertError(f"scenario nodes[{i}] ({n.get('name', '?')}): {e}") from None
     bound = []
     for i, entry in enumerate(data.get("pods") or []):
         if not isinstance(entry, dict):
@@ -257,9 +261,12 @@ def state_from_scenario(data: dict[str, Any], **state_kwargs: Any) -> ExtenderSt
             bound.append(p)
         else:
             # A scenario convenience: a bound pod without annotations is placed by gpufleet.
-            with state.lock:
-                state.cluster.reserve(state.make_pod(p), p.node_name, state.strategy)
-                state.cluster.commit(p.name)
+            try:
+                with state.lock:
+                    state.cluster.reserve(state.make_pod(p), p.node_name, state.strategy)
+                    state.cluster.commit(p.name)
+            except (ValueError, KeyError) as e:
+                raise ConvertError(f"scenario pods[{i}] ({p.name}): {e}") from None
     report = state.restore_bound(bound)
     if report.skipped:
         raise ConvertError("scenario: bound pods could not be restored: " +
