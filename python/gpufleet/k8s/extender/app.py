@@ -255,7 +255,7 @@ def create_app(state: ExtenderState, prefix: str = "") -> Starlette:
                 return _json({"Error": str(e)}, 400)
             except (ProtocolError, ConvertError, ValueError, KeyError, TypeError) as e:
                 state.count(f"{name}_errors")
-                msg = str(e) if not isinstance(e, KeyError) else f"unknown: {e}"
+                msg = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
                 if error_status is None:
                     return _json({"Error": msg})
                 return _json({"Error": msg}, error_status)

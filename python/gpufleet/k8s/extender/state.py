@@ -229,6 +229,11 @@ def _scenario_pod(entry: dict[str, Any], i: int) -> PodArgs:
                                 for k, v in ann.items()})
 
 
+def _msg(e: Exception) -> str:
+    # KeyError quotes its message; show the core's text as it is.
+    return str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
+
+
 def load_scenario(path: str | Path, **state_kwargs: Any) -> ExtenderState:
     """Scenario file (YAML or JSON): `nodes:` node specs or Node objects, `pods:` pods; bound pods
     (with `node`) are restored from their annotations, or placed directly when they have none."""
@@ -249,7 +254,7 @@ def state_from_scenario(data: dict[str, Any], **state_kwargs: Any) -> ExtenderSt
         try:
             state.add_node(convert.node_spec(n) if "metadata" in n else n)
         except (ValueError, KeyError) as e:
-            raise ConvertError(f"scenario nodes[{i}] ({n.get('name', '?')}): {e}") from None
+            raise ConvertError(f"scenario nodes[{i}] ({n.get('name', '?')}): {_msg(e)}") from None
     bound = []
     for i, entry in enumerate(data.get("pods") or []):
         if not isinstance(entry, dict):
@@ -266,7 +271,7 @@ def state_from_scenario(data: dict[str, Any], **state_kwargs: Any) -> ExtenderSt
                     state.cluster.reserve(state.make_pod(p), p.node_name, state.strategy)
                     state.cluster.commit(p.name)
             except (ValueError, KeyError) as e:
-                raise ConvertError(f"scenario pods[{i}] ({p.name}): {e}") from None
+                raise ConvertError(f"scenario pods[{i}] ({p.name}): {_msg(e)}") from None
     report = state.restore_bound(bound)
     if report.skipped:
         raise ConvertError("scenario: bound pods could not be restored: " +
