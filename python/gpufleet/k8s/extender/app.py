@@ -232,7 +232,9 @@ def create_app(state: ExtenderState, prefix: str = "") -> Starlette:
     prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
     ext = Extender(state)
 
-    def verb(fn: Callable[[Any], Any], error_status: int | None) -> Callable[[Request], Awaitable[Response]]:
+    Endpoint = Callable[[Request], Awaitable[Response]]
+
+    def verb(fn: Callable[[Any], Any], error_status: int | None) -> Endpoint:
         # error_status None: the verb's result has an Error field (filter, bind), so bad input is
         # a 200 with Error; otherwise bad input is that HTTP status with a JSON error.
         name = fn.__name__
