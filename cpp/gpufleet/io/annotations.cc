@@ -124,7 +124,11 @@ absl::StatusOr<std::vector<DeviceGrant>> GrantsFromAnnotations(
       if (FindDevice(node, kGpu, g.minor) == nullptr)
         return bad(kGpushareIdx, absl::StrFormat("node %s has no gpu %d", node.name, g.minor));
       g.core = 0;
-      g.memory_bytes = units * unit_bytes / static_cast<int64_t>(parts.size());
+      int64_t total = 0;
+      if (__builtin_mul_overflow(units, unit_bytes, &total))
+        return bad(kGpusharePod, absl::StrFormat("%d units of %d bytes is too large", units,
+                                                 unit_bytes));
+      g.memory_bytes = total / static_cast<int64_t>(parts.size());
       grants.push_back(g);
     }
     return grants;
