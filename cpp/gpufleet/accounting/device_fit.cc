@@ -45,11 +45,10 @@ FitResult ShortageReason(const NodeView& v, const Pod& pod, const DeviceRequest&
 
 }  // namespace
 
-bool QuickMayFit(const Pod& pod, const Node& node, const NodeUsage& u) {
-  (void)node;
-  if (pod.cpu_milli > node.cpu_milli - u.cpu_used) return false;
-  if (pod.memory_bytes > node.memory_bytes - u.memory_used) return false;
-  if (u.pods_used + 1 > node.max_pods) return false;
+bool QuickMayFit(const Pod& pod, const NodeUsage& u) {
+  if (pod.cpu_milli > u.cpu_capacity - u.cpu_used) return false;
+  if (pod.memory_bytes > u.memory_capacity - u.memory_used) return false;
+  if (u.pods_used + 1 > u.max_pods) return false;
   for (const DeviceRequest& r : pod.devices) {
     if (r.type != kGpu) continue;
     if (r.whole()) {
