@@ -153,6 +153,8 @@ TEST(AnnotationsTest, MalformedAnnotationsAreErrorsNamingPodAndKey) {
       {{{koord, R"({"gpu":[{"resources":{}}]})"}}, {"no integer minor"}},
       {{{koord, R"({"gpu":[{"minor":"0"}]})"}}, {"no integer minor"}},
       {{{koord, R"({"gpu":[{"minor":9}]})"}}, {"node n has no gpu 9"}},
+      {{{koord, R"({"gpu":[{"minor":4294967296}]})"}}, {"minor 4294967296 is out of range"}},
+      {{{koord, R"({"gpu":[{"minor":-1}]})"}}, {"minor -1 is out of range"}},
       {{{koord, R"({"fpga":[{"minor":0}]})"}}, {"node n has no fpga 0"}},
       {{{koord, R"({"gpu":[{"minor":0,"resources":{"koordinator.sh/gpu-core":"abc"}}]})"}},
        {"\"abc\""}},

@@ -3,6 +3,8 @@
 // Koordinator-style cases (MostAllocated vs LeastAllocated, multi-GPU over 100, PCIe/NUMA scope),
 // NVLink partitions of an 8-GPU Hopper board (pairs, quads, all 8), and ties to the lower minor.
 // The tables follow Volcano's scenario tests: nodes, bound pods, pods in order -> node + devices.
+#include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -328,6 +330,69 @@ TEST(PlacementTest, ScoresFollowAllocation) {
     EXPECT_LE(c.state().Score(p, node, *binpack), 100.0);
     EXPECT_DOUBLE_EQ(c.state().Score(p, node, *binpack) + c.state().Score(p, node, *spread), 100.0);
   }
+}
+
+// Place takes a fast path for common requests; whatever path it takes, it must place a pod exactly
+// when some node passes FitsNodeConstraints + Filter, on a feasible node with the best score
+// (earliest node on ties). Checked over a seeded random mix of nodes, pods and releases.
+TEST(PlacementTest, PlaceAgreesWithFilterAndScore) {
+  CheckedCluster c;
+  ASSERT_OK(c.AddNodeJson(R"({"name":"mixed","cpu":"64","memory":"256Gi","gpus":{"count":4,"model":"V100M16","memory":"16Gi"}})"));
+  ASSERT_OK(c.AddNodeJson(R"({"name":"whole","cpu":"64","memory":"256Gi","gpu_sharing":"whole","gpus":{"count":2,"model":"A100","memory":"40Gi"}})"));
+  ASSERT_OK(c.AddNodeJson(R"({"name":"shared","cpu":"64","memory":"256Gi","gpu_sharing":"shared","gpus":{"count":2,"model":"T4","memory":"15Gi"}})"));
+  ASSERT_OK(c.AddNodeJson(HopperNode(kHopperGroups)));
+  ASSERT_OK(c.AddNodeJson(R"({"name":"tainted","cpu":"64","memory":"256Gi","taints":[{"key":"k","value":"v"}],"gpus":{"count":2,"memory":"16Gi"}})"));
+  ASSERT_OK(c.AddNodeJson(R"({"name":"cpu","cpu":"16","memory":"64Gi"})"));
+  ASSERT_OK(c.SetDeviceHealth("mixed", "gpu", 3, false));
+  const std::vector<std::string> requests = {
+      R"("requests":{"cpu":"1","nvidia.com/gpu":"1"})",
+      R"("requests":{"nvidia.com/gpu":"2"})",
+      R"("requests":{"nvidia.com/gpu":"4"})",
+      R"("requests":{"koordinator.sh/gpu":"30"})",
+      R"("requests":{"koordinator.sh/gpu-core":"50","koordinator.sh/gpu-memory-ratio":"50"})",
+      R"("requests":{"koordinator.sh/gpu-core":"25","koordinator.sh/gpu-memory":"6Gi"})",
+      R"("requests":{"aliyun.com/gpu-mem":"5000"})",
+      R"("requests":{"cpu":"4","memory":"8Gi"})",
+      R"("gpu_models":["A100"],"requests":{"nvidia.com/gpu":"1"})",
+      R"("tolerations":[{"operator":"Exists"}],"requests":{"koordinator.sh/gpu":"200"})",
+  };
+  std::vector<std::unique_ptr<PlacementStrategy>> strategies;
+  for (const char* name : {"binpack", "spread", "topology"})
+    strategies.push_back(test::StrategyOrDie(name));
+  std::mt19937 rng(20240601);
+  std::vector<std::string> held;
+  int placed = 0, pending = 0;
+  for (int k = 0; k < 300; ++k) {
+    Pod pod = MakePod(absl::StrCat(R"({"name":"p)", k, R"(",)", requests[rng() % requests.size()],
+                                   "}"));
+    const PlacementStrategy& strategy = *strategies[rng() % strategies.size()];
+    const ClusterState& s = c.state();
+    int best = -1;
+    double best_score = -1;
+    for (int i = 0; i < s.num_nodes(); ++i) {
+      if (!FitsNodeConstraints(pod, s.node(i)).ok() || !s.Filter(pod, i).ok()) continue;
+      double score = s.Score(pod, i, strategy);
+      if (score > best_score) best = i, best_score = score;
+    }
+    SCOPED_TRACE(pod.name);
+    PlaceResult r = c.Place(pod, strategy);
+    ASSERT_EQ(r.placed, best >= 0) << r.reason;
+    if (r.placed) {
+      ++placed;
+      EXPECT_EQ(r.allocation.node, s.node(best).name);
+      held.push_back(pod.name);
+    } else {
+      ++pending;
+      EXPECT_NE(r.reason.find("0/6 nodes are available"), std::string::npos) << r.reason;
+    }
+    if (!held.empty() && rng() % 3 == 0) {
+      size_t victim = rng() % held.size();
+      ASSERT_OK(c.Release(held[victim]));
+      held.erase(held.begin() + victim);
+    }
+  }
+  EXPECT_GT(placed, 50);
+  EXPECT_GT(pending, 10);
 }
 
 }  // namespace

@@ -121,6 +121,8 @@ TEST(SnapshotTest, CorruptSnapshotsAreErrors) {
        absl::StatusCode::kInvalidArgument, {"malformed allocation"}},
       {"wrong type", with([](Json& j) { j["allocations"][2]["devices"][0]["minor"] = "0"; }),
        absl::StatusCode::kInvalidArgument, {"malformed allocation"}},
+      {"minor wraps", with([](Json& j) { j["allocations"][2]["devices"][0]["minor"] = 4294967296; }),
+       absl::StatusCode::kInvalidArgument, {"allocation w", "minor 4294967296 is out of range"}},
       {"allocations not a list", with([](Json& j) { j["allocations"] = 5; }),
        absl::StatusCode::kInvalidArgument, {"malformed allocation"}},
       {"unknown state", with([](Json& j) { j["allocations"][0]["state"] = "Running"; }),

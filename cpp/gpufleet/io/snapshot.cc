@@ -1,5 +1,7 @@
 #include "gpufleet/io/snapshot.h"
 
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "gpufleet/core/status_macros.h"
@@ -51,7 +53,12 @@ absl::StatusOr<ClusterState> LoadSnapshot(const std::string& text) {
       alloc.memory_bytes = a.at("memory_bytes").get<int64_t>();
       alloc.assume_time_ns = a.at("assume_time_ns").get<int64_t>();
       for (const Json& g : a.at("devices")) {
-        alloc.devices.push_back({g.at("type").get<std::string>(), g.at("minor").get<int>(),
+        // Read wide first: a huge minor must not wrap onto a real device.
+        const int64_t minor = g.at("minor").get<int64_t>();
+        if (minor < 0 || minor > std::numeric_limits<int>::max())
+          return absl::InvalidArgumentError(absl::StrFormat(
+              "snapshot: allocation %s: device minor %d is out of range", alloc.pod, minor));
+        alloc.devices.push_back({g.at("type").get<std::string>(), static_cast<int>(minor),
                                  g.at("core").get<int64_t>(), g.at("memory_bytes").get<int64_t>()});
       }
       const std::string phase = a.at("state").get<std::string>();
