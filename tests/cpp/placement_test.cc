@@ -26,6 +26,7 @@ using test::MakeAllocation;
 using test::MakePod;
 using test::MiB;
 using test::RunScenario;
+using test::RunScenarioTable;
 using test::Scenario;
 using Names = std::vector<std::string>;
 
@@ -71,15 +72,31 @@ std::string GpuPod(const std::string& name, int count, const std::string& extra 
 }
 
 TEST(PlacementTest, GpushareBindPicksTheBestFitCard) {
-  for (const auto& [strategy, device] :
-       std::vector<std::pair<std::string, std::string>>{
-           {"binpack", "gpu/1"}, {"topology", "gpu/1"}, {"spread", "gpu/3"}}) {
-    RunScenario({.name = "gpushare bind " + strategy,
-                 .nodes = {kGpushareNode},
-                 .bound = kGpushareBound,
-                 .pods = {{kGpuMem8138, {.node = "n1", .devices = {device}}}},
-                 .strategy = strategy});
-  }
+  RunScenarioTable({
+      {.name = "binpack: least free fitting card",
+       .nodes = {kGpushareNode},
+       .bound = kGpushareBound,
+       .pods = {{kGpuMem8138, {.node = "n1", .devices = {"gpu/1"}}},
+                {R"({"name":"q","requests":{"aliyun.com/gpu-mem":"8138"}})",
+                 {.node = "n1", .devices = {"gpu/0"}}},
+                {R"({"name":"r","requests":{"aliyun.com/gpu-mem":"16276"}})",
+                 {.node = "n1", .devices = {"gpu/3"}}},
+                {R"({"name":"s","requests":{"aliyun.com/gpu-mem":"4070"}})",
+                 {.reason = "0/1 nodes are available: 1 Insufficient GPU memory in one device"}}},
+       .strategy = "binpack"},
+      {.name = "topology: single cards follow binpack",
+       .nodes = {kGpushareNode},
+       .bound = kGpushareBound,
+       .pods = {{kGpuMem8138, {.node = "n1", .devices = {"gpu/1"}}}},
+       .strategy = "topology"},
+      {.name = "spread: most free card",
+       .nodes = {kGpushareNode},
+       .bound = kGpushareBound,
+       .pods = {{kGpuMem8138, {.node = "n1", .devices = {"gpu/3"}}},
+                {R"({"name":"q","requests":{"aliyun.com/gpu-mem":"8138"}})",
+                 {.node = "n1", .devices = {"gpu/0"}}}},
+       .strategy = "spread"},
+  });
 }
 
 TEST(PlacementTest, GpushareBindGrantsExactlyTheRequestedMemory) {

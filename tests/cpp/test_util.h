@@ -220,6 +220,11 @@ inline void RunScenario(const Scenario& sc) {
   }
 }
 
+// A table of scenarios, each run on a fresh cluster.
+inline void RunScenarioTable(const std::vector<Scenario>& table) {
+  for (const Scenario& sc : table) RunScenario(sc);
+}
+
 }  // namespace gpufleet::test
 
 #endif  // GPUFLEET_TESTS_CPP_TEST_UTIL_H_
