@@ -136,5 +136,33 @@ TEST(SnapshotTest, CorruptSnapshotsAreErrors) {
   }
 }
 
+// Snapshots and scenario files share NodeFromJson; integers that JSON would silently convert
+// (a minor of 2^32 becoming 0) are errors naming the node and field.
+TEST(SnapshotTest, NodeJsonRejectsIntegersThatWouldWrap) {
+  struct Case {
+    const char* json;
+    std::vector<std::string> parts;
+  };
+  const Case cases[] = {
+      {R"({"name":"n","devices":[{"minor":4294967296,"memory":"16Gi"}]})",
+       {"node n devices[0]", "minor", "expected an integer, got 4294967296"}},
+      {R"({"name":"n","devices":[{"minor":1.5,"memory":"16Gi"}]})",
+       {"node n devices[0]", "minor", "expected an integer"}},
+      {R"({"name":"n","devices":[{"minor":0,"memory":"16Gi","topology":{"nodeID":"0"}}]})",
+       {"topology", "nodeID"}},
+      {R"({"name":"n","gpus":{"count":-1,"memory":"16Gi"}})", {"node n gpus", "count", "negative"}},
+      {R"({"name":"n","gpus":{"count":2}})", {"node n", "gpu 0", "memory must be given"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.json);
+    EXPECT_TRUE(IsError(NodeFromJson(Json::parse(c.json)), absl::StatusCode::kInvalidArgument,
+                        c.parts));
+  }
+  Json good = Json::parse(SaveSnapshot(ClusterState()));
+  good["nodes"] = Json::array({Json::parse(cases[0].json)});
+  EXPECT_TRUE(IsError(LoadSnapshot(good.dump()), absl::StatusCode::kInvalidArgument,
+                      {"minor", "4294967296"}));
+}
+
 }  // namespace
 }  // namespace gpufleet
