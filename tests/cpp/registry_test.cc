@@ -155,6 +155,9 @@ TEST(RegistryTest, CheckKnownParamsAndParam) {
   EXPECT_TRUE(IsError(CheckKnownParams(Json{{"queue_limit", 1}}, "las", {"queue_limits", "x"}),
                       absl::StatusCode::kInvalidArgument,
                       {"las: unknown parameter \"queue_limit\"; known: queue_limits, x"}));
+  EXPECT_TRUE(IsOk(CheckKnownParams(Json(), "las", {"x"})));
+  EXPECT_TRUE(IsError(CheckKnownParams(Json::array({1, 2}), "las", {"x"}),
+                      absl::StatusCode::kInvalidArgument, {"las: parameters must be an object"}));
   Json p = {{"limits", {1, 2}}, {"name", "q"}};
   auto limits = Param<std::vector<int>>(p, "las", "limits", {});
   ASSERT_TRUE(IsOk(limits));
