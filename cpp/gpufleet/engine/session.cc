@@ -199,10 +199,11 @@ double Session::NodeScore(const TaskInfo& task, int node) const {
 std::vector<int> Session::Victims(const std::vector<std::vector<VictimsFn>>& fns,
                                   const TaskInfo& preemptor,
                                   const std::vector<int>& candidates) const {
-  for (const auto& tier : fns) {
-    if (tier.empty()) continue;
-    std::vector<int> victims = candidates;
+  std::vector<int> victims = candidates;
+  bool answered = false;
+  for (const auto& tier : fns)
     for (const VictimsFn& fn : tier) {
+      answered = true;
       std::vector<int> allowed = fn(preemptor, victims);
       std::sort(allowed.begin(), allowed.end());
       std::vector<int> kept;
@@ -210,9 +211,7 @@ std::vector<int> Session::Victims(const std::vector<std::vector<VictimsFn>>& fns
         if (std::binary_search(allowed.begin(), allowed.end(), v)) kept.push_back(v);
       victims = std::move(kept);
     }
-    return victims;
-  }
-  return {};
+  return answered ? victims : std::vector<int>{};
 }
 
 std::vector<int> Session::Preemptable(const TaskInfo& p, const std::vector<int>& c) const {

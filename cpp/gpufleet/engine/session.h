@@ -6,8 +6,9 @@
 //   predicate, allocatable, job ready, enqueueable: every plugin must agree;
 //   job valid: the first plugin that objects decides;
 //   node score: weighted sum over all plugins;
-//   preemptable / reclaimable: within a tier, the intersection of the answering plugins' victims;
-//     the first tier with an answering plugin decides;
+//   preemptable / reclaimable: the intersection of every answering plugin's victims, across all
+//     tiers (unlike Volcano, where the first answering tier decides: a victim must satisfy gang
+//     safety and queue fairness at once, wherever the configuration lists them);
 //   overused: any plugin that says so.
 #ifndef GPUFLEET_ENGINE_SESSION_H_
 #define GPUFLEET_ENGINE_SESSION_H_

@@ -14,8 +14,12 @@ std::vector<int> Candidates(const Session& s, const TaskInfo& task, int node, Vi
   std::vector<int> out;
   for (const TaskInfo& t : s.tasks()) {
     if (t.status != TaskStatus::kRunning || t.node != node || t.job == task.job) continue;
-    const bool same = s.jobs()[t.job].queue == queue;
-    if (same == (scope == VictimScope::kSameQueue)) out.push_back(t.id);
+    const int victim_queue = s.jobs()[t.job].queue;
+    if (scope == VictimScope::kSameQueue && victim_queue != queue) continue;
+    if (scope == VictimScope::kOtherQueues &&
+        (victim_queue == queue || !s.queues()[victim_queue].spec->reclaimable))
+      continue;
+    out.push_back(t.id);
   }
   return out;
 }
