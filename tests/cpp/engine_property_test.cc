@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "gpufleet/engine/plugin.h"
 #include "gpufleet/engine/scenario_json.h"
 #include "gpufleet/engine/scheduler.h"
 
@@ -62,6 +63,66 @@ TEST(EnginePropertyTest, NoPartialGangNoOvercommit) {
       more["jobs"].push_back(job());
       ASSERT_TRUE(LoadScenario(more, &s).ok());
     }
+  }
+}
+
+}  // namespace
+}  // namespace gpufleet::engine
+
+namespace gpufleet::engine {
+namespace {
+
+// A test-only plugin that turns node equivalence classes off, to compare against the full scan.
+class NoNodeClasses : public Plugin {
+ public:
+  std::string name() const override { return "test-no-node-classes"; }
+  void OnSessionOpen(Session& s) override { s.DisableNodeClasses(); }
+};
+GPUFLEET_REGISTER(Plugin, "test-no-node-classes", "test only",
+                  [](const Json&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
+                    return std::unique_ptr<Plugin>(new NoNodeClasses());
+                  });
+
+TEST(EnginePropertyTest, NodeClassesChooseExactlyLikeTheFullScan) {
+  std::mt19937 rng(5);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int trial = 0; trial < 20; ++trial) {
+    Json scenario;
+    for (int n = 0, nodes = pick(2, 12); n < nodes; ++n) {
+      Json node = {{"name", absl::StrCat("n", n)}, {"cpu", std::to_string(pick(1, 3) * 16)},
+                   {"memory", "256Gi"}, {"gpus", {{"count", pick(1, 2) * 4}, {"model", "A100"}, {"memory", "80Gi"}}}};
+      if (pick(0, 2) == 0) node["labels"] = {{"zone", absl::StrCat("z", pick(0, 1))}};
+      scenario["nodes"].push_back(node);
+    }
+    for (int j = 0; j < 30; ++j) {
+      Json job = {{"name", absl::StrCat("j", j)}, {"replicas", pick(1, 4)}, {"creation", j}, {"priority", pick(0, 2)}};
+      int kind = pick(0, 2);
+      if (kind == 0) job["requests"] = {{"cpu", "2"}, {"nvidia.com/gpu", pick(1, 2)}};
+      if (kind == 1) job["requests"] = {{"cpu", "1"}, {"koordinator.sh/gpu-core", 25 * pick(1, 3)}, {"koordinator.sh/gpu-memory-ratio", 25 * pick(1, 3)}};
+      if (kind == 2) job["requests"] = {{"cpu", std::to_string(pick(1, 8))}};
+      if (pick(0, 3) == 0) job["node_selector"] = {{"zone", absl::StrCat("z", pick(0, 1))}};
+      scenario["jobs"].push_back(job);
+    }
+    auto run = [&](bool classes) {
+      Scheduler s;
+      Json conf = DefaultConfigJson();
+      if (!classes) conf["tiers"][1]["plugins"].push_back({{"name", "test-no-node-classes"}});
+      EXPECT_TRUE(s.Configure(conf).ok());
+      EXPECT_TRUE(LoadScenario(scenario, &s).ok());
+      std::vector<std::string> out;
+      for (int c = 0; c < 2; ++c) {
+        auto r = s.RunCycle();
+        EXPECT_TRUE(r.ok());
+        for (const auto& b : r->binds) {
+          std::string d;
+          for (const auto& g : b.allocation.devices) d += absl::StrCat(g.minor, ":", g.core, ",");
+          out.push_back(absl::StrCat(b.task, "@", b.allocation.node, "/", d));
+        }
+        for (const auto& [job, why] : r->pending) out.push_back(absl::StrCat(job, " ", why));
+      }
+      return out;
+    };
+    EXPECT_EQ(run(true), run(false)) << "trial " << trial;
   }
 }
 

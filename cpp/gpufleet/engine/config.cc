@@ -133,7 +133,13 @@ absl::StatusOr<Config> ConfigFromJson(const Json& j) {
   if (places && !plugins.count("predicates"))
     return Inconsistent("actions that place tasks need the \"predicates\" plugin (resource and "
                         "node-constraint checks)");
-  if (seen.count("preempt") && !plugins.count("priority") && !plugins.count("drf") &&
+  // Plugins registered from outside the core (Python) may name victims; give them the benefit.
+  bool custom = false;
+  for (const std::string& p : plugins)
+    custom |= !std::set<std::string>{"deviceshare", "drf", "gang", "nodeorder", "predicates",
+                                     "priority", "proportion", "reservation"}
+                   .count(p);
+  if (seen.count("preempt") && !custom && !plugins.count("priority") && !plugins.count("drf") &&
       !plugins.count("gang"))
     return Inconsistent("\"preempt\" needs a plugin that names victims (priority, drf or gang)");
   if (seen.count("reclaim") && !plugins.count("proportion"))

@@ -283,17 +283,23 @@ int Session::BestNode(const TaskInfo& task, Allocation* plan, std::string* reaso
       return -1;
     }
   }
+  if (classes_enabled_ && classes_ == nullptr) classes_ = std::make_unique<NodeClasses>(state_);
   const Pod& pod = *task.pod;
   int best = -1;
   double best_score = -std::numeric_limits<double>::infinity();
-  for (int i = 0; i < state_.num_nodes(); ++i) {
-    if (!QuickMayFit(pod, state_.node(i), state_.usage(i))) continue;
-    if (!Predicate(task, i).ok()) continue;
+  auto consider = [&](int i) {
+    if (!QuickMayFit(pod, state_.node(i), state_.usage(i))) return;
+    if (!Predicate(task, i).ok()) return;
     double score = NodeScore(task, i);
-    if (score > best_score) {
+    if (score > best_score || (score == best_score && i < best)) {
       best_score = score;
       best = i;
     }
+  };
+  if (classes_enabled_) {
+    for (int c : classes_->live()) consider(classes_->representative(c));
+  } else {
+    for (int i = 0; i < state_.num_nodes(); ++i) consider(i);
   }
   if (best >= 0) {
     FitResult f = state_.Plan(pod, best, *strategy_, plan);
@@ -303,10 +309,16 @@ int Session::BestNode(const TaskInfo& task, Allocation* plan, std::string* reaso
   }
   // Only now pay for exact reasons.
   std::map<std::string, int> counts;
-  for (int i = 0; i < state_.num_nodes(); ++i) {
+  auto count = [&](int i, int weight) {
     FitResult f = Predicate(task, i);
     if (f.ok()) f = state_.Filter(pod, i);
-    ++counts[f.ok() ? std::string("no devices satisfy the request") : f.reason];
+    counts[f.ok() ? std::string("no devices satisfy the request") : f.reason] += weight;
+  };
+  if (classes_enabled_) {
+    for (int c : classes_->live())
+      count(classes_->representative(c), static_cast<int>(classes_->members(c).size()));
+  } else {
+    for (int i = 0; i < state_.num_nodes(); ++i) count(i, 1);
   }
   std::vector<std::string> parts;
   for (const auto& [why, n] : counts) parts.push_back(absl::StrCat(n, " ", why));
@@ -324,9 +336,11 @@ void Session::OnAllocate(TaskInfo& task, int node) {
   ++job.occupied;
   queues_[job.queue].allocated += task.request;
   ++version_;
+  if (classes_ != nullptr && node >= 0) classes_->Update(node);
 }
 
 void Session::OnDeallocate(TaskInfo& task, TaskStatus back_to) {
+  const int node = task.node;
   task.status = back_to;
   task.node = -1;
   JobInfo& job = jobs_[task.job];
@@ -334,6 +348,7 @@ void Session::OnDeallocate(TaskInfo& task, TaskStatus back_to) {
   --job.occupied;
   queues_[job.queue].allocated -= task.request;
   ++version_;
+  if (classes_ != nullptr && node >= 0) classes_->Update(node);
 }
 
 void Session::OnDiscard(uint64_t opened_at) {

@@ -21,6 +21,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "gpufleet/accounting/cluster_state.h"
 #include "gpufleet/engine/decisions.h"
+#include "gpufleet/engine/node_classes.h"
 #include "gpufleet/engine/session_types.h"
 
 namespace gpufleet::engine {
@@ -90,6 +91,9 @@ class Session {
   // A plugin whose callbacks depend on more than a task's requests and constraints (e.g. Python
   // plugins) turns off the per-cycle infeasibility cache.
   void DisableFitCache() { fit_cache_enabled_ = false; }
+  // A plugin whose predicates or scores look at more than a node's spec and usage (its name, the
+  // job's other tasks) turns off node equivalence classes (node_classes.h).
+  void DisableNodeClasses() { classes_enabled_ = false; }
 
   // After plugins registered: asks job-valid, marks invalid jobs with their reason, and sets each
   // queue's demand (held + pending requests of its valid jobs) and admitted minimums. With
@@ -170,6 +174,8 @@ class Session {
     uint64_t version;
   };
   bool fit_cache_enabled_ = true;
+  bool classes_enabled_ = true;
+  std::unique_ptr<NodeClasses> classes_;  // built on first use
   absl::flat_hash_map<int, CachedMiss> misses_;  // request key -> why nothing fits
   uint64_t version_ = 0;
 

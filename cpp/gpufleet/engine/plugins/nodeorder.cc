@@ -19,6 +19,7 @@ class NodeOrder : public Plugin {
       : binpack_(binpack), spread_(spread), least_(least) {}
   std::string name() const override { return "nodeorder"; }
   void OnSessionOpen(Session& s) override {
+    if (spread_ > 0) s.DisableNodeClasses();  // the spread term depends on the job, per node
     s.AddNodeScoreFn(name(), [this, &s](const TaskInfo& t, int node) {
       double score = 0;
       if (binpack_ > 0 || least_ > 0) {
