@@ -151,35 +151,37 @@ class PyPlugin : public engine::Plugin {
   void OnSessionOpen(Session& s) override {
     py::gil_scoped_acquire gil;
     auto has = [&](const char* m) { return py::hasattr(impl_, m); };
-    py::object self = impl_;
+    // Callbacks capture `this`, never a py::object: the session's std::functions are copied and
+    // destroyed without the GIL, which must not touch Python reference counts.
+    PyPlugin* self = this;
     if (has("job_order"))
       s.AddJobOrderFn(name_, [&s, self](int a, int b) {
         py::gil_scoped_acquire g;
-        return Sign(self.attr("job_order")(JobView(s, s.jobs()[a]), JobView(s, s.jobs()[b])));
+        return Sign(self->impl_.attr("job_order")(JobView(s, s.jobs()[a]), JobView(s, s.jobs()[b])));
       });
     if (has("queue_order"))
       s.AddQueueOrderFn(name_, [&s, self](int a, int b) {
         py::gil_scoped_acquire g;
-        return Sign(self.attr("queue_order")(QueueView(s.queues()[a]), QueueView(s.queues()[b])));
+        return Sign(self->impl_.attr("queue_order")(QueueView(s.queues()[a]), QueueView(s.queues()[b])));
       });
     if (has("task_order"))
       s.AddTaskOrderFn(name_, [&s, self](int a, int b) {
         py::gil_scoped_acquire g;
-        return Sign(self.attr("task_order")(TaskView(s, s.tasks()[a]), TaskView(s, s.tasks()[b])));
+        return Sign(self->impl_.attr("task_order")(TaskView(s, s.tasks()[a]), TaskView(s, s.tasks()[b])));
       });
     if (has("predicate") || has("node_order")) s.DisableNodeClasses();  // they see node names
     if (has("predicate")) {
       s.DisableFitCache();
       s.AddPredicateFn(name_, [&s, self](const TaskInfo& t, int node) {
         py::gil_scoped_acquire g;
-        std::string why = Reason(self.attr("predicate")(TaskView(s, t), s.state().node(node).name));
+        std::string why = Reason(self->impl_.attr("predicate")(TaskView(s, t), s.state().node(node).name));
         return why.empty() ? FitResult::Ok() : FitResult::Unschedulable(why);
       });
     }
     if (has("node_order"))
       s.AddNodeScoreFn(name_, [&s, self](const TaskInfo& t, int node) {
         py::gil_scoped_acquire g;
-        return self.attr("node_order")(TaskView(s, t), s.state().node(node).name).cast<double>();
+        return self->impl_.attr("node_order")(TaskView(s, t), s.state().node(node).name).cast<double>();
       });
     for (const char* kind : {"preemptable", "reclaimable"}) {
       if (!has(kind)) continue;
@@ -189,7 +191,7 @@ class PyPlugin : public engine::Plugin {
         py::list views;
         for (int c : cands) views.append(TaskView(s, s.tasks()[c]));
         std::set<std::string> names;
-        for (auto n : self.attr(method.c_str())(TaskView(s, p), views)) names.insert(n.cast<std::string>());
+        for (auto n : self->impl_.attr(method.c_str())(TaskView(s, p), views)) names.insert(n.cast<std::string>());
         std::vector<int> out;
         for (int c : cands)
           if (names.count(s.tasks()[c].name())) out.push_back(c);
@@ -201,27 +203,27 @@ class PyPlugin : public engine::Plugin {
     if (has("overused"))
       s.AddOverusedFn(name_, [self](const QueueInfo& q) {
         py::gil_scoped_acquire g;
-        return self.attr("overused")(QueueView(q)).cast<bool>();
+        return self->impl_.attr("overused")(QueueView(q)).cast<bool>();
       });
     if (has("job_ready"))
       s.AddJobReadyFn(name_, [&s, self](const JobInfo& j) {
         py::gil_scoped_acquire g;
-        return self.attr("job_ready")(JobView(s, j)).cast<bool>();
+        return self->impl_.attr("job_ready")(JobView(s, j)).cast<bool>();
       });
     if (has("job_valid"))
       s.AddJobValidFn(name_, [&s, self](const JobInfo& j) {
         py::gil_scoped_acquire g;
-        return Reason(self.attr("job_valid")(JobView(s, j)));
+        return Reason(self->impl_.attr("job_valid")(JobView(s, j)));
       });
     if (has("enqueueable"))
       s.AddEnqueueableFn(name_, [&s, self](const JobInfo& j) {
         py::gil_scoped_acquire g;
-        return Reason(self.attr("enqueueable")(JobView(s, j)));
+        return Reason(self->impl_.attr("enqueueable")(JobView(s, j)));
       });
     if (has("allocatable"))
       s.AddAllocatableFn(name_, [&s, self](const QueueInfo& q, const TaskInfo& t) {
         py::gil_scoped_acquire g;
-        return self.attr("allocatable")(QueueView(q), TaskView(s, t)).cast<bool>();
+        return self->impl_.attr("allocatable")(QueueView(q), TaskView(s, t)).cast<bool>();
       });
   }
 
