@@ -100,6 +100,7 @@ void DlasGpu::Schedule(const SimView& view, std::vector<Assignment>* plan) {
     queues_[q] = std::move(placed);
     queues_[q].insert(queues_[q].end(), waiting.begin(), waiting.end());
   }
+  KeepModels(view, ModelChoice::kFirstFit, plan);
 }
 
 double DlasGpu::NextWakeup(const SimView& view) const {

@@ -85,6 +85,7 @@ class GavelMaxMin : public Policy {
       if (fill.total_free() == 0) break;
       if (std::find(chosen.begin(), chosen.end(), i) == chosen.end()) fill.TryPlace(i, Choice());
     }
+    if (!aware_) KeepModels(view, Choice(), plan);
   }
 
  private:

@@ -1,4 +1,4 @@
-// Heterogeneity-aware LAS with a two-level feedback queue (gpufleet issue 4; builds on the 2D-LAS
+// Heterogeneity-aware LAS with a two-level feedback queue (docs/simulator.md; builds on the 2D-LAS
 // of Tiresias, Gu et al., NSDI 2019, and the per-model throughputs of Gavel, Narayanan et al.,
 // OSDI 2020). Priority = attained service, lower is better: GPU-seconds x the model's performance
 // factor. New jobs enter the high queue Q1 (ordered by service, then submit time). On every
@@ -12,7 +12,8 @@
 //     model j) of largest positive gain n_i (m_ik - m_ij) + n_s (m_sj - m_sk) is applied, where m
 //     are the jobs' speeds normalised to the reference model;
 //  4. Q2 is served with what is left (work-conserving), running Q2 jobs first.
-// Migrations and resumes pay the simulator's restore_delay.
+// Migrations and resumes pay the simulator's restore_delay. aware=false is the ablation: same
+// queues, plain GPU-seconds, first-fit models, no swaps.
 #include <algorithm>
 #include <tuple>
 
@@ -24,8 +25,9 @@ namespace {
 
 class HeteroLas : public Policy {
  public:
-  HeteroLas(double priority_ratio, double starve_ratio, bool swap)
-      : priority_ratio_(priority_ratio), starve_ratio_(starve_ratio), swap_(swap) {}
+  HeteroLas(double priority_ratio, double starve_ratio, bool swap, bool aware)
+      : priority_ratio_(priority_ratio), starve_ratio_(starve_ratio), swap_(swap && aware),
+        aware_(aware) {}
 
   absl::Status Init(const SimView& view) override {
     size_t n = view.jobs->size();
@@ -59,7 +61,7 @@ class HeteroLas : public Policy {
       double ran = j.run_time - time_offset_[i];
       if (ran <= 0 || (view.now - j.wait_since) / ran > starve_ratio_) {
         low_[i] = false;
-        service_offset_[i] = j.service;
+        service_offset_[i] = aware_ ? j.service : j.gpu_time;
         time_offset_[i] = j.run_time;
       }
     }
@@ -79,15 +81,18 @@ class HeteroLas : public Policy {
       const Job& j = view.job(i);
       if (!low_[i] && j.state == JobState::kRunning) continue;
       if (fill.total_free() == 0) break;
-      int k = fill.TryPlace(i, ModelChoice::kFastest);
+      int k = fill.TryPlace(i, aware_ ? ModelChoice::kFastest : ModelChoice::kFirstFit);
       if (k >= 0 && !low_[i] && swap_ && j.state == JobState::kPending)
         TrySwap(view, fill, plan, plan->size() - 1);
     }
+    if (!aware_) KeepModels(view, ModelChoice::kFirstFit, plan);
   }
 
  private:
+  // Aware: GPU-seconds x the model's perf factor; agnostic: plain GPU-seconds.
   double Service(const SimView& view, int i) const {
-    return view.job(i).service - service_offset_[i];
+    const Job& j = view.job(i);
+    return (aware_ ? j.service : j.gpu_time) - service_offset_[i];
   }
 
   // plan[s_pos] is the new job s on model k; looks for the best running job i to trade models.
@@ -130,7 +135,7 @@ class HeteroLas : public Policy {
   }
 
   double priority_ratio_, starve_ratio_;
-  bool swap_;
+  bool swap_, aware_;
   std::vector<int> active_;
   std::vector<bool> low_, stopped_;
   std::vector<double> service_offset_, time_offset_;
@@ -142,14 +147,15 @@ GPUFLEET_REGISTER(
     [](const Json& p) -> absl::StatusOr<std::unique_ptr<Policy>> {
       const char* kOwner = "hetero-las";
       RETURN_IF_ERROR(CheckKnownParams(
-          p, kOwner, {"priority_threshold_ratio", "starve_threshold_ratio", "swap"}));
+          p, kOwner, {"priority_threshold_ratio", "starve_threshold_ratio", "swap", "aware"}));
       ASSIGN_OR_RETURN(double pr, Param<double>(p, kOwner, "priority_threshold_ratio", 2.0));
       ASSIGN_OR_RETURN(double sr, Param<double>(p, kOwner, "starve_threshold_ratio", 4.0));
       ASSIGN_OR_RETURN(bool swap, Param<bool>(p, kOwner, "swap", true));
+      ASSIGN_OR_RETURN(bool aware, Param<bool>(p, kOwner, "aware", true));
       if (!(pr > 0) || !(sr > 0))
         return absl::InvalidArgumentError(
             "hetero-las: priority_threshold_ratio and starve_threshold_ratio must be > 0");
-      return std::unique_ptr<Policy>(new HeteroLas(pr, sr, swap));
+      return std::unique_ptr<Policy>(new HeteroLas(pr, sr, swap, aware));
     });
 
 }  // namespace

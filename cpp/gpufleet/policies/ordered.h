@@ -37,6 +37,7 @@ class OrderedPolicy : public Policy {
       if (fill.total_free() == 0) break;
       fill.TryPlace(i, ModelChoice::kFirstFit);
     }
+    KeepModels(view, ModelChoice::kFirstFit, plan);
   }
 
  protected:

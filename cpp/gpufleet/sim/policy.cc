@@ -63,4 +63,25 @@ int Filler::TryPlace(int job, ModelChoice choice) {
   return m;
 }
 
+void KeepModels(const SimView& view, ModelChoice choice, std::vector<Assignment>* plan) {
+  bool moved = false;
+  for (const Assignment& a : *plan) {
+    const Job& j = view.job(a.job);
+    moved |= j.state == JobState::kRunning && j.model != a.model;
+  }
+  if (!moved) return;
+  std::vector<Assignment> fresh;
+  fresh.reserve(plan->size());
+  Filler fill(view, &fresh);
+  for (const Assignment& a : *plan) {
+    const Job& j = view.job(a.job);
+    if (j.state == JobState::kRunning) fill.Take(a.job, j.model);  // the old running set fits
+  }
+  for (const Assignment& a : *plan) {
+    if (view.job(a.job).state == JobState::kRunning) continue;
+    if (fill.TryPlace(a.job, choice) < 0) return;
+  }
+  plan->swap(fresh);
+}
+
 }  // namespace gpufleet::sim

@@ -84,6 +84,13 @@ class Filler {
   int total_free_ = 0;
 };
 
+// Re-assigns the models of a plan so that running jobs keep the model they have: the jobs chosen
+// stay the same, the running ones are placed first on their current model and the others by
+// `choice`. A greedy fill in priority order can otherwise bump a running job to another model
+// (a needless migration) when a higher-priority job took its model while others had room. Keeps
+// the plan as it is when the re-assignment does not fit.
+void KeepModels(const SimView& view, ModelChoice choice, std::vector<Assignment>* plan);
+
 }  // namespace gpufleet::sim
 
 #endif  // GPUFLEET_SIM_POLICY_H_
