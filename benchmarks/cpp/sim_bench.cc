@@ -61,10 +61,11 @@ std::vector<JobSpec> Synthetic(int n, int gpus, uint64_t seed) {
 }
 
 void RunPolicy(benchmark::State& state, const std::vector<JobSpec>& jobs, int gpus,
-               const std::string& policy) {
+               const std::string& policy, double interval = 0) {
   GpuPool pool = GpuPool::FromJson({{"gpu", gpus}}).value();
   SimOptions o;
   o.record_timeseries = false;
+  o.scheduling_interval = interval;
   double avg = 0;
   for (auto _ : state) {
     auto p = MakePolicy(policy).value();
@@ -74,6 +75,7 @@ void RunPolicy(benchmark::State& state, const std::vector<JobSpec>& jobs, int gp
   }
   state.counters["jobs"] = static_cast<double>(jobs.size());
   state.counters["avg_jct"] = avg;
+  state.counters["interval_s"] = interval;
 }
 
 void BM_Tiresias9600(benchmark::State& state, const char* policy) {
@@ -87,18 +89,25 @@ void BM_Tiresias9600(benchmark::State& state, const char* policy) {
 BENCHMARK_CAPTURE(BM_Tiresias9600, fifo, "fifo")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Tiresias9600, dlas_gpu, "dlas-gpu")->Unit(benchmark::kMillisecond);
 
+// range(2): scheduling interval in seconds (0 = on every arrival and completion).
 void BM_Synthetic(benchmark::State& state, const char* policy) {
   const int n = static_cast<int>(state.range(0));
   const int gpus = static_cast<int>(state.range(1));
-  const auto jobs = Synthetic(n, gpus, 1);
-  RunPolicy(state, jobs, gpus, policy);
+  static std::vector<JobSpec> jobs;
+  static int cached_n = -1;
+  if (cached_n != n) {
+    jobs = Synthetic(n, gpus, 1);
+    cached_n = n;
+  }
+  RunPolicy(state, jobs, gpus, policy, static_cast<double>(state.range(2)));
 }
-BENCHMARK_CAPTURE(BM_Synthetic, fifo, "fifo")
-    ->Args({100000, 1000})->Args({1000000, 10000})->Unit(benchmark::kSecond)->Iterations(1);
-BENCHMARK_CAPTURE(BM_Synthetic, las, "las")
-    ->Args({100000, 1000})->Args({1000000, 10000})->Unit(benchmark::kSecond)->Iterations(1);
-BENCHMARK_CAPTURE(BM_Synthetic, dlas_gpu, "dlas-gpu")
-    ->Args({100000, 1000})->Args({1000000, 10000})->Unit(benchmark::kSecond)->Iterations(1);
+#define GPUFLEET_SYNTH(name, policy)                                                          \
+  BENCHMARK_CAPTURE(BM_Synthetic, name, policy)                                               \
+      ->Args({10000, 100, 0})->Args({100000, 1000, 0})->Args({100000, 1000, 60})             \
+      ->Args({1000000, 10000, 60})->Unit(benchmark::kSecond)->Iterations(1)
+GPUFLEET_SYNTH(fifo, "fifo");
+GPUFLEET_SYNTH(las, "las");
+GPUFLEET_SYNTH(dlas_gpu, "dlas-gpu");
 
 }  // namespace
 }  // namespace gpufleet::sim

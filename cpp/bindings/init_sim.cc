@@ -30,8 +30,8 @@ py::array_t<T> Column(const std::vector<sim::Job>& jobs, F f) {
 py::dict Simulate(const py::object& cluster, Arr<int64_t> job_id, Arr<double> submit_time,
                   Arr<int64_t> num_gpu, Arr<double> duration, py::object speed,
                   py::object memory_gib, const std::string& policy_spec, bool tiresias_compat,
-                  double restore_delay, double tick, bool record_timeseries,
-                  py::object progress) {
+                  double restore_delay, double tick, double scheduling_interval,
+                  bool record_timeseries, py::object progress) {
   GpuPool pool = Unwrap(GpuPool::FromJson(Json::parse(ToJsonText(cluster))));
   const size_t n = job_id.size();
   if (submit_time.size() != static_cast<py::ssize_t>(n) ||
@@ -74,6 +74,7 @@ py::dict Simulate(const py::object& cluster, Arr<int64_t> job_id, Arr<double> su
   o.tiresias_compat = tiresias_compat;
   o.restore_delay = restore_delay;
   o.tick = tick;
+  o.scheduling_interval = scheduling_interval;
   o.record_timeseries = record_timeseries;
   if (!progress.is_none()) {
     o.progress = [progress](int64_t finished) {
@@ -143,7 +144,8 @@ void InitSim(py::module_& m) {
   m.def("sim_run", &Simulate, py::arg("cluster"), py::arg("job_id"), py::arg("submit_time"),
         py::arg("num_gpu"), py::arg("duration"), py::arg("speed"), py::arg("memory_gib"),
         py::arg("policy"), py::arg("tiresias_compat") = false, py::arg("restore_delay") = 0.0,
-        py::arg("tick") = 0.0, py::arg("record_timeseries") = true,
+        py::arg("tick") = 0.0, py::arg("scheduling_interval") = 0.0,
+        py::arg("record_timeseries") = true,
         py::arg("progress") = py::none(),
         "Runs the job-time simulator; see gpufleet.sim.simulate for the friendly wrapper.");
 }

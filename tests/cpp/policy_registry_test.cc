@@ -91,15 +91,21 @@ TEST(PolicyHeteroLas, SwapsWhenTheGainIsPositive) {
   // free GPU is the k80, so the swap gives job 2 the v100 and moves job 1 (a migration).
   Json cluster = Json::array({{{"name", "k80"}, {"count", 1}}, {{"name", "v100"}, {"count", 1}}});
   std::vector<JobSpec> jobs = {J(1, 0, 1, 1000, {0.9, 1.0}), J(2, 10, 1, 100, {0.25, 1.0})};
-  auto swap = RunSim(cluster, jobs, "hetero-las(priority_threshold_ratio=100)");
+  auto swap = RunSim(cluster, jobs, "hetero-las(priority_threshold_ratio=100, upgrade=false)");
   auto no_swap = RunSim(cluster, jobs, "hetero-las(priority_threshold_ratio=100, swap=false)");
   EXPECT_EQ(swap.jobs[0].migrations, 1);
   EXPECT_DOUBLE_EQ(swap.jobs[1].end_time, 110);
+  // Job 1: 10 s on the v100, then 100 s on the k80 at 0.9 -> 900 s of work left at t=110.
+  EXPECT_DOUBLE_EQ(swap.jobs[0].end_time, 110 + 900 / 0.9);
+  // With upgrade (the default) it moves back to the v100 once job 2 frees it.
+  auto upgrade = RunSim(cluster, jobs, "hetero-las(priority_threshold_ratio=100)");
+  EXPECT_EQ(upgrade.jobs[0].migrations, 2);
+  EXPECT_DOUBLE_EQ(upgrade.jobs[0].end_time, 110 + 900);
   EXPECT_EQ(no_swap.jobs[0].migrations, 0);
   EXPECT_DOUBLE_EQ(no_swap.jobs[1].end_time, 410);
   SimOptions o;
   o.restore_delay = 7;
-  auto delayed = RunSim(cluster, jobs, "hetero-las(priority_threshold_ratio=100)", o);
+  auto delayed = RunSim(cluster, jobs, "hetero-las(priority_threshold_ratio=100, upgrade=false)", o);
   EXPECT_GT(delayed.jobs[0].end_time, swap.jobs[0].end_time);
 }
 

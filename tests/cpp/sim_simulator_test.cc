@@ -100,6 +100,22 @@ TEST(SimSimulator, PoolErrorsNameTheModel) {
   EXPECT_FALSE(GpuPool::FromJson("eight").ok());
 }
 
+TEST(SimSimulator, SchedulingIntervalDelaysStartsToTheGrid) {
+  GpuPool pool = Pool({{"v100", 2}});
+  std::vector<JobSpec> jobs = {J(1, 0, 2, 95), J(2, 7, 2, 10)};
+  SimOptions o;
+  o.scheduling_interval = 60;
+  auto r = RunSim(pool, jobs, "fifo", o);
+  EXPECT_DOUBLE_EQ(r.jobs[0].first_start, 0);
+  EXPECT_DOUBLE_EQ(r.jobs[0].end_time, 95);    // completions keep their exact time
+  EXPECT_DOUBLE_EQ(r.jobs[1].first_start, 120);  // freed at 95, next point at 120
+  EXPECT_EQ(r.scheduling_points, 3);  // 0 (arrival), 60 (arrival at 7), 120 (completion at 95)
+  auto every_event = RunSim(pool, jobs, "fifo");
+  EXPECT_DOUBLE_EQ(every_event.jobs[1].first_start, 95);
+  // Busy GPU-seconds count the idle gap: 2 x 95 + 2 x 10 over 2 x 130.
+  EXPECT_NEAR(r.summary.gpu_utilization, 210.0 / 260.0, 1e-12);
+}
+
 TEST(SimSimulator, Percentile) {
   EXPECT_DOUBLE_EQ(Percentile({1, 2, 3, 4}, 50), 2.5);
   EXPECT_DOUBLE_EQ(Percentile({5, 1, 3}, 100), 5);

@@ -92,11 +92,12 @@ def test_gittins_from_distribution_file():
 
 
 def test_heterogeneity_aware_beats_agnostic():
-    jobs = T.synthetic_jobs(400, seed=2, arrival_rate=1 / 60)
+    jobs = T.synthetic_jobs(400, seed=3, arrival_rate=1 / 300)
     cluster = {"k80": 16, "p100": 16, "v100": 16}  # first fit tries the slow K80 first
     aware = simulate(jobs, cluster, "hetero-las")
-    agnostic = simulate(jobs, cluster, "las")
+    agnostic = simulate(jobs, cluster, "hetero-las(aware=false)")
     assert aware.summary["avg_jct"] < agnostic.summary["avg_jct"]
+    assert aware.summary["migrations"] > 0 and agnostic.summary["migrations"] == 0  # swaps only when aware
     g_aware = simulate(jobs, cluster, "gavel-maxmin")
     g_agnostic = simulate(jobs, cluster, "gavel-maxmin(aware=false)")
     assert g_aware.summary["avg_jct"] < g_agnostic.summary["avg_jct"]

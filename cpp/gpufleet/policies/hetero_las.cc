@@ -11,7 +11,10 @@
 //     on the best-performing free model k; then the swap with a running job i (n_i <= n_s, on
 //     model j) of largest positive gain n_i (m_ik - m_ij) + n_s (m_sj - m_sk) is applied, where m
 //     are the jobs' speeds normalised to the reference model;
-//  4. Q2 is served with what is left (work-conserving), running Q2 jobs first.
+//  4. Q2 is served with what is left (work-conserving), running Q2 jobs first;
+//  5. (upgrade=true, an addition for the "GPUs became available" event) a job in the plan moves
+//     to a faster model that still has free GPUs when that finishes it sooner even after the
+//     restore delay; otherwise a job swapped onto a slow model would stay there to the end.
 // Migrations and resumes pay the simulator's restore_delay. aware=false is the ablation: same
 // queues, plain GPU-seconds, first-fit models, no swaps.
 #include <algorithm>
@@ -25,9 +28,9 @@ namespace {
 
 class HeteroLas : public Policy {
  public:
-  HeteroLas(double priority_ratio, double starve_ratio, bool swap, bool aware)
+  HeteroLas(double priority_ratio, double starve_ratio, bool swap, bool aware, bool upgrade)
       : priority_ratio_(priority_ratio), starve_ratio_(starve_ratio), swap_(swap && aware),
-        aware_(aware) {}
+        aware_(aware), upgrade_(upgrade && aware) {}
 
   absl::Status Init(const SimView& view) override {
     size_t n = view.jobs->size();
@@ -86,6 +89,7 @@ class HeteroLas : public Policy {
         TrySwap(view, fill, plan, plan->size() - 1);
     }
     if (!aware_) KeepModels(view, ModelChoice::kFirstFit, plan);
+    if (upgrade_) Upgrade(view, fill, plan);
   }
 
  private:
@@ -93,6 +97,31 @@ class HeteroLas : public Policy {
   double Service(const SimView& view, int i) const {
     const Job& j = view.job(i);
     return (aware_ ? j.service : j.gpu_time) - service_offset_[i];
+  }
+
+  void Upgrade(const SimView& view, Filler& fill, std::vector<Assignment>* plan) {
+    const size_t n = plan->size();
+    for (size_t p = 0; p < n && fill.total_free() > 0; ++p) {
+      const int i = (*plan)[p].job;
+      const int from = (*plan)[p].model;
+      const Job& j = view.job(i);
+      const double left = j.RemainingWork();
+      double best_time = left / j.Speed(from);
+      int best = -1;
+      for (int m = 0; m < view.pool->num_models(); ++m) {
+        if (m == from || !fill.Fits(i, m)) continue;
+        double t = left / j.Speed(m) + (j.state == JobState::kRunning ? view.restore_delay : 0);
+        if (t < best_time) {
+          best_time = t;
+          best = m;
+        }
+      }
+      if (best < 0) continue;
+      fill.Release(i, from);
+      fill.Take(i, best);  // appends an entry: fold it back into position p
+      plan->pop_back();
+      (*plan)[p].model = best;
+    }
   }
 
   // plan[s_pos] is the new job s on model k; looks for the best running job i to trade models.
@@ -135,7 +164,7 @@ class HeteroLas : public Policy {
   }
 
   double priority_ratio_, starve_ratio_;
-  bool swap_, aware_;
+  bool swap_, aware_, upgrade_;
   std::vector<int> active_;
   std::vector<bool> low_, stopped_;
   std::vector<double> service_offset_, time_offset_;
@@ -147,15 +176,17 @@ GPUFLEET_REGISTER(
     [](const Json& p) -> absl::StatusOr<std::unique_ptr<Policy>> {
       const char* kOwner = "hetero-las";
       RETURN_IF_ERROR(CheckKnownParams(
-          p, kOwner, {"priority_threshold_ratio", "starve_threshold_ratio", "swap", "aware"}));
+          p, kOwner,
+          {"priority_threshold_ratio", "starve_threshold_ratio", "swap", "aware", "upgrade"}));
       ASSIGN_OR_RETURN(double pr, Param<double>(p, kOwner, "priority_threshold_ratio", 2.0));
       ASSIGN_OR_RETURN(double sr, Param<double>(p, kOwner, "starve_threshold_ratio", 4.0));
       ASSIGN_OR_RETURN(bool swap, Param<bool>(p, kOwner, "swap", true));
       ASSIGN_OR_RETURN(bool aware, Param<bool>(p, kOwner, "aware", true));
+      ASSIGN_OR_RETURN(bool upgrade, Param<bool>(p, kOwner, "upgrade", true));
       if (!(pr > 0) || !(sr > 0))
         return absl::InvalidArgumentError(
             "hetero-las: priority_threshold_ratio and starve_threshold_ratio must be > 0");
-      return std::unique_ptr<Policy>(new HeteroLas(pr, sr, swap, aware));
+      return std::unique_ptr<Policy>(new HeteroLas(pr, sr, swap, aware, upgrade));
     });
 
 }  // namespace

@@ -27,6 +27,7 @@ struct SimView {
   const std::vector<int>* running = nullptr;  // job indices, no particular order
   double now = 0;
   bool tiresias_compat = false;
+  double restore_delay = 0;  // the simulator's checkpoint/restore delay, for cost-aware moves
 
   const Job& job(int i) const { return (*jobs)[i]; }
 };

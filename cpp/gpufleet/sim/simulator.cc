@@ -60,6 +60,7 @@ class Run {
     view_.pool = &pool_;
     view_.running = &running_;
     view_.tiresias_compat = options.tiresias_compat;
+    view_.restore_delay = options.restore_delay;
   }
 
   absl::StatusOr<SimResult> Go() {
@@ -69,33 +70,46 @@ class Run {
       return jobs_[a].spec.submit_time < jobs_[b].spec.submit_time;
     });
     RETURN_IF_ERROR(policy_.Init(view_));
+    const double interval = options_.scheduling_interval;
     size_t next_arrival = 0;
     int64_t active = 0, finished = 0, points = 0;
     double next_tick = options_.tick > 0 ? 0 : kNever;
     double wakeup = kNever;
+    bool dirty = false;  // an arrival or completion since the last scheduling point
     std::vector<Assignment> plan;
     SimResult result;
     while (next_arrival < order.size() || active > 0) {
       double t_arrival =
           next_arrival < order.size() ? jobs_[order[next_arrival]].spec.submit_time : kNever;
-      double t = std::min({t_arrival, NextFinish(), wakeup});
-      if (active > 0) t = std::min(t, next_tick);
+      double t_event = std::min(t_arrival, NextFinish());
+      double t_point = std::min(wakeup, active > 0 ? next_tick : kNever);
+      if (interval > 0) {
+        // Scheduling points only on the interval grid (rounded up), when something changed.
+        if (dirty) t_point = std::min(t_point, view_.now);
+        t_point = t_point == kNever ? kNever : std::ceil(t_point / interval - 1e-12) * interval;
+      } else {
+        t_point = std::min(t_point, t_event);
+      }
+      double t = std::min(t_event, t_point);
       if (t == kNever)
         return absl::FailedPreconditionError(absl::StrFormat(
             "policy left %d jobs pending on an idle cluster at t=%g", active, view_.now));
-      Advance(t);
-      // Completions.
+      busy_gpu_seconds_ += (t - view_.now) * busy_gpus_;
+      view_.now = t;
+      // Completions (the finishing job's counters are brought up to t on its own).
       while (!finish_heap_.empty() && finish_heap_.top().time <= t + kEps * std::max(1.0, t)) {
         FinishEntry e = finish_heap_.top();
         finish_heap_.pop();
         Job& j = jobs_[e.job];
         if (j.state != JobState::kRunning || j.version != e.version) continue;
+        AdvanceJob(j, t);
         j.work_done = j.spec.duration;
         j.end_time = t;
         j.state = JobState::kDone;
         RemoveRunning(e.job);
         --active;
         ++finished;
+        dirty = true;
         policy_.OnFinish(e.job, view_);
       }
       // Arrivals.
@@ -106,9 +120,13 @@ class Run {
         j.wait_since = j.spec.submit_time;
         j.last_update = t;
         ++active;
+        dirty = true;
         policy_.OnArrival(i, view_);
       }
+      if (t < t_point) continue;
+      dirty = false;
       while (next_tick <= t) next_tick += options_.tick;
+      for (int i : running_) AdvanceJob(jobs_[i], t);
       plan.clear();
       policy_.Schedule(view_, &plan);
       RETURN_IF_ERROR(Apply(plan));
@@ -136,21 +154,16 @@ class Run {
     return kNever;
   }
 
-  void Advance(double t) {
-    double dt = t - view_.now;
-    busy_gpu_seconds_ += dt * busy_gpus_;
-    for (int i : running_) {
-      Job& j = jobs_[i];
-      double elapsed = t - j.last_update;
-      double progress_from = std::max(j.last_update, j.stall_until);
-      if (t > progress_from) j.work_done += (t - progress_from) * j.Speed(j.model);
-      j.work_done = std::min(j.work_done, j.spec.duration);
-      j.run_time += elapsed;
-      j.gpu_time += elapsed * j.spec.num_gpu;
-      j.service += elapsed * j.spec.num_gpu * pool_.model(j.model).perf_factor;
-      j.last_update = t;
-    }
-    view_.now = t;
+  void AdvanceJob(Job& j, double t) {
+    double elapsed = t - j.last_update;
+    if (elapsed <= 0) return;
+    double progress_from = std::max(j.last_update, j.stall_until);
+    if (t > progress_from) j.work_done += (t - progress_from) * j.Speed(j.model);
+    j.work_done = std::min(j.work_done, j.spec.duration);
+    j.run_time += elapsed;
+    j.gpu_time += elapsed * j.spec.num_gpu;
+    j.service += elapsed * j.spec.num_gpu * pool_.model(j.model).perf_factor;
+    j.last_update = t;
   }
 
   void PushFinish(int i) {
@@ -258,9 +271,10 @@ class Run {
 
 absl::StatusOr<SimResult> Simulate(const GpuPool& pool, std::vector<JobSpec> jobs, Policy& policy,
                                    const SimOptions& options) {
-  if (!(options.restore_delay >= 0) || !(options.tick >= 0) || options.progress_every < 1)
+  if (!(options.restore_delay >= 0) || !(options.tick >= 0) ||
+      !(options.scheduling_interval >= 0) || options.progress_every < 1)
     return absl::InvalidArgumentError(
-        "simulate: restore_delay and tick must be >= 0, progress_every >= 1");
+        "simulate: restore_delay, tick and scheduling_interval must be >= 0, progress_every >= 1");
   for (size_t i = 0; i < jobs.size(); ++i) RETURN_IF_ERROR(ValidateJob(jobs[i], i, pool));
   Run run(pool, std::move(jobs), policy, options);
   return run.Go();

@@ -25,6 +25,10 @@ struct SimOptions {
   bool tiresias_compat = false;
   double restore_delay = 0;      // s without progress after a resume or a migration
   double tick = 0;               // > 0: also schedule every `tick` seconds
+  // > 0: schedule only on multiples of this many seconds (arrivals wait and freed GPUs idle
+  // until the next one), instead of on every arrival and completion. Large runs use it to
+  // trade a bounded scheduling latency for far fewer scheduling points.
+  double scheduling_interval = 0;
   bool record_timeseries = true; // one sample per scheduling point
   // Called every `progress_every` scheduling points with the number of finished jobs.
   std::function<void(int64_t finished)> progress;
