@@ -2,97 +2,131 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
-
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/placement/gpu_share.h"
 
 namespace gpufleet {
 namespace {
 
+// What FGD's answer depends on when no model limits apply: free CPU, free share per GPU (in
+// device order, since ties go to the first GPU) and the task's shape. Many nodes share a state
+// (every idle node of a kind), so answers are memoised across nodes.
+struct StateKey {
+  int64_t cpu_left = 0;
+  int64_t task_cpu = 0;
+  int32_t core = 0;
+  int32_t count = 0;
+  int32_t n = 0;
+  uint8_t left[GpuSlots::kMaxGpus] = {};
+  bool operator==(const StateKey& o) const {
+    return cpu_left == o.cpu_left && task_cpu == o.task_cpu && core == o.core &&
+           count == o.count && n == o.n && std::memcmp(left, o.left, n) == 0;
+  }
+  template <typename H>
+  friend H AbslHashValue(H h, const StateKey& k) {
+    return H::combine(H::combine_contiguous(std::move(h), k.left, k.n), k.cpu_left, k.task_cpu,
+                      k.core, k.count, k.n);
+  }
+};
+
+struct Answer {
+  double score = 0.0;
+  int slot = -1;  // the GPU slot a shared task takes; -1 when it fits nowhere
+};
+
 class Fgd : public PlacementStrategy {
  public:
   Fgd(GpuWorkload workload, bool integer) : workload_(std::move(workload)), integer_(integer) {}
 
   double ScoreNode(const NodeView& v, const Pod& pod, absl::Span<const DeviceGrant>) const override {
-    const ShareTask t = TaskOf(pod);
-    pending_cpu_ = t.cpu_milli;
-    GpuSlots s = SlotsOf(v);
-    const int64_t cpu = CpuLeft(v);
-    const double before = workload_.Fragmentation(v, s, cpu);
-    double after;
-    if (t.shared()) {
-      int slot;
-      after = BestShareSlot(t, v, s, cpu - t.cpu_milli, &slot);
-      if (slot < 0) return 0.0;
-    } else {
-      if (t.count > 0) {
-        if (!FirstFreeSlots(t, v, s, &scratch_)) return 0.0;
-        for (int i : scratch_) s.left[i] = 0;
-      }
-      after = workload_.Fragmentation(v, s, cpu - t.cpu_milli);
-    }
-    // Fragmentation is in core percent; the sigmoid takes GPUs, as the paper's simulator does.
-    double score = 100.0 / (1.0 + std::exp(-(before - after) / 100.0));
-    if (integer_) score = std::trunc(score);
-    return score;
+    pending_ = TaskOf(pod);
+    return Lookup(v, pending_).score;
   }
 
   bool ChooseDevices(const NodeView& v, const DeviceRequest& r,
                      const std::vector<std::vector<int>>& domains,
                      std::vector<int>* chosen) const override {
     if (r.count != 1 || r.whole()) return ChooseBestFitDevices(v, r, domains, chosen);
-    // The GPU whose use leaves the least fragmentation, among those the mechanism allows.
-    const GpuSlots s = SlotsOf(v);
-    const int64_t cpu = CpuLeft(v) - pending_cpu_;
-    int best = -1;
-    double best_frag = 0.0;
-    for (const auto& domain : domains) {
-      for (int d : domain) {
-        GpuSlots after = s;
-        for (int i = 0; i < after.n; ++i)
-          if (after.device[i] == d) after.left[i] -= static_cast<int>(std::min<int64_t>(r.core, after.left[i]));
-        const double f = workload_.Fragmentation(v, after, cpu);
-        if (best < 0 || f < best_frag) {
-          best = d;
-          best_frag = f;
-        }
-      }
+    ShareTask t = pending_;
+    if (!t.shared() || t.core != r.core) {  // not the pod last scored: judge on GPU share alone
+      t = ShareTask();
+      t.core = static_cast<int>(r.core);
+      t.count = 1;
     }
-    if (best < 0) return false;
-    *chosen = {best};
-    return true;
+    const Answer a = Lookup(v, t);
+    const GpuSlots s = SlotsOf(v);
+    const int want = a.slot >= 0 ? s.device[a.slot] : -1;
+    for (const auto& domain : domains)
+      for (int d : domain)
+        if (d == want) {
+          *chosen = {d};
+          return true;
+        }
+    return ChooseBestFitDevices(v, r, domains, chosen);
   }
 
  private:
-  // Least fragmentation over the GPUs a shared task fits on; *slot = -1 when none fits.
-  double BestShareSlot(const ShareTask& t, const NodeView& v, GpuSlots& s, int64_t cpu_after,
-                       int* slot) const {
-    *slot = -1;
-    double best = 0.0;
-    for (int i = 0; i < s.n; ++i) {
-      if (s.left[i] < t.core || !ModelAccepted(t, v, s.device[i])) continue;
-      // GPUs with the same free share give the same result; try each value once.
-      bool seen = false;
-      for (int j = 0; j < i && !seen; ++j)
-        seen = s.left[j] == s.left[i] && ModelAccepted(t, v, s.device[j]);
-      if (seen) continue;
-      s.left[i] -= t.core;
-      const double f = workload_.Fragmentation(v, s, cpu_after);
-      s.left[i] += t.core;
-      if (*slot < 0 || f < best) {
-        best = f;
-        *slot = i;
+  Answer Lookup(const NodeView& v, const ShareTask& t) const {
+    GpuSlots s = SlotsOf(v);
+    const int64_t cpu = CpuLeft(v);
+    if (!t.models.empty() || workload_.limits_models()) return Evaluate(v, t, s, cpu);
+    StateKey key;
+    key.cpu_left = cpu;
+    key.task_cpu = t.cpu_milli;
+    key.core = t.core;
+    key.count = t.count;
+    key.n = s.n;
+    for (int i = 0; i < s.n; ++i) key.left[i] = static_cast<uint8_t>(std::clamp(s.left[i], 0, 255));
+    auto it = memo_.find(key);
+    if (it != memo_.end()) return it->second;
+    if (memo_.size() > kMemoLimit) memo_.clear();
+    Answer a = Evaluate(v, t, s, cpu);
+    memo_.emplace(key, a);
+    return a;
+  }
+
+  double Score(double before, double after) const {
+    // Fragmentation is in core percent; the sigmoid takes GPUs, as the paper's simulator does.
+    const double score = 100.0 / (1.0 + std::exp(-(before - after) / 100.0));
+    return integer_ ? std::trunc(score) : score;
+  }
+
+  // The paper's step: the score of the best GPU (shared tasks try each GPU they fit on; the first
+  // GPU with the highest score wins) or of the whole-GPU placement.
+  Answer Evaluate(const NodeView& v, const ShareTask& t, GpuSlots& s, int64_t cpu) const {
+    const double before = workload_.Fragmentation(v, s, cpu);
+    const int64_t cpu_after = cpu - t.cpu_milli;
+    Answer best;
+    if (t.shared()) {
+      for (int i = 0; i < s.n; ++i) {
+        if (s.left[i] < t.core || !ModelAccepted(t, v, s.device[i])) continue;
+        s.left[i] -= t.core;
+        const double score = Score(before, workload_.Fragmentation(v, s, cpu_after));
+        s.left[i] += t.core;
+        if (best.slot < 0 || score > best.score) best = {score, i};
       }
+      return best;
     }
+    if (t.count > 0) {
+      std::vector<int> take;
+      if (!FirstFreeSlots(t, v, s, &take)) return best;
+      for (int i : take) s.left[i] = 0;
+    }
+    best.score = Score(before, workload_.Fragmentation(v, s, cpu_after));
+    best.slot = 0;
     return best;
   }
 
+  static constexpr size_t kMemoLimit = size_t{1} << 20;
   GpuWorkload workload_;
   bool integer_;
-  mutable int64_t pending_cpu_ = 0;
-  mutable std::vector<int> scratch_;
+  mutable ShareTask pending_;
+  mutable absl::flat_hash_map<StateKey, Answer> memo_;
 };
 
 GpuWorkload WholeGpuWorkload() {

@@ -37,6 +37,8 @@ class GpuWorkload {
   Json ToJson() const;
 
   const std::vector<Entry>& entries() const { return entries_; }
+  // True when some task limits GPU models: fragmentation then depends on the node's models too.
+  bool limits_models() const { return !with_models_.empty(); }
   bool empty() const { return entries_.empty(); }
 
   // Expected fragmented GPU share (core percent: 100 = one GPU) of a node with `cpu_left` free
