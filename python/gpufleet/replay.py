@@ -22,7 +22,8 @@ import pandas as pd
 
 from gpufleet import _core
 
-__all__ = ["POLICIES", "PUBLISHED_ALLOC_AT_100", "ReplayResult", "plot_alloc", "policy_names",
+__all__ = ["POLICIES", "PUBLISHED_ALLOC_AT_100", "ReplayResult", "compare_with_published", "plot_alloc",
+           "policy_names",
            "replay_many", "replay_openb"]
 
 #: The six policies of the study, in the paper's order (registered placement strategies).
@@ -182,3 +183,38 @@ def plot_alloc(results: dict[str, ReplayResult], ax=None, upto: float = 1.3):
     ax.set_ylabel("GPU allocation ratio (%)")
     ax.legend()
     return ax
+
+
+def compare_with_published(nodes: pd.DataFrame, pods: pd.DataFrame, seeds: Iterable[int] = range(10),
+                           **kwargs: Any) -> pd.DataFrame:
+    """Mean over ``seeds`` per policy next to the published allocation ratios at 100% (in %)."""
+    df = replay_many(nodes, pods, POLICIES, seeds, **kwargs)
+    table = df.groupby("policy", sort=False).agg(
+        alloc_at_100=("alloc_ratio_at_100", "mean"), std_at_100=("alloc_ratio_at_100", "std"),
+        alloc_at_130=("alloc_ratio_at_130", "mean"), frag_ratio_at_100=("frag_ratio_at_100", "mean"),
+        failed_pods=("failed_pods", "mean"))
+    for c in ("alloc_at_100", "std_at_100", "alloc_at_130", "frag_ratio_at_100"):
+        table[c] *= 100
+    table["published_at_100"] = pd.Series(PUBLISHED_ALLOC_AT_100)
+    table["difference"] = table["alloc_at_100"] - table["published_at_100"]
+    return table
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m gpufleet.replay --nodes NODES.csv --pods PODS.csv [--seeds 10]``: the table."""
+    import argparse
+
+    from gpufleet.traces import load_openb_nodes, load_openb_pods
+
+    parser = argparse.ArgumentParser(prog="python -m gpufleet.replay", description=main.__doc__)
+    parser.add_argument("--nodes", required=True, help="openb_node_list_*.csv")
+    parser.add_argument("--pods", required=True, help="openb_pod_list_*.csv")
+    parser.add_argument("--seeds", type=int, default=10, help="seeds 0..N-1 (default 10)")
+    args = parser.parse_args(argv)
+    table = compare_with_published(load_openb_nodes(args.nodes), load_openb_pods(args.pods),
+                                   seeds=range(args.seeds))
+    print(table.round(2).to_string())
+
+
+if __name__ == "__main__":
+    main()

@@ -44,7 +44,12 @@ class Fgd : public PlacementStrategy {
   Fgd(GpuWorkload workload, bool integer) : workload_(std::move(workload)), integer_(integer) {}
 
   double ScoreNode(const NodeView& v, const Pod& pod, absl::Span<const DeviceGrant>) const override {
-    pending_ = TaskOf(pod);
+    // Place scores every candidate node for one pod: derive its task once.
+    if (&pod != pending_pod_ || pod.name != pending_name_) {
+      pending_ = TaskOf(pod);
+      pending_pod_ = &pod;
+      pending_name_ = pod.name;
+    }
     return Lookup(v, pending_).score;
   }
 
@@ -126,6 +131,8 @@ class Fgd : public PlacementStrategy {
   GpuWorkload workload_;
   bool integer_;
   mutable ShareTask pending_;
+  mutable const Pod* pending_pod_ = nullptr;
+  mutable std::string pending_name_;
   mutable absl::flat_hash_map<StateKey, Answer> memo_;
 };
 

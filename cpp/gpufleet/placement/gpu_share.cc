@@ -8,7 +8,9 @@ ShareTask TaskOf(const Pod& pod) {
   ShareTask t;
   t.cpu_milli = pod.cpu_milli;
   t.models = pod.gpu_models;
-  const DeviceRequest* g = pod.Find(kGpu);
+  const DeviceRequest* g = nullptr;
+  for (const DeviceRequest& r : pod.devices)
+    if (IsGpuType(r.type)) g = &r;
   if (g == nullptr || g->count <= 0) return t;
   t.count = g->count;
   t.core = g->whole() ? 100 : static_cast<int>(std::clamp<int64_t>(g->core, 0, 100));
@@ -25,7 +27,7 @@ GpuSlots SlotsOf(const NodeView& view) {
   GpuSlots s;
   for (int d = 0; d < view.num_devices() && s.n < GpuSlots::kMaxGpus; ++d) {
     const Device& dev = view.device(d);
-    if (dev.type != kGpu || !dev.healthy) continue;
+    if (!dev.healthy || !IsGpuType(dev.type)) continue;
     s.left[s.n] = static_cast<int>(std::max<int64_t>(0, view.free_core(d)));
     s.device[s.n] = d;
     ++s.n;

@@ -30,6 +30,12 @@ struct ShareTask {
 
 ShareTask TaskOf(const Pod& pod);
 
+// Device type checks run per device per candidate node; comparing the length first keeps them
+// cheap.
+inline bool IsGpuType(const std::string& type) {
+  return type.size() == 3 && type[0] == 'g' && type[1] == 'p' && type[2] == 'u';
+}
+
 // A node's healthy GPUs: free core percent and local device index of each, in device order.
 // Nodes with more than kMaxGpus GPUs keep the first kMaxGpus (no real node comes close).
 struct GpuSlots {
