@@ -22,9 +22,8 @@ import pandas as pd
 
 from gpufleet import _core
 
-__all__ = ["POLICIES", "PUBLISHED_ALLOC_AT_100", "ReplayResult", "compare_with_published", "plot_alloc",
-           "policy_names",
-           "replay_many", "replay_openb"]
+__all__ = ["POLICIES", "PUBLISHED_ALLOC_AT_100", "ReplayResult", "compare_with_published",
+           "plot_alloc", "policy_names", "replay_many", "replay_openb"]
 
 #: The six policies of the study, in the paper's order (registered placement strategies).
 POLICIES: tuple[str, ...] = ("random", "dotprod", "gpu-clustering", "gpu-packing", "bestfit", "fgd")
