@@ -37,7 +37,7 @@ stamp=.venv/.gpufleet-deps-$(sha1sum pyproject.toml | cut -c1-12)
 if [ ! -f "$stamp" ]; then
   echo "setup: installing Python dependencies"
   $PY -m pip install -q --upgrade pip
-  $PY -m pip install -q "scikit-build-core>=0.9" "pybind11>=2.12" "cmake>=3.24" "ninja>=1.11"
+  $PY -m pip install -q "scikit-build-core>=1.1" "pybind11>=3.0" "cmake>=3.24" "ninja>=1.11"
   $PY - <<'PYEOF' > .venv/requirements.txt
 import tomllib
 p = tomllib.load(open("pyproject.toml", "rb"))["project"]

@@ -33,7 +33,13 @@ def test_random_operations_never_over_commit(ops):
             c.add_node({"name": f"n{c.num_nodes}", "cpu": "32", "memory": "128Gi",
                         "gpus": {"count": op[1], "memory": op[2]}})
         elif op[0] == "place":
-            allocation, _ = c.place(Pod(f"p{k}", op[1]), op[2])
+            pod = Pod(f"p{k}", op[1])
+            # The fast path of place() agrees with the per-device filter on every node.
+            feasible = {n for n in c.node_names() if c.filter(pod, n).ok}
+            allocation, _ = c.place(pod, op[2])
+            assert (allocation is None) == (not feasible)
+            if allocation is not None:
+                assert allocation.node in feasible
             if allocation is not None:
                 placed.append(allocation.pod)
         elif op[0] == "release" and placed:
