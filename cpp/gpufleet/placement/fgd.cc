@@ -22,15 +22,17 @@ struct StateKey {
   int32_t core = 0;
   int32_t count = 0;
   int32_t n = 0;
+  uint32_t untouched = 0;  // GPUs nothing holds (whole-GPU tasks take only those)
   uint8_t left[GpuSlots::kMaxGpus] = {};
   bool operator==(const StateKey& o) const {
     return cpu_left == o.cpu_left && task_cpu == o.task_cpu && core == o.core &&
-           count == o.count && n == o.n && std::memcmp(left, o.left, n) == 0;
+           count == o.count && n == o.n && untouched == o.untouched &&
+           std::memcmp(left, o.left, n) == 0;
   }
   template <typename H>
   friend H AbslHashValue(H h, const StateKey& k) {
     return H::combine(H::combine_contiguous(std::move(h), k.left, k.n), k.cpu_left, k.task_cpu,
-                      k.core, k.count, k.n);
+                      k.core, k.count, k.n, k.untouched);
   }
 };
 
@@ -86,7 +88,10 @@ class Fgd : public PlacementStrategy {
     key.core = t.core;
     key.count = t.count;
     key.n = s.n;
-    for (int i = 0; i < s.n; ++i) key.left[i] = static_cast<uint8_t>(std::clamp(s.left[i], 0, 255));
+    for (int i = 0; i < s.n; ++i) {
+      key.left[i] = static_cast<uint8_t>(std::clamp(s.left[i], 0, 255));
+      if (v.untouched(s.device[i])) key.untouched |= uint32_t{1} << i;
+    }
     auto it = memo_.find(key);
     if (it != memo_.end()) return it->second;
     if (memo_.size() > kMemoLimit) memo_.clear();
