@@ -210,7 +210,7 @@ absl::StatusOr<OpenbReplayResult> ReplayOpenb(const std::vector<OpenbNode>& node
     if (o.random_ties) Shuffle(all, rng);
     candidates.clear();
     for (int k : all)
-      if (QuickMayFit(pod, cluster.node(k), cluster.usage(k))) candidates.push_back(k);
+      if (QuickMayFit(pod, cluster.usage(k))) candidates.push_back(k);
     int where = -1;
     if (!candidates.empty()) {
       PlaceResult r = cluster.Place(pod, *strategy, /*commit=*/true, &candidates);
