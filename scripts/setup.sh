@@ -51,6 +51,9 @@ PYEOF
   touch "$stamp"
 fi
 
+# GPUFLEET_BUILD_TESTS=ON (set by scripts/test.sh) also builds the GoogleTest binary in the same
+# build directory, so the core is compiled once for the module and the tests.
 echo "setup: building gpufleet"
-PATH="$PWD/.venv/bin:$PATH" $PY -m pip install -q --no-build-isolation --no-deps -e . 
+PATH="$PWD/.venv/bin:$PATH" $PY -m pip install -q --no-build-isolation --no-deps \
+  --config-settings=cmake.define.GPUFLEET_BUILD_TESTS="${GPUFLEET_BUILD_TESTS:-OFF}" -e .
 $PY -c 'import gpufleet; print("setup: gpufleet", gpufleet.__version__, "ready")'
