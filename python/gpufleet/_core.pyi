@@ -1,0 +1,308 @@
+"""
+gpufleet native core
+"""
+from __future__ import annotations
+import collections.abc
+import numpy
+import numpy.typing
+import typing
+__all__: list[str] = ['Allocation', 'Cluster', 'DeviceGrant', 'DeviceRequest', 'EngineScheduler', 'FitResult', 'PlaceResult', 'Pod', 'engine_action_description', 'engine_actions', 'engine_check_config', 'engine_default_config', 'engine_plugin_description', 'engine_plugins', 'engine_registry_duplicates', 'format_bytes', 'parse_milli', 'parse_quantity', 'registry_duplicates', 'sim_check_policy', 'sim_policy_description', 'sim_policy_names', 'sim_run', 'strategies', 'strategy_description', 'water_fill']
+class DeviceRequest:
+    def __repr__(self) -> str:
+        ...
+    @property
+    def core(self) -> int:
+        ...
+    @property
+    def count(self) -> int:
+        ...
+    @property
+    def memory_bytes(self) -> int:
+        ...
+    @property
+    def memory_ratio(self) -> int:
+        ...
+    @property
+    def type(self) -> str:
+        ...
+    @property
+    def whole(self) -> bool:
+        ...
+class Pod:
+    @staticmethod
+    def from_dict(arg0: dict) -> Pod:
+        ...
+    def __init__(self, name: str, requests: dict = {}, node_selector: typing.Any = None, tolerations: typing.Any = None, gpu_models: typing.Any = None, scope: str = 'none', priority: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
+        ...
+    def __repr__(self) -> str:
+        ...
+    @property
+    def cpu_milli(self) -> int:
+        ...
+    @property
+    def devices(self) -> list[DeviceRequest]:
+        ...
+    @property
+    def gpu_models(self) -> list[str]:
+        ...
+    @property
+    def gpu_share(self) -> float:
+        ...
+    @property
+    def memory_bytes(self) -> int:
+        ...
+    @property
+    def name(self) -> str:
+        ...
+    @property
+    def priority(self) -> int:
+        ...
+    @property
+    def scope(self) -> str:
+        ...
+class FitResult:
+    def __bool__(self) -> bool:
+        ...
+    def __repr__(self) -> str:
+        ...
+    @property
+    def code(self) -> str:
+        ...
+    @property
+    def ok(self) -> bool:
+        ...
+    @property
+    def reason(self) -> str:
+        ...
+class DeviceGrant:
+    def __repr__(self) -> str:
+        ...
+    @property
+    def core(self) -> int:
+        ...
+    @property
+    def memory_bytes(self) -> int:
+        ...
+    @property
+    def minor(self) -> int:
+        ...
+    @property
+    def type(self) -> str:
+        ...
+class Allocation:
+    def __repr__(self) -> str:
+        ...
+    def annotations(self, gpushare: bool = False, unit_bytes: typing.SupportsInt | typing.SupportsIndex = 1048576) -> dict[str, str]:
+        """
+        Pod annotations recording this allocation (Koordinator's, and gpushare's if asked).
+        """
+    def device_allocated(self) -> typing.Any:
+        """
+        The Koordinator device-allocated annotation as a dict.
+        """
+    @property
+    def assume_time_ns(self) -> int:
+        ...
+    @property
+    def cpu_milli(self) -> int:
+        ...
+    @property
+    def devices(self) -> list[DeviceGrant]:
+        ...
+    @property
+    def memory_bytes(self) -> int:
+        ...
+    @property
+    def node(self) -> str:
+        ...
+    @property
+    def pod(self) -> str:
+        ...
+    @property
+    def state(self) -> str:
+        ...
+class PlaceResult:
+    def __bool__(self) -> bool:
+        ...
+    @property
+    def placed(self) -> bool:
+        ...
+    @property
+    def reason(self) -> str:
+        ...
+class Cluster:
+    __hash__: typing.ClassVar[None] = None
+    @staticmethod
+    def restore(arg0: str) -> Cluster:
+        ...
+    def __eq__(self, arg0: Cluster) -> bool:
+        ...
+    def __init__(self) -> None:
+        ...
+    def add_node(self, spec: dict) -> None:
+        """
+        Add a node from a scenario-format dict (see docs/scenario.md).
+        """
+    def allocation(self, arg0: str) -> typing.Any:
+        ...
+    def allocations(self) -> list[Allocation]:
+        ...
+    def check_invariants(self) -> None:
+        ...
+    def commit(self, arg0: str) -> None:
+        ...
+    def copy(self) -> Cluster:
+        ...
+    def device_usage(self) -> dict:
+        """
+        Per-device arrays. core_used/memory_used are read-only views of the core's buffers: they follow later placements until a node is added or removed.
+        """
+    def filter(self, pod: typing.Any, node: str) -> FitResult:
+        ...
+    def has_node(self, arg0: str) -> bool:
+        ...
+    def node(self, arg0: str) -> typing.Any:
+        """
+        The node's spec as a dict.
+        """
+    def node_names(self) -> list[str]:
+        ...
+    def place(self, pod: typing.Any, strategy: str = 'binpack', commit: bool = True, nodes: typing.Any = None) -> tuple:
+        """
+        Filter, score and bind the best node. Returns (Allocation, '') or (None, reason).
+        """
+    def place_many(self, pods: collections.abc.Sequence[Pod], strategy: str = 'binpack') -> numpy.typing.NDArray[numpy.int32]:
+        """
+        Place pods in order; returns each pod's node index (-1 when it did not fit).
+        """
+    def plan(self, pod: typing.Any, node: str, strategy: str = 'binpack') -> typing.Any:
+        """
+        The devices `strategy` would choose, without changing the state.
+        """
+    def release(self, arg0: str) -> None:
+        ...
+    def remove_node(self, arg0: str) -> None:
+        ...
+    def reserve(self, pod: typing.Any, node: str, strategy: str = 'binpack') -> Allocation:
+        ...
+    def restore_allocation(self, pod: typing.Any, node: str, annotations: collections.abc.Mapping[str, str], unit_bytes: typing.SupportsInt | typing.SupportsIndex = 1048576) -> Allocation:
+        """
+        Rebuild a bound pod's allocation from its annotations (after a restart).
+        """
+    def score(self, pod: typing.Any, node: str, strategy: str = 'binpack') -> float:
+        ...
+    def set_device_health(self, node: str, minor: typing.SupportsInt | typing.SupportsIndex, healthy: bool, type: str = 'gpu') -> None:
+        ...
+    def snapshot(self) -> str:
+        ...
+    def unreserve(self, arg0: str) -> None:
+        ...
+    @property
+    def num_devices(self) -> int:
+        ...
+    @property
+    def num_nodes(self) -> int:
+        ...
+class EngineScheduler:
+    def __init__(self, config: typing.Any = None) -> None:
+        ...
+    def add_node(self, arg0: typing.Any) -> None:
+        ...
+    def add_queue(self, arg0: typing.Any) -> None:
+        ...
+    def config(self) -> typing.Any:
+        ...
+    def configure(self, arg0: typing.Any) -> None:
+        ...
+    def delete_job(self, arg0: str) -> None:
+        ...
+    def delete_queue(self, arg0: str) -> None:
+        ...
+    def job_tasks(self, arg0: str) -> list[str]:
+        ...
+    def jobs(self) -> list:
+        ...
+    def load_scenario(self, arg0: typing.Any) -> None:
+        ...
+    def queues(self) -> list:
+        ...
+    def run_cycle(self) -> dict:
+        """
+        Run one cycle; returns {binds, evictions, pending, queues}. Releases the GIL.
+        """
+    def start_task(self, job: str, task: typing.SupportsInt | typing.SupportsIndex, node: str) -> None:
+        ...
+    def submit_job(self, arg0: typing.Any) -> None:
+        ...
+    def update_job(self, arg0: typing.Any) -> None:
+        ...
+    def update_queue(self, arg0: typing.Any) -> None:
+        ...
+    @property
+    def cluster(self) -> Cluster:
+        ...
+    @property
+    def cycles(self) -> int:
+        ...
+def _register_python_plugin(arg0: str) -> None:
+    ...
+def _replay_openb(node_name: collections.abc.Sequence[str], node_cpu: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], node_memory: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], node_gpus: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], node_model: collections.abc.Sequence[str], pod_name: collections.abc.Sequence[str], pod_cpu: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_memory: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_gpus: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_milli: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_spec: collections.abc.Sequence[collections.abc.Sequence[str]], policy: str, params: typing.Any, seed: typing.SupportsInt | typing.SupportsIndex, stop_at: typing.SupportsFloat | typing.SupportsIndex, coverage: typing.SupportsFloat | typing.SupportsIndex, random_ties: bool) -> dict:
+    """
+    Native openb replay over column lists; use gpufleet.replay.replay_openb.
+    """
+def engine_action_description(arg0: str) -> str:
+    ...
+def engine_actions() -> list[str]:
+    """
+    Names of the registered engine actions.
+    """
+def engine_check_config(arg0: typing.Any) -> typing.Any:
+    """
+    Validate a scheduler configuration; returns it in canonical form or raises ValueError.
+    """
+def engine_default_config() -> typing.Any:
+    ...
+def engine_plugin_description(arg0: str) -> str:
+    ...
+def engine_plugins() -> list[str]:
+    """
+    Names of the registered engine plugins.
+    """
+def engine_registry_duplicates() -> list[str]:
+    ...
+def format_bytes(arg0: typing.SupportsInt | typing.SupportsIndex) -> str:
+    ...
+def parse_milli(arg0: str) -> int:
+    """
+    Kubernetes quantity -> milli-units (cpu).
+    """
+def parse_quantity(arg0: str) -> int:
+    """
+    Kubernetes quantity -> integer (bytes or count), rounded up like Kubernetes.
+    """
+def registry_duplicates() -> list[str]:
+    ...
+def sim_check_policy(spec: str) -> None:
+    """
+    Raises KeyError/ValueError if the policy spec is not valid.
+    """
+def sim_policy_description(name: str) -> str:
+    ...
+def sim_policy_names() -> list[str]:
+    """
+    Registered job-time policy names.
+    """
+def sim_run(cluster: typing.Any, job_id: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], submit_time: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], num_gpu: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], duration: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], speed: typing.Any, memory_gib: typing.Any, policy: str, tiresias_compat: bool = False, restore_delay: typing.SupportsFloat | typing.SupportsIndex = 0.0, tick: typing.SupportsFloat | typing.SupportsIndex = 0.0, scheduling_interval: typing.SupportsFloat | typing.SupportsIndex = 0.0, record_timeseries: bool = True, progress: typing.Any = None) -> dict:
+    """
+    Runs the job-time simulator; see gpufleet.sim.simulate for the friendly wrapper.
+    """
+def strategies() -> list[str]:
+    """
+    Names of the registered placement strategies.
+    """
+def strategy_description(arg0: str) -> str:
+    ...
+def water_fill(total: typing.SupportsFloat | typing.SupportsIndex, weights: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], caps: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]) -> list[float]:
+    """
+    Weighted water-filling of `total` over queues capped by `caps` (the proportion rule).
+    """
