@@ -35,9 +35,10 @@ TEST(RegistryTest, NoDuplicateNames) {
 }
 
 TEST(RegistryTest, UnknownStrategyListsKnownNames) {
-  auto s = MakeStrategy("bestfit");
+  auto s = MakeStrategy("no-such-strategy");
   EXPECT_TRUE(IsError(s, absl::StatusCode::kNotFound,
-                      {"unknown placement strategy \"bestfit\"", "binpack", "spread", "topology"}));
+                      {"unknown placement strategy \"no-such-strategy\"; known: ", "binpack",
+                       "spread", "topology"}));
 }
 
 TEST(RegistryTest, StrategiesRejectUnknownParameters) {
