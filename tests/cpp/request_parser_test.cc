@@ -270,6 +270,11 @@ TEST(RequestParserTest, UnknownResourceNameIsAnError) {
                       {"unknown resource name \"gpu\""}));
   EXPECT_TRUE(IsError(Parse({{"cpus", "1"}}), absl::StatusCode::kInvalidArgument,
                       {"unknown resource name \"cpus\""}));
+  // A misspelling inside a vocabulary we manage is caught; other domains are left alone.
+  EXPECT_TRUE(IsError(Parse({{"koordinator.sh/gpu-cores", "50"}}),
+                      absl::StatusCode::kInvalidArgument,
+                      {"unknown resource name \"koordinator.sh/gpu-cores\""}));
+  EXPECT_TRUE(IsOk(Parse({{"example.com/widget", "1"}})));
 }
 
 TEST(RequestParserTest, BadQuantitiesNameTheResource) {

@@ -63,7 +63,8 @@ def test_request_vocabularies_normalise_to_one_device_request():
     ({"koordinator.sh/gpu.shared": "4", "koordinator.sh/gpu-core": "50",
       "koordinator.sh/gpu-memory-ratio": "50"}, "multiples of 4"),
     ({"nvidia.com/gpu": "two"}, "invalid quantity"),
-    ({"nvidia.com/gpuu": "1"}, None),  # an unknown extended resource is ignored, like kube-scheduler
+    ({"koordinator.sh/gpu-cores": "50"}, "unknown resource name \"koordinator.sh/gpu-cores\""),
+    ({"example.com/widget": "1"}, None),  # other extended resources are ignored, like kube-scheduler
 ])
 def test_invalid_requests_name_the_rule(requests, rule):
     if rule is None:

@@ -167,7 +167,12 @@ absl::Status ParseRequests(const std::map<std::string, std::string>& requests, P
                  name == kKoordGpuMemory || name == kKoordGpuMemoryRatio ||
                  name == kKoordGpuShared || name == kKoordRdma || name == kKoordFpga ||
                  name == kAliyunGpuMem;
-    if (!known && !IsIgnoredResource(name))
+    // A misspelt name in a vocabulary we manage is an error, not a silently ignored resource.
+    bool ours = absl::StartsWith(name, "koordinator.sh/gpu") ||
+                absl::StartsWith(name, "koordinator.sh/rdma") ||
+                absl::StartsWith(name, "koordinator.sh/fpga") ||
+                absl::StartsWith(name, "aliyun.com/gpu-mem") || name == "nvidia.com/gpus";
+    if (!known && (ours || !IsIgnoredResource(name)))
       return absl::InvalidArgumentError(absl::StrFormat("unknown resource name \"%s\"", name));
   }
   int64_t cpu = 0, memory = 0;
