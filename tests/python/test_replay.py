@@ -76,6 +76,14 @@ def test_replay_many_averages_over_seeds(small):
     assert set(means.index) == {"random", "fgd"}
 
 
+def test_compare_with_published_lists_the_six_policies(small):
+    nodes, pods = small
+    table = replay.compare_with_published(nodes, pods, seeds=range(1), progress=False)
+    assert list(table.index) == SIX
+    assert (table["published_at_100"] == pd.Series(replay.PUBLISHED_ALLOC_AT_100)[SIX]).all()
+    assert np.allclose(table["difference"], table["alloc_at_100"] - table["published_at_100"])
+
+
 def test_bad_input_is_an_error_naming_the_row(small):
     nodes, pods = small
     bad = pods.copy()
