@@ -153,11 +153,13 @@ def _summary(ts: pd.DataFrame, policy: str, seed: int, stop_at: float, gpus: int
 
 
 def replay_many(nodes: pd.DataFrame, pods: pd.DataFrame, policies: Iterable[str] | str = POLICIES,
-                seeds: Iterable[int] = range(10), *, progress: bool = True,
+                seeds: Iterable[int] = range(10), *, per_run: bool = False, progress: bool = True,
                 **kwargs: Any) -> pd.DataFrame:
-    """Replays every policy with every seed; one summary row per run (tqdm progress bar).
+    """Replays every policy with every seed (tqdm progress bar) and averages over seeds.
 
-    ``df.groupby("policy").mean(numeric_only=True)`` gives the paper's means over seeds.
+    Returns one row per policy (index ``policy``, paper order) with the mean of every numeric
+    summary key plus ``runs``; ``per_run=True`` returns the summaries themselves, one row per
+    (policy, seed). Other keyword arguments go to :func:`replay_openb`.
     """
     policy_list = [policies] if isinstance(policies, str) else list(policies)
     runs = [(p, s) for p in policy_list for s in seeds]
@@ -165,8 +167,14 @@ def replay_many(nodes: pd.DataFrame, pods: pd.DataFrame, policies: Iterable[str]
     if progress:
         from tqdm.auto import tqdm
         iterator = tqdm(runs, desc="openb replay", unit="run")
-    rows = [replay_openb(nodes, pods, policy=p, seed=s, **kwargs).summary for p, s in iterator]
-    return pd.DataFrame(rows)
+    rows = pd.DataFrame([replay_openb(nodes, pods, policy=p, seed=s, **kwargs).summary
+                         for p, s in iterator])
+    if per_run or rows.empty:
+        return rows
+    numeric = rows.drop(columns=["seed"]).select_dtypes("number").columns
+    means = rows.groupby("policy", sort=False)[list(numeric)].mean()
+    means.insert(0, "runs", rows.groupby("policy", sort=False).size())
+    return means
 
 
 def plot_alloc(results: dict[str, ReplayResult], ax=None, upto: float = 1.3):
@@ -187,7 +195,7 @@ def plot_alloc(results: dict[str, ReplayResult], ax=None, upto: float = 1.3):
 def compare_with_published(nodes: pd.DataFrame, pods: pd.DataFrame, seeds: Iterable[int] = range(10),
                            **kwargs: Any) -> pd.DataFrame:
     """Mean over ``seeds`` per policy next to the published allocation ratios at 100% (in %)."""
-    df = replay_many(nodes, pods, POLICIES, seeds, **kwargs)
+    df = replay_many(nodes, pods, POLICIES, seeds, per_run=True, **kwargs)
     table = df.groupby("policy", sort=False).agg(
         alloc_at_100=("alloc_ratio_at_100", "mean"), std_at_100=("alloc_ratio_at_100", "std"),
         alloc_at_130=("alloc_ratio_at_130", "mean"), frag_ratio_at_100=("frag_ratio_at_100", "mean"),
