@@ -94,10 +94,10 @@ def replay_openb(nodes: pd.DataFrame, pods: pd.DataFrame, policy: str = "fgd", s
                  **params: Any) -> ReplayResult:
     """Replay ``pods`` on ``nodes`` with placement strategy ``policy``; see the module doc.
 
-    ``params`` go to the strategy (e.g. ``integer_scores=True`` for fgd, or ``workload=[[cpu_milli,
-    core_percent, gpu_count, weight], ...]`` to replace the trace's own typical pods).
-    ``coverage`` is the share of pods the typical-pod workload covers (0.95 in the paper);
-    Equal scores go to the node with the smallest name, as in the paper's simulator;
+    ``params`` go to the strategy (e.g. ``integer_scores=False`` for fgd's exact scores, or
+    ``workload=[[cpu_milli, core_percent, gpu_count, weight], ...]`` to replace the trace's own
+    typical pods). ``coverage`` is the share of pods the typical-pod workload covers (0.95 in the
+    paper). Equal scores go to the node with the smallest name, as in the paper's simulator;
     ``random_ties=True`` sends them to a random node instead (upstream kube-scheduler).
     Bad rows raise ``ValueError`` naming the row and field; unknown policies raise ``KeyError``.
     """
@@ -115,7 +115,7 @@ def replay_openb(nodes: pd.DataFrame, pods: pd.DataFrame, policy: str = "fgd", s
         policy, params or None, int(seed), float(stop_at), float(coverage), bool(random_ties))
     node_names = np.asarray([str(n) for n in nodes["name"]], dtype=object)
     node_idx = raw["node"]
-    where = np.where(node_idx >= 0, node_names[np.maximum(node_idx, 0)] if len(node_names) else None, None)
+    where = np.where(node_idx >= 0, node_names[np.maximum(node_idx, 0)], None)
     idle = raw["idle"]
     ts = pd.DataFrame({
         "pod": raw["pod"],
