@@ -1,6 +1,366 @@
-// Python bindings for the engine area (filled in with that area).
+// Bindings for the engine area: the batch scheduler (queues, jobs, cycles, decisions), its
+// registries, and plugins written in Python (the slow path: each callback takes the GIL and builds
+// small dicts; meant for notebooks and prototypes).
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cmath>
+#include <set>
+
+#include "gpufleet/engine/config.h"
+#include "gpufleet/engine/plugin.h"
+#include "gpufleet/engine/action.h"
+#include "gpufleet/engine/scenario_json.h"
+#include "gpufleet/engine/scheduler.h"
+#include "gpufleet/engine/spec_json.h"
+#include "gpufleet/engine/water_fill.h"
+#include "gpufleet/io/spec_json.h"
+#include "status_cast.h"
+
+namespace py = pybind11;
 
 namespace gpufleet::bindings {
-void InitEngine(pybind11::module_& m) { (void)m; }
+namespace {
+
+using engine::JobInfo;
+using engine::QueueInfo;
+using engine::Resources;
+using engine::Session;
+using engine::TaskInfo;
+
+Json ToJson(const py::handle& obj) {
+  if (obj.is_none()) return Json();
+  return Json::parse(ToJsonText(obj));
+}
+py::object ToPy(const Json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
+
+py::dict ResourcesDict(const Resources& r) {
+  py::dict d;
+  for (int i = 0; i < engine::kNumResources; ++i) d[engine::kResourceNames[i]] = r[i];
+  return d;
+}
+
+py::dict AllocationDict(const Allocation& a) {
+  py::list devices;
+  for (const DeviceGrant& g : a.devices) {
+    py::dict d;
+    d["type"] = g.type;
+    d["minor"] = g.minor;
+    d["core"] = g.core;
+    d["memory_bytes"] = g.memory_bytes;
+    devices.append(d);
+  }
+  py::dict d;
+  d["node"] = a.node;
+  d["cpu_milli"] = a.cpu_milli;
+  d["memory_bytes"] = a.memory_bytes;
+  d["devices"] = devices;
+  return d;
+}
+
+py::dict ResultDict(const engine::CycleResult& r) {
+  py::list binds, evictions, queues;
+  for (const auto& b : r.binds) {
+    py::dict d = AllocationDict(b.allocation);
+    d["job"] = b.job;
+    d["task"] = b.task;
+    binds.append(d);
+  }
+  for (const auto& e : r.evictions) {
+    py::dict d;
+    d["job"] = e.job;
+    d["task"] = e.task;
+    d["node"] = e.node;
+    d["reason"] = e.reason;
+    evictions.append(d);
+  }
+  for (const auto& q : r.queues) {
+    py::dict d;
+    d["queue"] = q.queue;
+    d["weight"] = q.weight;
+    d["allocated"] = ResourcesDict(q.allocated);
+    d["request"] = ResourcesDict(q.request);
+    d["deserved"] = ResourcesDict(q.deserved);
+    d["share"] = q.share;
+    queues.append(d);
+  }
+  py::dict out;
+  out["binds"] = binds;
+  out["evictions"] = evictions;
+  out["pending"] = r.pending;
+  out["queues"] = queues;
+  return out;
+}
+
+// --- Python plugins --------------------------------------------------------------------------
+
+py::dict JobView(const Session& s, const JobInfo& j) {
+  py::dict d;
+  d["name"] = j.name();
+  d["queue"] = s.queues()[j.queue].name();
+  d["priority"] = j.priority();
+  d["min_available"] = j.min_available();
+  d["tasks"] = j.tasks.size();
+  d["occupied"] = j.occupied;
+  d["waiting_cycles"] = j.waiting_cycles;
+  d["allocated"] = ResourcesDict(j.allocated);
+  return d;
+}
+
+py::dict TaskView(const Session& s, const TaskInfo& t) {
+  py::dict d;
+  d["name"] = t.name();
+  d["job"] = s.jobs()[t.job].name();
+  d["priority"] = t.pod->priority;
+  d["status"] = engine::TaskStatusName(t.status);
+  d["node"] = t.node >= 0 ? py::object(py::str(s.state().node(t.node).name)) : py::object(py::none());
+  d["request"] = ResourcesDict(t.request);
+  return d;
+}
+
+py::dict QueueView(const QueueInfo& q) {
+  py::dict d;
+  d["name"] = q.name();
+  d["weight"] = q.spec->weight;
+  d["allocated"] = ResourcesDict(q.allocated);
+  d["request"] = ResourcesDict(q.request);
+  d["deserved"] = ResourcesDict(q.deserved);
+  return d;
+}
+
+int Sign(const py::object& v) {
+  double x = v.cast<double>();
+  return x < 0 ? -1 : (x > 0 ? 1 : 0);
+}
+
+std::string Reason(const py::object& v) {
+  if (v.is_none()) return "";
+  if (py::isinstance<py::bool_>(v)) return v.cast<bool>() ? "" : "rejected by a Python plugin";
+  return v.cast<std::string>();
+}
+
+class PyPlugin : public engine::Plugin {
+ public:
+  PyPlugin(std::string name, py::object impl) : name_(std::move(name)), impl_(std::move(impl)) {}
+  ~PyPlugin() override {
+    py::gil_scoped_acquire gil;
+    impl_ = py::object();
+  }
+  std::string name() const override { return name_; }
+
+  void OnSessionOpen(Session& s) override {
+    py::gil_scoped_acquire gil;
+    auto has = [&](const char* m) { return py::hasattr(impl_, m); };
+    // Callbacks capture `this`, never a py::object: the session's std::functions are copied and
+    // destroyed without the GIL, which must not touch Python reference counts.
+    PyPlugin* self = this;
+    if (has("job_order"))
+      s.AddJobOrderFn(name_, [&s, self](int a, int b) {
+        py::gil_scoped_acquire g;
+        return Sign(self->impl_.attr("job_order")(JobView(s, s.jobs()[a]), JobView(s, s.jobs()[b])));
+      });
+    if (has("queue_order"))
+      s.AddQueueOrderFn(name_, [&s, self](int a, int b) {
+        py::gil_scoped_acquire g;
+        return Sign(self->impl_.attr("queue_order")(QueueView(s.queues()[a]), QueueView(s.queues()[b])));
+      });
+    if (has("task_order"))
+      s.AddTaskOrderFn(name_, [&s, self](int a, int b) {
+        py::gil_scoped_acquire g;
+        return Sign(self->impl_.attr("task_order")(TaskView(s, s.tasks()[a]), TaskView(s, s.tasks()[b])));
+      });
+    if (has("predicate") || has("node_order")) s.DisableNodeClasses();  // they see node names
+    if (has("predicate")) {
+      s.DisableFitCache();
+      s.AddPredicateFn(name_, [&s, self](const TaskInfo& t, int node) {
+        py::gil_scoped_acquire g;
+        std::string why = Reason(self->impl_.attr("predicate")(TaskView(s, t), s.state().node(node).name));
+        return why.empty() ? FitResult::Ok() : FitResult::Unschedulable(why);
+      });
+    }
+    if (has("node_order"))
+      s.AddNodeScoreFn(name_, [&s, self](const TaskInfo& t, int node) {
+        py::gil_scoped_acquire g;
+        return self->impl_.attr("node_order")(TaskView(s, t), s.state().node(node).name).cast<double>();
+      });
+    for (const char* kind : {"preemptable", "reclaimable"}) {
+      if (!has(kind)) continue;
+      std::string method = kind;
+      engine::VictimsFn fn = [&s, self, method](const TaskInfo& p, const std::vector<int>& cands) {
+        py::gil_scoped_acquire g;
+        py::list views;
+        for (int c : cands) views.append(TaskView(s, s.tasks()[c]));
+        std::set<std::string> names;
+        for (auto n : self->impl_.attr(method.c_str())(TaskView(s, p), views)) names.insert(n.cast<std::string>());
+        std::vector<int> out;
+        for (int c : cands)
+          if (names.count(s.tasks()[c].name())) out.push_back(c);
+        return out;
+      };
+      if (method == "preemptable") s.AddPreemptableFn(name_, fn);
+      else s.AddReclaimableFn(name_, fn);
+    }
+    if (has("overused"))
+      s.AddOverusedFn(name_, [self](const QueueInfo& q) {
+        py::gil_scoped_acquire g;
+        return self->impl_.attr("overused")(QueueView(q)).cast<bool>();
+      });
+    if (has("job_ready"))
+      s.AddJobReadyFn(name_, [&s, self](const JobInfo& j) {
+        py::gil_scoped_acquire g;
+        return self->impl_.attr("job_ready")(JobView(s, j)).cast<bool>();
+      });
+    if (has("job_valid"))
+      s.AddJobValidFn(name_, [&s, self](const JobInfo& j) {
+        py::gil_scoped_acquire g;
+        return Reason(self->impl_.attr("job_valid")(JobView(s, j)));
+      });
+    if (has("enqueueable"))
+      s.AddEnqueueableFn(name_, [&s, self](const JobInfo& j) {
+        py::gil_scoped_acquire g;
+        return Reason(self->impl_.attr("enqueueable")(JobView(s, j)));
+      });
+    if (has("allocatable"))
+      s.AddAllocatableFn(name_, [&s, self](const QueueInfo& q, const TaskInfo& t) {
+        py::gil_scoped_acquire g;
+        return self->impl_.attr("allocatable")(QueueView(q), TaskView(s, t)).cast<bool>();
+      });
+  }
+
+ private:
+  std::string name_;
+  py::object impl_;
+};
+
+std::set<std::string>& PythonPluginNames() {
+  static auto* names = new std::set<std::string>();
+  return *names;
+}
+
+// The Python side keeps name -> class in gpufleet.engine._PYTHON_PLUGINS, so registering a name
+// again (re-running a notebook cell) replaces the class; the native registry entry looks it up.
+void RegisterPythonPlugin(const std::string& name) {
+  if (PythonPluginNames().count(name)) return;
+  if (Registry<engine::Plugin>::Global().Contains(name))
+    throw py::value_error("a native plugin named \"" + name + "\" exists; choose another name");
+  if (name.empty() || name.find_first_of("(),= ") != std::string::npos)
+    throw py::value_error("plugin name \"" + name + "\" must be a non-empty word");
+  PythonPluginNames().insert(name);
+  Registry<engine::Plugin>::Global().Register(
+      name, "Python plugin (slow path)",
+      [name](const Json& args) -> absl::StatusOr<std::unique_ptr<engine::Plugin>> {
+        py::gil_scoped_acquire gil;
+        try {
+          py::object table = py::module_::import("gpufleet.engine").attr("_PYTHON_PLUGINS");
+          py::object cls = table.attr("get")(name);
+          if (cls.is_none())
+            return absl::NotFoundError("Python plugin \"" + name + "\" is no longer registered");
+          py::dict kwargs = ToPy(args);
+          return std::unique_ptr<engine::Plugin>(new PyPlugin(name, cls(**kwargs)));
+        } catch (py::error_already_set& e) {
+          return absl::InvalidArgumentError("plugin " + name + ": " + std::string(e.what()));
+        }
+      });
+}
+
+engine::CycleResult RunCycle(engine::Scheduler& s) {
+  absl::StatusOr<engine::CycleResult> r;
+  {
+    py::gil_scoped_release release;
+    r = s.RunCycle();
+  }
+  return Unwrap(std::move(r));
+}
+
+}  // namespace
+
+void InitEngine(py::module_& m) {
+  using engine::Scheduler;
+  m.def("engine_plugins", &engine::PluginNames, "Names of the registered engine plugins.");
+  m.def("engine_actions", &engine::ActionNames, "Names of the registered engine actions.");
+  m.def("engine_plugin_description",
+        [](const std::string& n) { return Registry<engine::Plugin>::Global().Description(n); });
+  m.def("engine_action_description",
+        [](const std::string& n) { return Registry<engine::Action>::Global().Description(n); });
+  m.def("engine_registry_duplicates", [] {
+    auto a = Registry<engine::Plugin>::Global().DuplicateNames();
+    for (const auto& n : Registry<engine::Action>::Global().DuplicateNames()) a.push_back(n);
+    return a;
+  });
+  m.def("engine_default_config", [] { return ToPy(engine::DefaultConfigJson()); });
+  m.def("engine_check_config",
+        [](py::handle conf) { return ToPy(Unwrap(engine::ConfigFromJson(ToJson(conf))).ToJson()); },
+        "Validate a scheduler configuration; returns it in canonical form or raises ValueError.");
+  m.def("_register_python_plugin", &RegisterPythonPlugin);
+  m.def("water_fill", &engine::WaterFill, py::arg("total"), py::arg("weights"), py::arg("caps"),
+        "Weighted water-filling of `total` over queues capped by `caps` (the proportion rule).");
+
+  py::class_<Scheduler>(m, "EngineScheduler")
+      .def(py::init([](py::object config) {
+             auto s = std::make_unique<Scheduler>();
+             if (!config.is_none()) Check(s->Configure(ToJson(config)));
+             return s;
+           }),
+           py::arg("config") = py::none())
+      .def("configure", [](Scheduler& s, py::handle c) { Check(s.Configure(ToJson(c))); })
+      .def("config", [](const Scheduler& s) { return ToPy(s.config().ToJson()); })
+      .def_property_readonly("cluster", [](Scheduler& s) -> ClusterState& { return s.cluster(); },
+                             py::return_value_policy::reference_internal)
+      .def("add_node",
+           [](Scheduler& s, py::handle spec) {
+             Check(s.cluster().AddNode(Unwrap(NodeFromJson(ToJson(spec)))));
+           })
+      .def("add_queue",
+           [](Scheduler& s, py::handle spec) { Check(s.AddQueue(Unwrap(engine::QueueFromJson(ToJson(spec))))); })
+      .def("update_queue",
+           [](Scheduler& s, py::handle spec) { Check(s.UpdateQueue(Unwrap(engine::QueueFromJson(ToJson(spec))))); })
+      .def("delete_queue", [](Scheduler& s, const std::string& n) { Check(s.DeleteQueue(n)); })
+      .def("queues",
+           [](const Scheduler& s) {
+             py::list out;
+             for (const auto& q : s.Queues()) out.append(ToPy(engine::QueueToJson(q)));
+             return out;
+           })
+      .def("submit_job",
+           [](Scheduler& s, py::handle spec) { Check(s.SubmitJob(Unwrap(engine::JobFromJson(ToJson(spec))))); })
+      .def("update_job",
+           [](Scheduler& s, py::handle spec) { Check(s.UpdateJob(Unwrap(engine::JobFromJson(ToJson(spec))))); })
+      .def("delete_job", [](Scheduler& s, const std::string& n) { Check(s.DeleteJob(n)); })
+      .def("start_task",
+           [](Scheduler& s, const std::string& job, int task, const std::string& node) {
+             Check(engine::StartTask(&s, job, task, node));
+           },
+           py::arg("job"), py::arg("task"), py::arg("node"))
+      .def("jobs",
+           [](const Scheduler& s) {
+             py::list out;
+             for (const auto& j : s.Jobs()) {
+               py::dict d;
+               d["name"] = j.name;
+               d["queue"] = j.queue;
+               d["priority"] = j.priority;
+               d["min_available"] = j.min_available;
+               d["tasks"] = j.tasks;
+               d["running"] = j.running;
+               d["admitted"] = j.admitted;
+               d["waiting_cycles"] = j.waiting_cycles;
+               out.append(d);
+             }
+             return out;
+           })
+      .def("job_tasks",
+           [](const Scheduler& s, const std::string& name) {
+             const engine::Job* j = s.FindJob(name);
+             if (j == nullptr) throw py::key_error("job " + name + " does not exist");
+             std::vector<std::string> out;
+             for (const Pod& p : j->tasks) out.push_back(p.name);
+             return out;
+           })
+      .def("load_scenario",
+           [](Scheduler& s, py::handle data) { Check(engine::LoadScenario(ToJson(data), &s)); })
+      .def("run_cycle", [](Scheduler& s) { return ResultDict(RunCycle(s)); },
+           "Run one cycle; returns {binds, evictions, pending, queues}. Releases the GIL.")
+      .def_property_readonly("cycles", &Scheduler::cycles);
+}
+
 }  // namespace gpufleet::bindings

@@ -234,10 +234,11 @@ absl::Status ClusterState::ApplyDelta(const Allocation& a, int sign, bool check_
   if (sign > 0) {
     if (u.pods_used + 1 > n.max_pods)
       return absl::FailedPreconditionError(absl::StrFormat("node %s: too many pods", a.node));
-    if (u.cpu_used + a.cpu_milli > n.cpu_milli)
+    // Compared against what is free, so huge requests cannot overflow the sum.
+    if (a.cpu_milli > n.cpu_milli - u.cpu_used)
       return absl::FailedPreconditionError(
           absl::StrFormat("node %s: pod %s would over-commit cpu", a.node, a.pod));
-    if (u.memory_used + a.memory_bytes > n.memory_bytes)
+    if (a.memory_bytes > n.memory_bytes - u.memory_used)
       return absl::FailedPreconditionError(
           absl::StrFormat("node %s: pod %s would over-commit memory", a.node, a.pod));
   }

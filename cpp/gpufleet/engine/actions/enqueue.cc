@@ -1,0 +1,44 @@
+// enqueue: admits waiting jobs whose minimum fits (Volcano's enqueue action): every enqueueable
+// callback must agree (proportion: the queue's capability and the cluster's size). Admission is
+// remembered across cycles; jobs not admitted keep their reason and are not placed.
+#include <algorithm>
+
+#include "gpufleet/core/status_macros.h"
+#include "gpufleet/engine/action.h"
+
+namespace gpufleet::engine {
+namespace {
+
+class Enqueue : public Action {
+ public:
+  std::string name() const override { return "enqueue"; }
+  void Execute(Session& s) override {
+    std::vector<int> waiting;
+    for (const JobInfo& j : s.jobs())
+      if (j.valid && !j.inqueue) waiting.push_back(j.id);
+    std::stable_sort(waiting.begin(), waiting.end(), [&](int a, int b) {
+      int qa = s.job(a).queue, qb = s.job(b).queue;
+      if (qa != qb) return s.QueueLess(qa, qb);
+      return s.JobLess(a, b);
+    });
+    for (int id : waiting) {
+      JobInfo& j = s.job(id);
+      std::string why = s.Enqueueable(j);
+      if (!why.empty()) {
+        j.reason = "not admitted: " + why;
+        continue;
+      }
+      j.inqueue = true;
+      s.queue(j.queue).inqueue += j.min_request;
+    }
+  }
+};
+
+GPUFLEET_REGISTER(Action, "enqueue", "admit jobs whose minimum fits their queue and the cluster",
+                  [](const Json& p) -> absl::StatusOr<std::unique_ptr<Action>> {
+                    RETURN_IF_ERROR(CheckKnownParams(p, "enqueue", {}));
+                    return std::unique_ptr<Action>(new Enqueue());
+                  });
+
+}  // namespace
+}  // namespace gpufleet::engine

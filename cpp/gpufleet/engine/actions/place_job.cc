@@ -1,0 +1,64 @@
+#include "gpufleet/engine/actions/place_job.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+
+namespace gpufleet::engine {
+
+std::vector<int> PendingTasks(const Session& s, int job, TaskKind kind) {
+  std::vector<int> out;
+  const bool best_effort = kind == TaskKind::kBestEffort;
+  for (int t : s.jobs()[job].tasks) {
+    const TaskInfo& task = s.tasks()[t];
+    if (task.status == TaskStatus::kPending && task.best_effort == best_effort) out.push_back(t);
+  }
+  std::stable_sort(out.begin(), out.end(), [&](int a, int b) { return s.TaskLess(a, b); });
+  return out;
+}
+
+int PlaceJob(Session& s, int job_id, TaskKind kind, bool hold) {
+  JobInfo& job = s.job(job_id);
+  std::vector<int> tasks = PendingTasks(s, job_id, kind);
+  if (tasks.empty()) return 0;
+  auto st = std::make_unique<Statement>(s);
+  std::string why;
+  for (int t : tasks) {
+    TaskInfo& task = s.task(t);
+    const QueueInfo& q = s.queue(job.queue);
+    if (!s.Allocatable(q, task)) {
+      why = absl::StrFormat("queue %s would exceed its capability (%s)", q.name(),
+                            q.spec->capability.ToString());
+      break;
+    }
+    Allocation plan;
+    std::string miss;
+    if (s.BestNode(task, &plan, &miss) < 0) {
+      why = absl::StrFormat("task %s: %s", task.name(), miss);
+      break;
+    }
+    absl::Status ok = st->Allocate(t, plan);
+    if (!ok.ok()) {
+      why = absl::StrFormat("task %s: %s", task.name(), ok.message());
+      break;
+    }
+  }
+  const int placed = st->num_allocations();
+  if (s.JobReady(job)) {
+    st->Commit();
+    job.reason = why.empty() ? "" : absl::StrFormat("%d tasks running; more wait: %s", job.occupied, why);
+    return placed;
+  }
+  job.reason = absl::StrFormat("gang: %d/%d tasks could run, min_available %d; %s", job.occupied,
+                               job.tasks.size(), job.min_available(),
+                               why.empty() ? "waiting for the rest of the gang" : why);
+  if (hold && placed > 0) {
+    job.reason += absl::StrFormat("; holding %d placements for it this cycle", placed);
+    s.Hold(std::move(st));
+  } else {
+    st->Discard();
+  }
+  return 0;
+}
+
+}  // namespace gpufleet::engine

@@ -1,0 +1,35 @@
+// reclaim: a queue below its deserved share takes resources back from reclaimable queues above
+// theirs (Volcano's reclaim action): its starving jobs may evict tasks of other queues that the
+// reclaimable plugins name (proportion: queues above deserved; gang: only above a gang's minimum).
+#include "gpufleet/core/status_macros.h"
+#include "gpufleet/engine/action.h"
+#include "gpufleet/engine/actions/evict_to_fit.h"
+
+namespace gpufleet::engine {
+namespace {
+
+class Reclaim : public Action {
+ public:
+  std::string name() const override { return "reclaim"; }
+  void Execute(Session& s) override {
+    if (!s.HasReclaimable()) return;
+    std::vector<int> order;
+    for (const QueueInfo& q : s.queues()) order.push_back(q.id);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return s.QueueLess(a, b); });
+    for (int q : order) {
+      for (int j : StarvingJobs(s, q)) {
+        if (s.Overused(s.queue(q))) break;
+        EvictToFit(s, j, VictimScope::kOtherQueues);
+      }
+    }
+  }
+};
+
+GPUFLEET_REGISTER(Action, "reclaim", "take back resources from queues above their deserved share",
+                  [](const Json& p) -> absl::StatusOr<std::unique_ptr<Action>> {
+                    RETURN_IF_ERROR(CheckKnownParams(p, "reclaim", {}));
+                    return std::unique_ptr<Action>(new Reclaim());
+                  });
+
+}  // namespace
+}  // namespace gpufleet::engine

@@ -1,0 +1,31 @@
+// A job (a pod group): tasks that a distributed training run needs, of which at least
+// `min_available` must run at once (the gang). Tasks are pods; their names are unique keys across
+// the scheduler because the accounting knows a running task by its pod name.
+#ifndef GPUFLEET_ENGINE_JOB_H_
+#define GPUFLEET_ENGINE_JOB_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpufleet/core/pod.h"
+
+namespace gpufleet::engine {
+
+struct Job {
+  std::string name;
+  std::string queue = "default";
+  int priority = 0;
+  int min_available = 1;
+  int64_t creation = 0;  // submission order; earlier jobs win ties
+  std::vector<Pod> tasks;
+};
+
+// A task without requests (no cpu, memory or devices): best-effort, placed by backfill.
+inline bool IsBestEffort(const Pod& pod) {
+  return pod.cpu_milli == 0 && pod.memory_bytes == 0 && pod.devices.empty();
+}
+
+}  // namespace gpufleet::engine
+
+#endif  // GPUFLEET_ENGINE_JOB_H_

@@ -1,0 +1,54 @@
+// deviceshare: which devices of the chosen node a task gets, by a registered placement strategy
+// (binpack, spread, topology, ...), plus that strategy's node score with a weight so device-level
+// fit (e.g. keeping whole GPUs free, NVLink groups) also steers the node choice.
+//   deviceshare(strategy="binpack", weight=1)
+#include <cmath>
+
+#include "absl/strings/str_format.h"
+#include "gpufleet/core/status_macros.h"
+#include "gpufleet/engine/plugin.h"
+
+namespace gpufleet::engine {
+namespace {
+
+class DeviceShare : public Plugin {
+ public:
+  DeviceShare(std::string spec, double weight) : spec_(std::move(spec)), weight_(weight) {}
+  std::string name() const override { return "deviceshare"; }
+  void OnSessionOpen(Session& s) override {
+    auto strategy = MakeStrategy(spec_);
+    if (!strategy.ok()) return;  // checked when the configuration was parsed
+    s.SetDeviceStrategy(*std::move(strategy));
+    if (weight_ <= 0) return;
+    s.AddNodeScoreFn(name(), [this, &s](const TaskInfo& t, int node) {
+      const PlacementStrategy& st = s.strategy();
+      if (!st.ScoreNeedsPlan()) return weight_ * st.ScoreNode(s.state().View(node), *t.pod, {});
+      Allocation plan;
+      if (!s.state().Plan(*t.pod, node, st, &plan).ok()) return 0.0;
+      return weight_ * st.ScoreNode(s.state().View(node), *t.pod, plan.devices);
+    });
+  }
+
+ private:
+  std::string spec_;
+  double weight_;
+};
+
+GPUFLEET_REGISTER(
+    Plugin, "deviceshare", "device choice by a placement strategy, and its node score",
+    [](const Json& p) -> absl::StatusOr<std::unique_ptr<Plugin>> {
+      RETURN_IF_ERROR(CheckKnownParams(p, "deviceshare", {"strategy", "weight"}));
+      ASSIGN_OR_RETURN(std::string spec, Param<std::string>(p, "deviceshare", "strategy", "binpack"));
+      ASSIGN_OR_RETURN(double weight, Param<double>(p, "deviceshare", "weight", 1.0));
+      if (!(weight >= 0) || std::isinf(weight))
+        return absl::InvalidArgumentError(
+            absl::StrFormat("deviceshare: weight must be finite and >= 0, got %g", weight));
+      auto strategy = MakeStrategy(spec);
+      if (!strategy.ok())
+        return absl::InvalidArgumentError(
+            absl::StrFormat("deviceshare: strategy: %s", strategy.status().message()));
+      return std::unique_ptr<Plugin>(new DeviceShare(spec, weight));
+    });
+
+}  // namespace
+}  // namespace gpufleet::engine

@@ -1,0 +1,192 @@
+#include "gpufleet/engine/scheduler.h"
+
+#include <set>
+
+#include "absl/strings/str_format.h"
+#include "gpufleet/core/status_macros.h"
+#include "gpufleet/engine/plugin.h"
+#include "gpufleet/engine/session.h"
+
+namespace gpufleet::engine {
+
+Scheduler::Scheduler() {
+  absl::Status s = Configure(DefaultConfigJson());
+  (void)s;  // the default configuration names built-in actions and plugins only
+  queues_["default"] = Queue{"default", 1.0, Resources::Unlimited(), true};
+}
+
+absl::Status Scheduler::Configure(const Json& json) {
+  ASSIGN_OR_RETURN(Config config, ConfigFromJson(json));
+  std::vector<std::unique_ptr<Action>> actions;
+  bool enqueue = false;
+  for (const NamedArgs& a : config.actions) {
+    ASSIGN_OR_RETURN(std::unique_ptr<Action> action, MakeAction(a.name, a.args));
+    enqueue |= a.name == "enqueue";
+    actions.push_back(std::move(action));
+  }
+  config_ = std::move(config);
+  actions_ = std::move(actions);
+  has_enqueue_ = enqueue;
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::AddQueue(const Queue& q) {
+  if (q.name.empty()) return absl::InvalidArgumentError("queue: name is missing");
+  if (queues_.count(q.name))
+    return absl::AlreadyExistsError(absl::StrFormat("queue %s already exists", q.name));
+  if (!(q.weight >= 0))
+    return absl::InvalidArgumentError(absl::StrFormat("queue %s: weight must be >= 0", q.name));
+  queues_[q.name] = q;
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::UpdateQueue(const Queue& q) {
+  auto it = queues_.find(q.name);
+  if (it == queues_.end())
+    return absl::NotFoundError(absl::StrFormat("queue %s does not exist", q.name));
+  if (!(q.weight >= 0))
+    return absl::InvalidArgumentError(absl::StrFormat("queue %s: weight must be >= 0", q.name));
+  it->second = q;
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::DeleteQueue(const std::string& name) {
+  if (!queues_.count(name))
+    return absl::NotFoundError(absl::StrFormat("queue %s does not exist", name));
+  for (const auto& [job_name, job] : jobs_)
+    if (job.queue == name)
+      return absl::FailedPreconditionError(
+          absl::StrFormat("queue %s still has job %s; delete or move its jobs first", name, job_name));
+  queues_.erase(name);
+  return absl::OkStatus();
+}
+
+std::vector<Queue> Scheduler::Queues() const {
+  std::vector<Queue> out;
+  for (const auto& [name, q] : queues_) out.push_back(q);
+  return out;
+}
+
+absl::Status Scheduler::CheckTasks(const Job& job, const Job* replacing) const {
+  const std::string owner = "job " + job.name;
+  if (!queues_.count(job.queue))
+    return absl::NotFoundError(absl::StrFormat("%s: queue %s does not exist", owner, job.queue));
+  if (job.min_available < 0)
+    return absl::InvalidArgumentError(owner + ": min_available must be >= 0");
+  std::set<std::string> names;
+  for (const Pod& p : job.tasks) {
+    if (p.name.empty()) return absl::InvalidArgumentError(owner + ": a task has no name");
+    if (!names.insert(p.name).second)
+      return absl::InvalidArgumentError(absl::StrFormat("%s: task %s appears twice", owner, p.name));
+    auto it = task_owner_.find(p.name);
+    if (it != task_owner_.end() && (replacing == nullptr || it->second != replacing->name))
+      return absl::AlreadyExistsError(
+          absl::StrFormat("%s: task %s already belongs to job %s", owner, p.name, it->second));
+    if (it == task_owner_.end() && state_.FindAllocation(p.name) != nullptr)
+      return absl::AlreadyExistsError(absl::StrFormat(
+          "%s: task %s names a pod the cluster already runs outside any job", owner, p.name));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::SubmitJob(const Job& job) {
+  if (job.name.empty()) return absl::InvalidArgumentError("job: name is missing");
+  if (jobs_.count(job.name))
+    return absl::AlreadyExistsError(absl::StrFormat("job %s already exists", job.name));
+  RETURN_IF_ERROR(CheckTasks(job, nullptr));
+  jobs_[job.name] = job;
+  for (const Pod& p : job.tasks) task_owner_[p.name] = job.name;
+  waiting_[job.name] = 0;
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::UpdateJob(const Job& job) {
+  auto it = jobs_.find(job.name);
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrFormat("job %s does not exist", job.name));
+  Job& old = it->second;
+  RETURN_IF_ERROR(CheckTasks(job, &old));
+  bool running = false;
+  for (const Pod& p : old.tasks) running |= state_.FindAllocation(p.name) != nullptr;
+  if (running && (job.queue != old.queue || job.tasks != old.tasks))
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "job %s has running tasks: only priority and min_available may change", job.name));
+  for (const Pod& p : old.tasks) task_owner_.erase(p.name);
+  for (const Pod& p : job.tasks) task_owner_[p.name] = job.name;
+  old = job;
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::DeleteJob(const std::string& name) {
+  auto it = jobs_.find(name);
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrFormat("job %s does not exist", name));
+  for (const Pod& p : it->second.tasks) {
+    if (state_.FindAllocation(p.name) != nullptr) RETURN_IF_ERROR(state_.Release(p.name));
+    task_owner_.erase(p.name);
+  }
+  jobs_.erase(it);
+  waiting_.erase(name);
+  admitted_.erase(name);
+  return absl::OkStatus();
+}
+
+const Job* Scheduler::FindJob(const std::string& name) const {
+  auto it = jobs_.find(name);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+std::vector<JobState> Scheduler::Jobs() const {
+  std::vector<JobState> out;
+  for (const auto& [name, j] : jobs_) {
+    JobState s{name, j.queue, j.priority, j.min_available, static_cast<int>(j.tasks.size())};
+    for (const Pod& p : j.tasks) s.running += state_.FindAllocation(p.name) != nullptr;
+    s.admitted = admitted_.count(name) > 0;
+    s.waiting_cycles = waiting_.count(name) ? waiting_.at(name) : 0;
+    out.push_back(s);
+  }
+  return out;
+}
+
+absl::StatusOr<CycleResult> Scheduler::RunCycle() {
+  SessionInput in;
+  in.state = &state_;
+  for (const auto& [name, q] : queues_) in.queues.push_back(&q);
+  for (const auto& [name, j] : jobs_) {
+    in.jobs.push_back(&j);
+    in.waiting_cycles.push_back(waiting_[name]);
+    in.inqueue.push_back(admitted_.count(name) > 0);
+  }
+  in.tiers = config_.TierNames();
+  Session session(in);
+  session.set_cycle(cycle_);
+  std::vector<std::unique_ptr<Plugin>> plugins;
+  for (const auto& tier : config_.tiers)
+    for (const NamedArgs& p : tier) {
+      ASSIGN_OR_RETURN(std::unique_ptr<Plugin> plugin, MakePlugin(p.name, p.args));
+      plugins.push_back(std::move(plugin));
+    }
+  for (auto& p : plugins) p->OnSessionOpen(session);
+  session.PrepareJobs(!has_enqueue_);
+  for (auto& p : plugins) p->OnSessionReady(session);
+  for (auto& a : actions_) a->Execute(session);
+  for (auto& p : plugins) p->OnSessionClose(session);
+  CycleResult result = session.Close();
+
+  // Adopt the session's accounting only if it is sound: no device over-committed, no gang
+  // partly running.
+  RETURN_IF_ERROR(session.state().CheckInvariants());
+  for (const JobInfo& j : session.jobs())
+    if (j.occupied != j.occupied_at_open && j.occupied > 0 && j.occupied < j.min_available())
+      return absl::InternalError(absl::StrFormat(
+          "cycle %d would leave job %s partly running (%d of min_available %d); nothing applied",
+          cycle_, j.name(), j.occupied, j.min_available()));
+  state_ = std::move(session.state());
+  for (const JobInfo& j : session.jobs()) {
+    if (j.inqueue) admitted_.insert(j.name());
+    int& w = waiting_[j.name()];
+    w = (j.valid && j.occupied < j.min_available()) ? w + 1 : 0;
+  }
+  ++cycle_;
+  return result;
+}
+
+}  // namespace gpufleet::engine

@@ -1,0 +1,80 @@
+// The scheduler: the state that lives across cycles (nodes and running pods in the accounting,
+// queues, jobs, which jobs were admitted and how long each gang has waited) and the cycle itself:
+// open a session on a copy of the accounting, run the configured actions, close it, check the
+// invariants and only then adopt the result. A cycle that fails (a plugin error) changes nothing.
+#ifndef GPUFLEET_ENGINE_SCHEDULER_H_
+#define GPUFLEET_ENGINE_SCHEDULER_H_
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "gpufleet/accounting/cluster_state.h"
+#include "gpufleet/engine/action.h"
+#include "gpufleet/engine/config.h"
+#include "gpufleet/engine/decisions.h"
+#include "gpufleet/engine/job.h"
+#include "gpufleet/engine/queue.h"
+
+namespace gpufleet::engine {
+
+struct JobState {
+  std::string name;
+  std::string queue;
+  int priority = 0;
+  int min_available = 0;
+  int tasks = 0;
+  int running = 0;
+  bool admitted = false;
+  int waiting_cycles = 0;
+};
+
+class Scheduler {
+ public:
+  // Starts with DefaultConfigJson() and a queue named "default" (weight 1).
+  Scheduler();
+  absl::Status Configure(const Json& config);  // unchanged on error
+  const Config& config() const { return config_; }
+
+  // Nodes and pods outside any job live here (add nodes before running cycles).
+  ClusterState& cluster() { return state_; }
+  const ClusterState& cluster() const { return state_; }
+
+  absl::Status AddQueue(const Queue& queue);     // AlreadyExists
+  absl::Status UpdateQueue(const Queue& queue);  // NotFound
+  absl::Status DeleteQueue(const std::string& name);  // FailedPrecondition while jobs use it
+  std::vector<Queue> Queues() const;
+
+  // Task names must be unique across jobs and must not name a pod the accounting already holds.
+  absl::Status SubmitJob(const Job& job);
+  // Priority and min_available may change at any time; queue and tasks only while nothing runs.
+  absl::Status UpdateJob(const Job& job);
+  // Removes the job and releases its running tasks (it finished or was cancelled).
+  absl::Status DeleteJob(const std::string& name);
+  std::vector<JobState> Jobs() const;
+  const Job* FindJob(const std::string& name) const;
+
+  absl::StatusOr<CycleResult> RunCycle();
+  int cycles() const { return cycle_; }
+
+ private:
+  absl::Status CheckTasks(const Job& job, const Job* replacing) const;
+
+  Config config_;
+  std::vector<std::unique_ptr<Action>> actions_;
+  bool has_enqueue_ = false;
+  ClusterState state_;
+  std::map<std::string, Queue> queues_;
+  std::map<std::string, Job> jobs_;
+  std::map<std::string, std::string> task_owner_;  // task name -> job name
+  std::map<std::string, int> waiting_;
+  std::set<std::string> admitted_;
+  int cycle_ = 0;
+};
+
+}  // namespace gpufleet::engine
+
+#endif  // GPUFLEET_ENGINE_SCHEDULER_H_

@@ -1,0 +1,415 @@
+#include "gpufleet/engine/session.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "gpufleet/accounting/device_fit.h"
+#include "gpufleet/engine/statement.h"
+
+namespace gpufleet::engine {
+namespace {
+
+// Everything a node-feasibility answer can depend on, as a string (interned to an int key).
+std::string ConstraintSignature(const Pod& p) {
+  std::string s;
+  for (const auto& [k, v] : p.node_selector) absl::StrAppend(&s, k, "=", v, ";");
+  s += "|";
+  for (const Toleration& t : p.tolerations)
+    absl::StrAppend(&s, t.key, ",", t.op, ",", t.value, ",", t.effect, ";");
+  return s;
+}
+
+std::string RequestSignature(const Pod& p) {
+  std::string s = absl::StrCat(p.cpu_milli, "/", p.memory_bytes, "/", static_cast<int>(p.scope));
+  for (const DeviceRequest& r : p.devices)
+    absl::StrAppend(&s, "|", r.type, ",", r.count, ",", r.core, ",", r.memory_bytes, ",",
+                    r.memory_ratio);
+  absl::StrAppend(&s, "|", absl::StrJoin(p.gpu_models, ","), "|", ConstraintSignature(p));
+  return s;
+}
+
+int Intern(absl::flat_hash_map<std::string, int>& table, std::string key) {
+  auto [it, inserted] = table.emplace(std::move(key), static_cast<int>(table.size()));
+  return it->second;
+}
+
+}  // namespace
+
+const char* TaskStatusName(TaskStatus s) {
+  switch (s) {
+    case TaskStatus::kPending: return "pending";
+    case TaskStatus::kAllocated: return "allocated";
+    case TaskStatus::kRunning: return "running";
+    case TaskStatus::kReleasing: return "releasing";
+  }
+  return "pending";
+}
+
+Session::Session(const SessionInput& in) : state_(*in.state), tiers_(in.tiers) {
+  for (int i = 0; i < state_.num_nodes(); ++i) {
+    const Node& n = state_.node(i);
+    total_[0] += static_cast<double>(n.cpu_milli);
+    total_[1] += static_cast<double>(n.memory_bytes);
+    total_[2] += state_.usage(i).gpu_count;
+  }
+  std::map<std::string, int> queue_index;
+  for (const Queue* q : in.queues) {
+    QueueInfo info;
+    info.id = static_cast<int>(queues_.size());
+    info.spec = q;
+    info.deserved = Resources::Unlimited();
+    queue_index[q->name] = info.id;
+    queues_.push_back(std::move(info));
+  }
+  absl::flat_hash_map<std::string, int> request_keys, constraint_keys;
+  for (size_t j = 0; j < in.jobs.size(); ++j) {
+    const Job* spec = in.jobs[j];
+    JobInfo job;
+    job.id = static_cast<int>(j);
+    job.spec = spec;
+    job.queue = queue_index.at(spec->queue);  // the scheduler rejects unknown queues
+    job.waiting_cycles = j < in.waiting_cycles.size() ? in.waiting_cycles[j] : 0;
+    job.inqueue = j < in.inqueue.size() && in.inqueue[j];
+    for (size_t k = 0; k < spec->tasks.size(); ++k) {
+      TaskInfo t;
+      t.id = static_cast<int>(tasks_.size());
+      t.job = job.id;
+      t.pod = &spec->tasks[k];
+      t.request = ResourcesOf(*t.pod);
+      t.best_effort = IsBestEffort(*t.pod);
+      t.request_key = Intern(request_keys, RequestSignature(*t.pod));
+      t.constraint_key = Intern(constraint_keys, ConstraintSignature(*t.pod));
+      if (const Allocation* a = state_.FindAllocation(t.name())) {
+        t.status = TaskStatus::kRunning;
+        t.node = state_.FindNode(a->node);
+        job.allocated += t.request;
+        ++job.occupied;
+      }
+      if (static_cast<int>(k) < spec->min_available) job.min_request += t.request;
+      job.tasks.push_back(t.id);
+      tasks_.push_back(t);
+    }
+    job.occupied_at_open = job.occupied;
+    queues_[job.queue].jobs.push_back(job.id);
+    queues_[job.queue].allocated += job.allocated;
+    jobs_.push_back(std::move(job));
+  }
+  job_order_.resize(tiers_.size());
+  queue_order_.resize(tiers_.size());
+  task_order_.resize(tiers_.size());
+  preemptable_.resize(tiers_.size());
+  reclaimable_.resize(tiers_.size());
+  auto binpack = MakeStrategy("binpack");
+  strategy_ = binpack.ok() ? *std::move(binpack) : nullptr;
+}
+
+Session::~Session() { DiscardHeld(); }
+
+void Session::PrepareJobs(bool admit_all) {
+  for (JobInfo& j : jobs_) {
+    std::string why = JobValid(j);
+    j.valid = why.empty();
+    if (!j.valid) {
+      j.reason = "invalid: " + why;
+      j.inqueue = false;
+      continue;
+    }
+    if (admit_all || j.occupied > 0) j.inqueue = true;
+    QueueInfo& q = queues_[j.queue];
+    for (int t : j.tasks)
+      if (tasks_[t].status != TaskStatus::kReleasing) q.request += tasks_[t].request;
+    if (j.inqueue && j.occupied < j.min_available()) q.inqueue += j.min_request;
+  }
+}
+
+int Session::TierOf(const std::string& plugin) const {
+  for (size_t t = 0; t < tiers_.size(); ++t)
+    for (const std::string& name : tiers_[t])
+      if (name == plugin) return static_cast<int>(t);
+  return static_cast<int>(tiers_.size()) - 1;  // plugins outside the tiers (tests) go last
+}
+
+template <typename F>
+void Session::AddTiered(std::vector<std::vector<F>>& slot, const std::string& plugin, F fn) {
+  if (slot.empty()) slot.resize(1);
+  int tier = std::max(0, TierOf(plugin));
+  slot[std::min<size_t>(tier, slot.size() - 1)].push_back(std::move(fn));
+}
+
+void Session::AddJobOrderFn(const std::string& p, CompareFn fn) { AddTiered(job_order_, p, std::move(fn)); }
+void Session::AddQueueOrderFn(const std::string& p, CompareFn fn) { AddTiered(queue_order_, p, std::move(fn)); }
+void Session::AddTaskOrderFn(const std::string& p, CompareFn fn) { AddTiered(task_order_, p, std::move(fn)); }
+void Session::AddPreemptableFn(const std::string& p, VictimsFn fn) { AddTiered(preemptable_, p, std::move(fn)); }
+void Session::AddReclaimableFn(const std::string& p, VictimsFn fn) { AddTiered(reclaimable_, p, std::move(fn)); }
+void Session::AddPredicateFn(const std::string&, PredicateFn fn) { predicates_.push_back(std::move(fn)); }
+void Session::AddNodeScoreFn(const std::string&, NodeScoreFn fn) { node_scores_.push_back(std::move(fn)); }
+void Session::AddOverusedFn(const std::string&, QueueTestFn fn) { overused_.push_back(std::move(fn)); }
+void Session::AddJobReadyFn(const std::string&, JobTestFn fn) { job_ready_.push_back(std::move(fn)); }
+void Session::AddJobValidFn(const std::string&, JobCheckFn fn) { job_valid_.push_back(std::move(fn)); }
+void Session::AddAllocatableFn(const std::string&, AllocatableFn fn) { allocatable_.push_back(std::move(fn)); }
+void Session::AddEnqueueableFn(const std::string&, JobCheckFn fn) { enqueueable_.push_back(std::move(fn)); }
+void Session::AddTargetJobFn(const std::string&, TargetJobFn fn) { target_job_.push_back(std::move(fn)); }
+void Session::SetDeviceStrategy(std::unique_ptr<PlacementStrategy> s) { strategy_ = std::move(s); }
+
+int Session::Compare(const std::vector<std::vector<CompareFn>>& fns, int a, int b) const {
+  for (const auto& tier : fns)
+    for (const CompareFn& fn : tier) {
+      int c = fn(a, b);
+      if (c != 0) return c;
+    }
+  return 0;
+}
+
+bool Session::JobLess(int a, int b) const {
+  int c = Compare(job_order_, a, b);
+  if (c != 0) return c < 0;
+  if (jobs_[a].spec->creation != jobs_[b].spec->creation)
+    return jobs_[a].spec->creation < jobs_[b].spec->creation;
+  return a < b;
+}
+
+bool Session::QueueLess(int a, int b) const {
+  int c = Compare(queue_order_, a, b);
+  return c != 0 ? c < 0 : a < b;
+}
+
+bool Session::TaskLess(int a, int b) const {
+  int c = Compare(task_order_, a, b);
+  return c != 0 ? c < 0 : a < b;
+}
+
+FitResult Session::Predicate(const TaskInfo& task, int node) const {
+  for (const PredicateFn& fn : predicates_) {
+    FitResult f = fn(task, node);
+    if (!f.ok()) return f;
+  }
+  return FitResult::Ok();
+}
+
+double Session::NodeScore(const TaskInfo& task, int node) const {
+  double s = 0.0;
+  for (const NodeScoreFn& fn : node_scores_) s += fn(task, node);
+  return s;
+}
+
+std::vector<int> Session::Victims(const std::vector<std::vector<VictimsFn>>& fns,
+                                  const TaskInfo& preemptor,
+                                  const std::vector<int>& candidates) const {
+  std::vector<int> victims = candidates;
+  bool answered = false;
+  for (const auto& tier : fns)
+    for (const VictimsFn& fn : tier) {
+      answered = true;
+      std::vector<int> allowed = fn(preemptor, victims);
+      std::sort(allowed.begin(), allowed.end());
+      std::vector<int> kept;
+      for (int v : victims)
+        if (std::binary_search(allowed.begin(), allowed.end(), v)) kept.push_back(v);
+      victims = std::move(kept);
+    }
+  return answered ? victims : std::vector<int>{};
+}
+
+std::vector<int> Session::Preemptable(const TaskInfo& p, const std::vector<int>& c) const {
+  return Victims(preemptable_, p, c);
+}
+std::vector<int> Session::Reclaimable(const TaskInfo& p, const std::vector<int>& c) const {
+  return Victims(reclaimable_, p, c);
+}
+
+bool Session::HasPreemptable() const {
+  for (const auto& tier : preemptable_)
+    if (!tier.empty()) return true;
+  return false;
+}
+
+bool Session::HasReclaimable() const {
+  for (const auto& tier : reclaimable_)
+    if (!tier.empty()) return true;
+  return false;
+}
+
+bool Session::Overused(const QueueInfo& q) const {
+  for (const auto& fn : overused_)
+    if (fn(q)) return true;
+  return false;
+}
+
+bool Session::JobReady(const JobInfo& j) const {
+  for (const auto& fn : job_ready_)
+    if (!fn(j)) return false;
+  return true;
+}
+
+std::string Session::JobValid(const JobInfo& j) const {
+  for (const auto& fn : job_valid_) {
+    std::string why = fn(j);
+    if (!why.empty()) return why;
+  }
+  return "";
+}
+
+bool Session::Allocatable(const QueueInfo& q, const TaskInfo& t) const {
+  for (const auto& fn : allocatable_)
+    if (!fn(q, t)) return false;
+  return true;
+}
+
+std::string Session::Enqueueable(const JobInfo& j) const {
+  for (const auto& fn : enqueueable_) {
+    std::string why = fn(j);
+    if (!why.empty()) return why;
+  }
+  return "";
+}
+
+int Session::TargetJob() const {
+  for (const auto& fn : target_job_) {
+    int j = fn();
+    if (j >= 0) return j;
+  }
+  return -1;
+}
+
+int Session::BestNode(const TaskInfo& task, Allocation* plan, std::string* reason) {
+  if (fit_cache_enabled_) {
+    auto it = misses_.find(task.request_key);
+    if (it != misses_.end()) {
+      *reason = it->second.reason;
+      return -1;
+    }
+  }
+  if (classes_enabled_ && classes_ == nullptr) classes_ = std::make_unique<NodeClasses>(state_);
+  const Pod& pod = *task.pod;
+  int best = -1;
+  double best_score = -std::numeric_limits<double>::infinity();
+  auto consider = [&](int i) {
+    if (!QuickMayFit(pod, state_.usage(i))) return;
+    if (!Predicate(task, i).ok()) return;
+    double score = NodeScore(task, i);
+    if (score > best_score || (score == best_score && i < best)) {
+      best_score = score;
+      best = i;
+    }
+  };
+  if (classes_enabled_) {
+    for (int c : classes_->live()) consider(classes_->representative(c));
+  } else {
+    for (int i = 0; i < state_.num_nodes(); ++i) consider(i);
+  }
+  if (best >= 0) {
+    FitResult f = state_.Plan(pod, best, *strategy_, plan);
+    if (f.ok()) return best;
+    *reason = f.reason;
+    return -1;
+  }
+  // Only now pay for exact reasons.
+  std::map<std::string, int> counts;
+  auto count = [&](int i, int weight) {
+    FitResult f = Predicate(task, i);
+    if (f.ok()) f = state_.Filter(pod, i);
+    counts[f.ok() ? std::string("no devices satisfy the request") : f.reason] += weight;
+  };
+  if (classes_enabled_) {
+    for (int c : classes_->live())
+      count(classes_->representative(c), static_cast<int>(classes_->members(c).size()));
+  } else {
+    for (int i = 0; i < state_.num_nodes(); ++i) count(i, 1);
+  }
+  std::vector<std::string> parts;
+  for (const auto& [why, n] : counts) parts.push_back(absl::StrCat(n, " ", why));
+  *reason = absl::StrFormat("0/%d nodes are available", state_.num_nodes());
+  if (!parts.empty()) absl::StrAppend(reason, ": ", absl::StrJoin(parts, ", "));
+  if (fit_cache_enabled_) misses_[task.request_key] = CachedMiss{*reason, version_};
+  return -1;
+}
+
+void Session::OnAllocate(TaskInfo& task, int node) {
+  task.status = TaskStatus::kAllocated;
+  task.node = node;
+  JobInfo& job = jobs_[task.job];
+  job.allocated += task.request;
+  ++job.occupied;
+  queues_[job.queue].allocated += task.request;
+  ++version_;
+  if (classes_ != nullptr && node >= 0) classes_->Update(node);
+}
+
+void Session::OnDeallocate(TaskInfo& task, TaskStatus back_to) {
+  const int node = task.node;
+  task.status = back_to;
+  task.node = -1;
+  JobInfo& job = jobs_[task.job];
+  job.allocated -= task.request;
+  --job.occupied;
+  queues_[job.queue].allocated -= task.request;
+  ++version_;
+  if (classes_ != nullptr && node >= 0) classes_->Update(node);
+}
+
+void Session::OnDiscard(uint64_t opened_at) {
+  absl::erase_if(misses_, [&](const auto& kv) { return kv.second.version > opened_at; });
+}
+
+void Session::OnRelease() { misses_.clear(); }
+
+void Session::RecordBind(const TaskInfo& task) { bound_.push_back(task.id); }
+
+void Session::RecordEviction(const TaskInfo& task, const std::string& node,
+                             const std::string& reason) {
+  evictions_.push_back(EvictDecision{jobs_[task.job].name(), task.name(), node, reason});
+}
+
+void Session::UnrecordEviction(const TaskInfo& task) {
+  std::erase_if(evictions_, [&](const EvictDecision& e) { return e.task == task.name(); });
+}
+
+void Session::Hold(std::unique_ptr<Statement> statement) { held_.push_back(std::move(statement)); }
+
+void Session::DiscardHeld() {
+  for (auto it = held_.rbegin(); it != held_.rend(); ++it) (*it)->Discard();
+  held_.clear();
+}
+
+CycleResult Session::Close() {
+  DiscardHeld();
+  CycleResult out;
+  for (int id : bound_) {
+    const TaskInfo& t = tasks_[id];
+    if (t.status != TaskStatus::kAllocated) continue;  // evicted again later in the cycle
+    const Allocation* a = state_.FindAllocation(t.name());
+    if (a == nullptr) continue;
+    out.binds.push_back(BindDecision{jobs_[t.job].name(), t.name(), *a});
+  }
+  out.evictions = evictions_;
+  for (const JobInfo& j : jobs_) {
+    const int pending = j.pending_count(tasks_);
+    if (pending == 0 && j.valid) continue;
+    std::string reason = j.reason;
+    if (reason.empty())
+      reason = absl::StrFormat("%d/%d tasks placed (min_available %d); not considered this cycle",
+                               j.occupied, j.tasks.size(), j.min_available());
+    out.pending[j.name()] = reason;
+  }
+  for (const QueueInfo& q : queues_) {
+    QueueShare s;
+    s.queue = q.name();
+    s.weight = q.spec->weight;
+    s.allocated = q.allocated;
+    s.request = q.request;
+    s.deserved = q.deserved;
+    for (int r = 0; r < kNumResources; ++r) {
+      double d = q.deserved[r], a = q.allocated[r];
+      double share = d > 0 ? a / d : (a > 0 ? 1.0 : 0.0);
+      s.share = std::max(s.share, share);
+    }
+    out.queues.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace gpufleet::engine

@@ -1,0 +1,189 @@
+// A session: one scheduling cycle's view of the cluster. It copies the accounting (actions change
+// the copy only, through statements), indexes jobs, tasks and queues, and holds the callbacks that
+// plugins registered by name. The callbacks compose as in Volcano's framework:
+//   orders (job, queue, task): tier by tier, the first plugin with a non-zero answer decides; ties
+//     end in a stable id (creation time, then name);
+//   predicate, allocatable, job ready, enqueueable: every plugin must agree;
+//   job valid: the first plugin that objects decides;
+//   node score: weighted sum over all plugins;
+//   preemptable / reclaimable: the intersection of every answering plugin's victims, across all
+//     tiers (unlike Volcano, where the first answering tier decides: a victim must satisfy gang
+//     safety and queue fairness at once, wherever the configuration lists them);
+//   overused: any plugin that says so.
+#ifndef GPUFLEET_ENGINE_SESSION_H_
+#define GPUFLEET_ENGINE_SESSION_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "gpufleet/accounting/cluster_state.h"
+#include "gpufleet/engine/decisions.h"
+#include "gpufleet/engine/node_classes.h"
+#include "gpufleet/engine/session_types.h"
+
+namespace gpufleet::engine {
+
+class Statement;
+
+using CompareFn = std::function<int(int a, int b)>;  // < 0 when a goes first
+using PredicateFn = std::function<FitResult(const TaskInfo& task, int node)>;
+using NodeScoreFn = std::function<double(const TaskInfo& task, int node)>;
+using VictimsFn =
+    std::function<std::vector<int>(const TaskInfo& preemptor, const std::vector<int>& candidates)>;
+using QueueTestFn = std::function<bool(const QueueInfo& queue)>;
+using JobTestFn = std::function<bool(const JobInfo& job)>;
+using JobCheckFn = std::function<std::string(const JobInfo& job)>;  // "" = ok, else the reason
+using AllocatableFn = std::function<bool(const QueueInfo& queue, const TaskInfo& task)>;
+using TargetJobFn = std::function<int()>;  // a job id, or -1
+
+struct SessionInput {
+  const ClusterState* state = nullptr;
+  std::vector<const Job*> jobs;      // sorted by name
+  std::vector<const Queue*> queues;  // sorted by name
+  std::vector<int> waiting_cycles;   // per job, as the scheduler counted them
+  std::vector<char> inqueue;         // per job: admitted in an earlier cycle
+  std::vector<std::vector<std::string>> tiers;  // plugin names per tier
+};
+
+class Session {
+ public:
+  // Validates nothing a plugin decides; unknown queues were rejected at submission.
+  explicit Session(const SessionInput& in);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  ClusterState& state() { return state_; }
+  const ClusterState& state() const { return state_; }
+  std::vector<TaskInfo>& tasks() { return tasks_; }
+  std::vector<JobInfo>& jobs() { return jobs_; }
+  std::vector<QueueInfo>& queues() { return queues_; }
+  const std::vector<TaskInfo>& tasks() const { return tasks_; }
+  const std::vector<JobInfo>& jobs() const { return jobs_; }
+  const std::vector<QueueInfo>& queues() const { return queues_; }
+  TaskInfo& task(int id) { return tasks_[id]; }
+  JobInfo& job(int id) { return jobs_[id]; }
+  QueueInfo& queue(int id) { return queues_[id]; }
+  // Capacity of healthy nodes: cpu, memory and healthy GPUs.
+  const Resources& total() const { return total_; }
+  int cycle() const { return cycle_; }
+  void set_cycle(int c) { cycle_ = c; }
+
+  // --- Registration (from Plugin::OnSessionOpen) ------------------------------------------------
+  void AddJobOrderFn(const std::string& plugin, CompareFn fn);
+  void AddQueueOrderFn(const std::string& plugin, CompareFn fn);
+  void AddTaskOrderFn(const std::string& plugin, CompareFn fn);
+  void AddPredicateFn(const std::string& plugin, PredicateFn fn);
+  void AddNodeScoreFn(const std::string& plugin, NodeScoreFn fn);
+  void AddPreemptableFn(const std::string& plugin, VictimsFn fn);
+  void AddReclaimableFn(const std::string& plugin, VictimsFn fn);
+  void AddOverusedFn(const std::string& plugin, QueueTestFn fn);
+  void AddJobReadyFn(const std::string& plugin, JobTestFn fn);
+  void AddJobValidFn(const std::string& plugin, JobCheckFn fn);
+  void AddAllocatableFn(const std::string& plugin, AllocatableFn fn);
+  void AddEnqueueableFn(const std::string& plugin, JobCheckFn fn);
+  void AddTargetJobFn(const std::string& plugin, TargetJobFn fn);
+  // The device choice strategy (deviceshare); binpack when no plugin sets one.
+  void SetDeviceStrategy(std::unique_ptr<PlacementStrategy> strategy);
+  // A plugin whose callbacks depend on more than a task's requests and constraints (e.g. Python
+  // plugins) turns off the per-cycle infeasibility cache.
+  void DisableFitCache() { fit_cache_enabled_ = false; }
+  // A plugin whose predicates or scores look at more than a node's spec and usage (its name, the
+  // job's other tasks) turns off node equivalence classes (node_classes.h).
+  void DisableNodeClasses() { classes_enabled_ = false; }
+
+  // After plugins registered: asks job-valid, marks invalid jobs with their reason, and sets each
+  // queue's demand (held + pending requests of its valid jobs) and admitted minimums. With
+  // `admit_all` (no enqueue action configured) every valid job counts as admitted.
+  void PrepareJobs(bool admit_all);
+
+  // --- Questions (for actions) ------------------------------------------------------------------
+  bool JobLess(int a, int b) const;
+  bool QueueLess(int a, int b) const;
+  bool TaskLess(int a, int b) const;
+  FitResult Predicate(const TaskInfo& task, int node) const;
+  double NodeScore(const TaskInfo& task, int node) const;
+  std::vector<int> Preemptable(const TaskInfo& preemptor, const std::vector<int>& candidates) const;
+  std::vector<int> Reclaimable(const TaskInfo& preemptor, const std::vector<int>& candidates) const;
+  bool Overused(const QueueInfo& queue) const;
+  bool JobReady(const JobInfo& job) const;
+  std::string JobValid(const JobInfo& job) const;
+  bool Allocatable(const QueueInfo& queue, const TaskInfo& task) const;
+  std::string Enqueueable(const JobInfo& job) const;
+  int TargetJob() const;
+  bool HasPreemptable() const;
+  bool HasReclaimable() const;
+  const PlacementStrategy& strategy() const { return *strategy_; }
+
+  // --- Node choice ------------------------------------------------------------------------------
+  // The best node for a task among those passing every predicate, with its planned devices; -1 and
+  // a Kubernetes-style reason ("0/8 nodes are available: 3 Insufficient cpu, ...") when none fits.
+  // A negative answer is cached per request key until resources are freed.
+  int BestNode(const TaskInfo& task, Allocation* plan, std::string* reason);
+
+  // --- Bookkeeping used by Statement ------------------------------------------------------------
+  void OnAllocate(TaskInfo& task, int node);
+  void OnDeallocate(TaskInfo& task, TaskStatus back_to);
+  // A statement that opened at `version` was discarded: answers cached since then are stale.
+  void OnDiscard(uint64_t opened_at);
+  void OnRelease();  // a running task was released: every cached "does not fit" is stale
+  uint64_t version() const { return version_; }
+  void RecordBind(const TaskInfo& task);
+  void RecordEviction(const TaskInfo& task, const std::string& node, const std::string& reason);
+  void UnrecordEviction(const TaskInfo& task);
+  // A statement the allocate action keeps open to hold resources for a starving job until the
+  // session closes (the issue-561 policy); discarded then.
+  void Hold(std::unique_ptr<Statement> statement);
+  void DiscardHeld();
+
+  // Decisions, pending reasons and queue shares; call once, after the actions ran.
+  CycleResult Close();
+
+ private:
+  int TierOf(const std::string& plugin) const;
+  template <typename F>
+  void AddTiered(std::vector<std::vector<F>>& slot, const std::string& plugin, F fn);
+  int Compare(const std::vector<std::vector<CompareFn>>& fns, int a, int b) const;
+  std::vector<int> Victims(const std::vector<std::vector<VictimsFn>>& fns,
+                           const TaskInfo& preemptor, const std::vector<int>& candidates) const;
+
+  ClusterState state_;
+  std::vector<TaskInfo> tasks_;
+  std::vector<JobInfo> jobs_;
+  std::vector<QueueInfo> queues_;
+  Resources total_;
+  int cycle_ = 0;
+  std::vector<std::vector<std::string>> tiers_;
+
+  std::vector<std::vector<CompareFn>> job_order_, queue_order_, task_order_;
+  std::vector<PredicateFn> predicates_;
+  std::vector<NodeScoreFn> node_scores_;
+  std::vector<std::vector<VictimsFn>> preemptable_, reclaimable_;
+  std::vector<QueueTestFn> overused_;
+  std::vector<JobTestFn> job_ready_;
+  std::vector<JobCheckFn> job_valid_, enqueueable_;
+  std::vector<AllocatableFn> allocatable_;
+  std::vector<TargetJobFn> target_job_;
+  std::unique_ptr<PlacementStrategy> strategy_;
+
+  struct CachedMiss {
+    std::string reason;
+    uint64_t version;
+  };
+  bool fit_cache_enabled_ = true;
+  bool classes_enabled_ = true;
+  std::unique_ptr<NodeClasses> classes_;  // built on first use
+  absl::flat_hash_map<int, CachedMiss> misses_;  // request key -> why nothing fits
+  uint64_t version_ = 0;
+
+  std::vector<std::unique_ptr<Statement>> held_;
+  std::vector<int> bound_;    // task ids in bind order
+  std::vector<EvictDecision> evictions_;
+};
+
+}  // namespace gpufleet::engine
+
+#endif  // GPUFLEET_ENGINE_SESSION_H_

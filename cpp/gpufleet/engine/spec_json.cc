@@ -1,0 +1,140 @@
+#include "gpufleet/engine/spec_json.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "gpufleet/core/quantity.h"
+#include "gpufleet/core/status_macros.h"
+#include "gpufleet/io/spec_json.h"
+
+namespace gpufleet::engine {
+namespace {
+
+absl::Status Bad(const std::string& owner, const std::string& field, const std::string& why) {
+  return absl::InvalidArgumentError(absl::StrFormat("%s: %s: %s", owner, field, why));
+}
+
+absl::StatusOr<double> CapabilityValue(const Json& v, int resource, const std::string& owner) {
+  const std::string field = absl::StrCat("capability.", kResourceNames[resource]);
+  std::string text;
+  if (v.is_string()) text = v.get<std::string>();
+  else if (v.is_number()) text = v.dump();
+  else return Bad(owner, field, "expected a quantity, got " + v.dump());
+  if (resource == 2) {  // whole-GPU equivalents may be fractional
+    try {
+      size_t used = 0;
+      double x = std::stod(text, &used);
+      if (used != text.size() || !(x >= 0) || std::isinf(x)) throw std::invalid_argument(text);
+      return x;
+    } catch (const std::exception&) {
+      return Bad(owner, field, "expected a non-negative number of GPUs, got " + v.dump());
+    }
+  }
+  auto q = ParseQuantityScaled(text, resource == 0 ? 1000 : 1);
+  if (!q.ok()) return Bad(owner, field, std::string(q.status().message()));
+  return static_cast<double>(*q);
+}
+
+}  // namespace
+
+absl::StatusOr<Queue> QueueFromJson(const Json& j) {
+  if (!j.is_object()) return absl::InvalidArgumentError("queue: expected an object");
+  Queue q;
+  auto name = j.find("name");
+  if (name == j.end() || !name->is_string() || name->get<std::string>().empty())
+    return absl::InvalidArgumentError("queue: name is missing");
+  q.name = name->get<std::string>();
+  const std::string owner = "queue " + q.name;
+  RETURN_IF_ERROR(CheckKnownParams(j, owner, {"name", "weight", "capability", "reclaimable"}));
+  if (auto w = j.find("weight"); w != j.end() && !w->is_null()) {
+    if (!w->is_number()) return Bad(owner, "weight", "expected a number, got " + w->dump());
+    q.weight = w->get<double>();
+    if (!(q.weight >= 0) || std::isinf(q.weight))
+      return Bad(owner, "weight", "must be a finite number >= 0, got " + w->dump());
+  }
+  if (auto c = j.find("capability"); c != j.end() && !c->is_null()) {
+    if (!c->is_object()) return Bad(owner, "capability", "expected an object");
+    for (auto kv = c->begin(); kv != c->end(); ++kv) {
+      int r = -1;
+      for (int i = 0; i < kNumResources; ++i)
+        if (kv.key() == kResourceNames[i]) r = i;
+      if (r < 0)
+        return Bad(owner, "capability." + kv.key(), "unknown resource; known: cpu, memory, gpu");
+      ASSIGN_OR_RETURN(q.capability[r], CapabilityValue(*kv, r, owner));
+    }
+  }
+  if (auto r = j.find("reclaimable"); r != j.end() && !r->is_null()) {
+    if (!r->is_boolean()) return Bad(owner, "reclaimable", "expected true or false");
+    q.reclaimable = r->get<bool>();
+  }
+  return q;
+}
+
+Json QueueToJson(const Queue& q) {
+  Json cap = Json::object();
+  for (int i = 0; i < kNumResources; ++i)
+    if (!std::isinf(q.capability[i])) cap[kResourceNames[i]] = q.capability[i];
+  return Json{{"name", q.name}, {"weight", q.weight}, {"capability", cap},
+              {"reclaimable", q.reclaimable}};
+}
+
+absl::StatusOr<Job> JobFromJson(const Json& j) {
+  if (!j.is_object()) return absl::InvalidArgumentError("job: expected an object");
+  Job job;
+  auto name = j.find("name");
+  if (name == j.end() || !name->is_string() || name->get<std::string>().empty())
+    return absl::InvalidArgumentError("job: name is missing");
+  job.name = name->get<std::string>();
+  const std::string owner = "job " + job.name;
+  auto get_int = [&](const char* key, int64_t fallback, int64_t lo) -> absl::StatusOr<int64_t> {
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) return fallback;
+    if (!it->is_number_integer()) return Bad(owner, key, "expected an integer, got " + it->dump());
+    int64_t v = it->get<int64_t>();
+    if (v < lo) return Bad(owner, key, absl::StrFormat("must be >= %d, got %d", lo, v));
+    return v;
+  };
+  if (auto q = j.find("queue"); q != j.end() && !q->is_null()) {
+    if (!q->is_string() || q->get<std::string>().empty())
+      return Bad(owner, "queue", "expected a queue name");
+    job.queue = q->get<std::string>();
+  }
+  ASSIGN_OR_RETURN(int64_t priority, get_int("priority", 0, -1000000000));
+  job.priority = static_cast<int>(priority);
+  ASSIGN_OR_RETURN(job.creation, get_int("creation", 0, 0));
+  const bool has_tasks = j.contains("tasks");
+  const bool has_replicas = j.contains("replicas");
+  if (has_tasks == has_replicas)
+    return Bad(owner, "tasks", "give either \"tasks\" (a list of pods) or \"replicas\" with pod fields");
+  if (has_tasks) {
+    RETURN_IF_ERROR(CheckKnownParams(
+        j, owner, {"name", "queue", "priority", "min_available", "creation", "tasks"}));
+    const Json& tasks = j["tasks"];
+    if (!tasks.is_array()) return Bad(owner, "tasks", "expected a list of pods");
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      auto pod = PodFromJson(tasks[i]);
+      if (!pod.ok())
+        return Bad(owner, absl::StrFormat("tasks[%d]", i), std::string(pod.status().message()));
+      job.tasks.push_back(*std::move(pod));
+    }
+  } else {
+    ASSIGN_OR_RETURN(int64_t replicas, get_int("replicas", 1, 0));
+    if (replicas > 1000000) return Bad(owner, "replicas", "more than 1000000 tasks");
+    Json pod = j;
+    for (const char* key : {"queue", "priority", "min_available", "creation", "replicas"})
+      pod.erase(key);
+    for (int64_t i = 0; i < replicas; ++i) {
+      pod["name"] = absl::StrCat(job.name, "-", i);
+      auto p = PodFromJson(pod);
+      if (!p.ok()) return Bad(owner, "task template", std::string(p.status().message()));
+      job.tasks.push_back(*std::move(p));
+    }
+  }
+  ASSIGN_OR_RETURN(int64_t min_available,
+                   get_int("min_available", static_cast<int64_t>(job.tasks.size()), 0));
+  job.min_available = static_cast<int>(min_available);
+  return job;
+}
+
+}  // namespace gpufleet::engine

@@ -1,0 +1,325 @@
+"""The batch scheduling engine: queues, gang jobs and scheduling cycles.
+
+The cycle runs in the native core (``gpufleet._core.EngineScheduler``): a session opens on a copy
+of the cluster's accounting, the configured actions (enqueue, allocate, backfill, preempt, reclaim)
+run with the configured plugins (gang, drf, proportion, priority, predicates, nodeorder,
+deviceshare, reservation), and the result is adopted only if no device is over-committed and no
+gang is left partly running. See ``docs/engine.md``.
+
+```python
+from gpufleet.engine import Engine
+
+eng = Engine()                                   # default configuration
+eng.add_node({"name": "n1", "cpu": "64", "memory": "512Gi",
+              "gpus": {"count": 8, "model": "A100", "memory": "80Gi"}})
+eng.add_queue("team-a", weight=1)
+eng.submit({"name": "train", "queue": "team-a", "replicas": 4,
+            "requests": {"cpu": "4", "nvidia.com/gpu": 2}})
+result = eng.run_cycle()
+result.binds          # DataFrame: job, task, node, devices
+result.pending        # {job: reason}
+eng.queue_shares()    # DataFrame: allocated / deserved per queue and resource
+```
+
+Plugins written in Python are the slow path (every callback takes the GIL and receives small
+dicts); use them to prototype a policy in a notebook, then port it to C++
+(``docs/adding-a-policy.md``)::
+
+    class PreferEvenNodes:
+        def __init__(self, bonus=10.0):
+            self.bonus = bonus
+        def node_order(self, task, node):       # task: dict, node: node name
+            return self.bonus if node.endswith(("0", "2", "4", "6", "8")) else 0.0
+
+    register_plugin("prefer-even", PreferEvenNodes)
+    eng.configure({"actions": "allocate", "tiers": [{"plugins": [
+        "gang", "predicates", {"name": "prefer-even", "arguments": {"bonus": 50}}]}]})
+
+Callbacks a Python plugin may define (each optional; names as in the native engine):
+``job_order(a, b)``, ``queue_order(a, b)``, ``task_order(a, b)`` (negative when ``a`` goes first),
+``predicate(task, node)`` (True/None to accept, False or a reason string to reject),
+``node_order(task, node)`` (a score added to the others), ``preemptable(preemptor, candidates)`` and
+``reclaimable(preemptor, candidates)`` (return the names of allowed victims), ``overused(queue)``,
+``job_ready(job)``, ``job_valid(job)`` and ``enqueueable(job)`` (None/"" when fine, else a reason),
+``allocatable(queue, task)``.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import pandas as pd
+import yaml
+
+from gpufleet import _core
+
+__all__ = [
+    "CycleResult",
+    "Engine",
+    "Scheduler",
+    "actions",
+    "default_config",
+    "engine_from_scenario",
+    "load_config",
+    "plugins",
+    "register_plugin",
+    "water_fill",
+]
+
+# name -> class (or factory) of plugins written in Python; the native registry looks names up here
+# at every cycle, so registering a name again replaces the class.
+_PYTHON_PLUGINS: dict[str, Callable[..., Any]] = {}
+
+_RESOURCES = ("cpu", "memory", "gpu")
+
+
+def plugins() -> list[str]:
+    """Names of the registered plugins (native and Python)."""
+    return list(_core.engine_plugins())
+
+
+def actions() -> list[str]:
+    """Names of the registered actions."""
+    return list(_core.engine_actions())
+
+
+def default_config() -> dict[str, Any]:
+    """The default configuration: enqueue, allocate, backfill; priority+gang, then
+    drf+predicates+proportion+nodeorder+deviceshare."""
+    return _core.engine_default_config()
+
+
+def water_fill(total: float, weights: list[float], caps: list[float]) -> list[float]:
+    """Weighted water-filling (the proportion plugin's deserved-share rule for one resource)."""
+    return list(_core.water_fill(float(total), [float(w) for w in weights], [float(c) for c in caps]))
+
+
+def register_plugin(name: str, factory: Callable[..., Any]) -> None:
+    """Register a plugin written in Python under ``name``. ``factory(**arguments)`` builds one per
+    cycle from the configuration's arguments. The slow path: see the module docstring."""
+    if not callable(factory):
+        raise TypeError("factory must be a class or a callable returning a plugin object")
+    _core._register_python_plugin(name)
+    _PYTHON_PLUGINS[name] = factory
+
+
+def load_config(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
+    """Read a configuration from a YAML/JSON file (or take a dict) and validate it: unknown plugin
+    or action names, bad arguments and inconsistent settings raise ValueError/KeyError."""
+    if isinstance(source, Mapping):
+        data = dict(source)
+    else:
+        path = Path(source)
+        try:
+            text = path.read_text()
+        except OSError as e:
+            raise ValueError(f"{path}: cannot read: {e.strerror}") from None
+        try:
+            data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        except (json.JSONDecodeError, yaml.YAMLError) as e:
+            raise ValueError(f"{path}: not valid YAML/JSON: {e}") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: expected a mapping with 'actions' and 'tiers'")
+    _core.engine_check_config(data)
+    return data
+
+
+@dataclass
+class CycleResult:
+    """What one cycle decided."""
+
+    cycle: int
+    binds: pd.DataFrame
+    evictions: pd.DataFrame
+    pending: dict[str, str]
+    queues: pd.DataFrame
+    raw: dict[str, Any] = field(repr=False, default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (for JSON output)."""
+        return {"cycle": self.cycle, **self.raw}
+
+
+def _queues_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    records = []
+    for q in rows:
+        rec: dict[str, Any] = {"queue": q["queue"], "weight": q["weight"], "share": q["share"]}
+        for kind in ("allocated", "deserved", "request"):
+            for r in _RESOURCES:
+                rec[f"{kind}_{r}"] = q[kind][r]
+        records.append(rec)
+    columns = ["queue", "weight", "share"] + [f"{k}_{r}" for k in ("allocated", "deserved", "request")
+                                              for r in _RESOURCES]
+    return pd.DataFrame.from_records(records, columns=columns)
+
+
+def _binds_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    records = [{
+        "job": b["job"], "task": b["task"], "node": b["node"],
+        "gpus": [d["minor"] for d in b["devices"] if d["type"] == "gpu"],
+        "gpu_core": sum(d["core"] for d in b["devices"] if d["type"] == "gpu"),
+        "devices": b["devices"],
+    } for b in rows]
+    return pd.DataFrame.from_records(records, columns=["job", "task", "node", "gpus", "gpu_core", "devices"])
+
+
+class Engine:
+    """A batch scheduler: nodes, queues and jobs that live across cycles.
+
+    ``config`` is a dict (or a YAML/JSON path) with ``actions`` and ``tiers``; None takes
+    :func:`default_config`. A queue named ``default`` exists from the start.
+    """
+
+    def __init__(self, config: str | Path | Mapping[str, Any] | None = None) -> None:
+        self._native = _core.EngineScheduler(None if config is None else load_config(config))
+        self._last: CycleResult | None = None
+
+    # --- configuration and cluster ---------------------------------------------------------
+    def configure(self, config: str | Path | Mapping[str, Any]) -> None:
+        """Replace the configuration (validated first; unchanged on error)."""
+        self._native.configure(load_config(config))
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self._native.config()
+
+    @property
+    def cluster(self) -> _core.Cluster:
+        """The accounting (nodes, devices, running pods); see gpufleet.Cluster."""
+        return self._native.cluster
+
+    def add_node(self, spec: Mapping[str, Any]) -> None:
+        self._native.add_node(dict(spec))
+
+    # --- queues ----------------------------------------------------------------------------
+    def add_queue(self, name: str | Mapping[str, Any], weight: float = 1.0,
+                  capability: Mapping[str, Any] | None = None, reclaimable: bool = True) -> None:
+        """Add a queue: ``add_queue("team-a", weight=3, capability={"gpu": 16})`` or a dict."""
+        self._native.add_queue(self._queue_spec(name, weight, capability, reclaimable))
+
+    def update_queue(self, name: str | Mapping[str, Any], weight: float = 1.0,
+                     capability: Mapping[str, Any] | None = None, reclaimable: bool = True) -> None:
+        self._native.update_queue(self._queue_spec(name, weight, capability, reclaimable))
+
+    def delete_queue(self, name: str) -> None:
+        self._native.delete_queue(name)
+
+    def queues(self) -> pd.DataFrame:
+        rows = self._native.queues()
+        return pd.DataFrame.from_records(
+            [{"queue": q["name"], "weight": q["weight"], "capability": q["capability"],
+              "reclaimable": q["reclaimable"]} for q in rows],
+            columns=["queue", "weight", "capability", "reclaimable"])
+
+    @staticmethod
+    def _queue_spec(name: Any, weight: float, capability: Any, reclaimable: bool) -> dict[str, Any]:
+        if isinstance(name, Mapping):
+            return dict(name)
+        spec: dict[str, Any] = {"name": name, "weight": weight, "reclaimable": reclaimable}
+        if capability:
+            spec["capability"] = dict(capability)
+        return spec
+
+    # --- jobs ------------------------------------------------------------------------------
+    def submit(self, job: Mapping[str, Any] | None = None, **fields: Any) -> None:
+        """Submit a job: a dict in the scenario format or keyword fields, e.g.
+        ``submit(name="a", queue="team-a", replicas=4, requests={"nvidia.com/gpu": 1})``."""
+        self._native.submit_job({**(dict(job) if job else {}), **fields})
+
+    def update(self, job: Mapping[str, Any] | None = None, **fields: Any) -> None:
+        """Replace a job's spec; while tasks run only priority and min_available may change."""
+        self._native.update_job({**(dict(job) if job else {}), **fields})
+
+    def delete(self, name: str) -> None:
+        """Remove a job, releasing its running tasks (finished or cancelled)."""
+        self._native.delete_job(name)
+
+    def start_task(self, job: str, task: int, node: str) -> None:
+        """Mark a job's task as already running on ``node`` (restoring state)."""
+        self._native.start_task(job, task, node)
+
+    def jobs(self) -> pd.DataFrame:
+        return pd.DataFrame.from_records(
+            self._native.jobs(),
+            columns=["name", "queue", "priority", "min_available", "tasks", "running", "admitted",
+                     "waiting_cycles"])
+
+    def job_tasks(self, name: str) -> list[str]:
+        return list(self._native.job_tasks(name))
+
+    def load(self, scenario: Mapping[str, Any]) -> None:
+        """Add a scenario's nodes, queues and jobs (see ``gpufleet cycle``)."""
+        self._native.load_scenario(dict(scenario))
+
+    # --- cycles ----------------------------------------------------------------------------
+    def run_cycle(self) -> CycleResult:
+        """Run one scheduling cycle and return its decisions. A failing cycle (an error raised
+        by a Python plugin) raises and changes nothing."""
+        cycle = self._native.cycles
+        raw = self._native.run_cycle()
+        self._last = CycleResult(
+            cycle=cycle,
+            binds=_binds_frame(raw["binds"]),
+            evictions=pd.DataFrame.from_records(raw["evictions"], columns=["job", "task", "node", "reason"]),
+            pending=dict(raw["pending"]),
+            queues=_queues_frame(raw["queues"]),
+            raw=raw,
+        )
+        return self._last
+
+    @property
+    def last(self) -> CycleResult | None:
+        return self._last
+
+    def queue_shares(self) -> pd.DataFrame:
+        """Each queue's allocated, deserved and requested resources as of the last cycle (an empty
+        frame before the first)."""
+        if self._last is None:
+            return _queues_frame([])
+        return self._last.queues.copy()
+
+    @property
+    def cycles(self) -> int:
+        return int(self._native.cycles)
+
+
+# The issue's name for the same thing.
+Scheduler = Engine
+
+
+def engine_from_scenario(data: Mapping[str, Any], where: str = "<scenario>",
+                         config: str | Path | Mapping[str, Any] | None = None) -> Engine:
+    """An Engine from the scenario format extended with ``queues`` and ``jobs``::
+
+        nodes:  [...]                      # as for `gpufleet place`
+        pods:   [...]                      # bound pods (with node + annotations) are restored;
+                                           # unbound pods become one-task jobs in queue "default"
+        queues: [{name: team-a, weight: 1, capability: {gpu: 16}, reclaimable: true}]
+        jobs:   [{name: train, queue: team-a, priority: 5, min_available: 4, replicas: 4,
+                  requests: {nvidia.com/gpu: 2}, running: [n1, n1]}]   # `running`: already on nodes
+
+    Errors name ``where``, the entry and the problem (ValueError)."""
+    from gpufleet.scenario import ScenarioError, build_scenario
+
+    if not isinstance(data, Mapping):
+        raise ScenarioError(f"{where}: expected a mapping")
+    base = build_scenario({k: data.get(k) for k in ("nodes", "pods")}, where)
+    engine = Engine(config)
+    for name in base.cluster.node_names():
+        engine.add_node(base.cluster.node(name))
+    for alloc in base.cluster.allocations():
+        spec = next(p for p in data.get("pods") or [] if isinstance(p, Mapping) and p.get("name") == alloc.pod)
+        annotations = {str(k): str(v) for k, v in (spec.get("annotations") or {}).items()}
+        pod_fields = {k: v for k, v in spec.items() if k not in ("node", "annotations")}
+        engine.cluster.restore_allocation(pod_fields, alloc.node, annotations)
+    try:
+        engine.load({"queues": data.get("queues") or [], "jobs": data.get("jobs") or []})
+        for pod in base.pending:
+            spec = next(p for p in data.get("pods") or [] if isinstance(p, Mapping) and p.get("name") == pod.name)
+            engine.submit({"name": pod.name, "queue": "default", "priority": pod.priority,
+                           "tasks": [{k: v for k, v in spec.items() if k not in ("node", "annotations")}]})
+    except (ValueError, KeyError) as e:
+        raise ScenarioError(f"{where}: {e.args[0] if e.args else e}") from None
+    return engine
