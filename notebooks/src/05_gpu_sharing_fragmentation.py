@@ -66,8 +66,8 @@ plt.tight_layout()
 # the command that produces it).
 
 # %%
-df = replay.replay_many(nodes, pods, seeds=range(2), progress=False)
-table = df.groupby("policy", sort=False)[["alloc_ratio_at_100", "alloc_ratio_at_130", "frag_ratio_at_100", "failed_pods"]].mean()
+means = replay.replay_many(nodes, pods, seeds=range(2), progress=False)
+table = means[["alloc_ratio_at_100", "alloc_ratio_at_130", "frag_ratio_at_100", "failed_pods"]].copy()
 table[["alloc_ratio_at_100", "alloc_ratio_at_130", "frag_ratio_at_100"]] *= 100
 table["published_at_100"] = pd.Series(replay.PUBLISHED_ALLOC_AT_100)
 table.round(2)

@@ -94,10 +94,10 @@ def replay_openb(nodes: pd.DataFrame, pods: pd.DataFrame, policy: str = "fgd", s
                  **params: Any) -> ReplayResult:
     """Replay ``pods`` on ``nodes`` with placement strategy ``policy``; see the module doc.
 
-    ``params`` go to the strategy (e.g. ``integer_scores=True`` for fgd, or ``workload=[[cpu_milli,
-    core_percent, gpu_count, weight], ...]`` to replace the trace's own typical pods).
-    ``coverage`` is the share of pods the typical-pod workload covers (0.95 in the paper);
-    Equal scores go to the node with the smallest name, as in the paper's simulator;
+    ``params`` go to the strategy (e.g. ``integer_scores=False`` for fgd's exact scores, or
+    ``workload=[[cpu_milli, core_percent, gpu_count, weight], ...]`` to replace the trace's own
+    typical pods). ``coverage`` is the share of pods the typical-pod workload covers (0.95 in the
+    paper). Equal scores go to the node with the smallest name, as in the paper's simulator;
     ``random_ties=True`` sends them to a random node instead (upstream kube-scheduler).
     Bad rows raise ``ValueError`` naming the row and field; unknown policies raise ``KeyError``.
     """
@@ -115,7 +115,7 @@ def replay_openb(nodes: pd.DataFrame, pods: pd.DataFrame, policy: str = "fgd", s
         policy, params or None, int(seed), float(stop_at), float(coverage), bool(random_ties))
     node_names = np.asarray([str(n) for n in nodes["name"]], dtype=object)
     node_idx = raw["node"]
-    where = np.where(node_idx >= 0, node_names[np.maximum(node_idx, 0)] if len(node_names) else None, None)
+    where = np.where(node_idx >= 0, node_names[np.maximum(node_idx, 0)], None)
     idle = raw["idle"]
     ts = pd.DataFrame({
         "pod": raw["pod"],
@@ -153,11 +153,13 @@ def _summary(ts: pd.DataFrame, policy: str, seed: int, stop_at: float, gpus: int
 
 
 def replay_many(nodes: pd.DataFrame, pods: pd.DataFrame, policies: Iterable[str] | str = POLICIES,
-                seeds: Iterable[int] = range(10), *, progress: bool = True,
+                seeds: Iterable[int] = range(10), *, per_run: bool = False, progress: bool = True,
                 **kwargs: Any) -> pd.DataFrame:
-    """Replays every policy with every seed; one summary row per run (tqdm progress bar).
+    """Replays every policy with every seed (tqdm progress bar) and averages over seeds.
 
-    ``df.groupby("policy").mean(numeric_only=True)`` gives the paper's means over seeds.
+    Returns one row per policy (index ``policy``, paper order) with the mean of every numeric
+    summary key plus ``runs``; ``per_run=True`` returns the summaries themselves, one row per
+    (policy, seed). Other keyword arguments go to :func:`replay_openb`.
     """
     policy_list = [policies] if isinstance(policies, str) else list(policies)
     runs = [(p, s) for p in policy_list for s in seeds]
@@ -165,8 +167,14 @@ def replay_many(nodes: pd.DataFrame, pods: pd.DataFrame, policies: Iterable[str]
     if progress:
         from tqdm.auto import tqdm
         iterator = tqdm(runs, desc="openb replay", unit="run")
-    rows = [replay_openb(nodes, pods, policy=p, seed=s, **kwargs).summary for p, s in iterator]
-    return pd.DataFrame(rows)
+    rows = pd.DataFrame([replay_openb(nodes, pods, policy=p, seed=s, **kwargs).summary
+                         for p, s in iterator])
+    if per_run or rows.empty:
+        return rows
+    numeric = rows.drop(columns=["seed"]).select_dtypes("number").columns
+    means = rows.groupby("policy", sort=False)[list(numeric)].mean()
+    means.insert(0, "runs", rows.groupby("policy", sort=False).size())
+    return means
 
 
 def plot_alloc(results: dict[str, ReplayResult], ax=None, upto: float = 1.3):
@@ -187,7 +195,7 @@ def plot_alloc(results: dict[str, ReplayResult], ax=None, upto: float = 1.3):
 def compare_with_published(nodes: pd.DataFrame, pods: pd.DataFrame, seeds: Iterable[int] = range(10),
                            **kwargs: Any) -> pd.DataFrame:
     """Mean over ``seeds`` per policy next to the published allocation ratios at 100% (in %)."""
-    df = replay_many(nodes, pods, POLICIES, seeds, **kwargs)
+    df = replay_many(nodes, pods, POLICIES, seeds, per_run=True, **kwargs)
     table = df.groupby("policy", sort=False).agg(
         alloc_at_100=("alloc_ratio_at_100", "mean"), std_at_100=("alloc_ratio_at_100", "std"),
         alloc_at_130=("alloc_ratio_at_130", "mean"), frag_ratio_at_100=("frag_ratio_at_100", "mean"),

@@ -121,6 +121,17 @@ TEST(ReplayStrategies, GpuClusteringGroupsRequestKinds) {
   EXPECT_EQ(r3.allocation.node, "c");
 }
 
+TEST(ReplayStrategies, GpuClusteringEstimatesKindsWithoutNotifications) {
+  // Behind an adapter that reports nothing, a partly used GPU marks a node as holding shares.
+  ClusterState c = MakeCluster({{"a", 64000, 65536, 4, "G2"}, {"b", 64000, 65536, 4, "G2"}});
+  Occupy(c, "old", "b", 2, 30);
+  auto s = Strategy("gpu-clustering");
+  PlaceResult r = c.Place(MakePod("s", 1000, 1, 200), *s);
+  ASSERT_TRUE(r.placed);
+  EXPECT_EQ(r.allocation.node, "b");
+  EXPECT_FALSE(MakeStrategy("gpu-clustering(max_gpus=0)").ok());
+}
+
 TEST(ReplayStrategies, RandomIsSeededAndFeasible) {
   std::vector<OpenbNode> rows;
   for (int i = 0; i < 20; ++i) rows.push_back({"n" + std::to_string(i), 8000, 65536, 1, "T4"});
@@ -195,6 +206,16 @@ TEST(Fgd, ChoosesTheGpuThatLeavesLeastFragmentation) {
     auto bestfit = Strategy("bestfit");
     EXPECT_EQ(Minors(c2.Place(MakePod("p", 1000, 1, 500), *bestfit).allocation), std::vector<int>{1});
   }
+}
+
+TEST(Fgd, WithoutAWorkloadAvoidsSplittingIdleGpus) {
+  // The registry's default workload is one whole-GPU task: a share goes to a GPU already split.
+  ClusterState c = MakeCluster({{"n", 64000, 65536, 4, "T4"}});
+  Occupy(c, "old", "n", 2, 40);
+  auto fgd = Strategy("fgd");
+  PlaceResult r = c.Place(MakePod("p", 1000, 1, 300), *fgd);
+  ASSERT_TRUE(r.placed);
+  EXPECT_EQ(Minors(r.allocation), std::vector<int>{2});
 }
 
 TEST(Fgd, PrefersTheNodeWhereFragmentationGrowsLeast) {

@@ -69,11 +69,23 @@ def test_strategy_parameters_pass_through(small):
 
 def test_replay_many_averages_over_seeds(small):
     nodes, pods = small
-    df = replay.replay_many(nodes, pods, policies=["random", "fgd"], seeds=range(2), progress=False)
+    df = replay.replay_many(nodes, pods, policies=["random", "fgd"], seeds=range(2), progress=False,
+                            per_run=True)
     assert list(df["policy"]) == ["random", "random", "fgd", "fgd"]
     assert list(df["seed"]) == [0, 1, 0, 1]
-    means = df.groupby("policy")["alloc_ratio_at_100"].mean()
-    assert set(means.index) == {"random", "fgd"}
+    means = replay.replay_many(nodes, pods, policies=["random", "fgd"], seeds=range(2), progress=False)
+    assert list(means.index) == ["random", "fgd"]
+    assert list(means["runs"]) == [2, 2]
+    expected = df.groupby("policy")["alloc_ratio_at_100"].mean()
+    assert np.allclose(means["alloc_ratio_at_100"], expected[["random", "fgd"]])
+
+
+def test_compare_with_published_lists_the_six_policies(small):
+    nodes, pods = small
+    table = replay.compare_with_published(nodes, pods, seeds=range(1), progress=False)
+    assert list(table.index) == SIX
+    assert (table["published_at_100"] == pd.Series(replay.PUBLISHED_ALLOC_AT_100)[SIX]).all()
+    assert np.allclose(table["difference"], table["alloc_at_100"] - table["published_at_100"])
 
 
 def test_bad_input_is_an_error_naming_the_row(small):
