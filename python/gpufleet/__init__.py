@@ -17,6 +17,8 @@ from gpufleet._core import (
     strategies,
     strategy_description,
 )
+from gpufleet import replay
+from gpufleet.replay import ReplayResult, replay_many, replay_openb
 from gpufleet.scenario import Scenario, load_scenario
 
 __version__ = "0.1.0"
@@ -28,11 +30,15 @@ __all__ = [
     "DeviceRequest",
     "FitResult",
     "Pod",
+    "ReplayResult",
     "Scenario",
     "format_bytes",
     "load_scenario",
     "parse_milli",
     "parse_quantity",
+    "replay",
+    "replay_many",
+    "replay_openb",
     "strategies",
     "strategy_description",
 ]
