@@ -119,6 +119,16 @@ def test_memory_limits_models():
         simulate(jobs, [{"name": "small", "count": 8, "memory_gib": 8}], "fifo", memory_gib=[16, 4, 4])
 
 
+def test_shares_by_group():
+    jobs = tiny_jobs()
+    jobs["user"] = ["ann", "bob", "bob"]
+    shares = simulate(jobs, 4, "fifo").shares("user")
+    assert shares.loc["ann", "gpu_time"] == 400.0 and shares.loc["bob", "gpu_time"] == 160.0
+    assert shares["gpu_share"].sum() == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="vc"):
+        simulate(jobs, 4, "fifo").shares("vc")
+
+
 def test_compare_table():
     table = compare(tiny_jobs(), 4, ["fifo", "srtf", "las"])
     assert list(table.index) == ["fifo", "srtf", "las"]

@@ -33,7 +33,8 @@ bool Filler::Fits(int job, int model) const {
 
 int Filler::PickModel(int job, ModelChoice choice) const {
   const Job& j = view_.job(job);
-  if (j.state == JobState::kRunning && Fits(job, j.model)) return j.model;
+  if (choice != ModelChoice::kFastestMove && j.state == JobState::kRunning && Fits(job, j.model))
+    return j.model;
   int best = -1;
   for (int m = 0; m < static_cast<int>(free_.size()); ++m) {
     if (!Fits(job, m)) continue;

@@ -60,13 +60,17 @@ std::string PolicyDescription(const std::string& name);
 enum class ModelChoice {
   kFirstFit,  // heterogeneity-agnostic: first model in cluster order with room
   kFastest,   // heterogeneity-aware: the model where the job runs fastest
+  // Like kFastest, but a running job is not held to its current model (round-based policies
+  // that re-plan every model each round).
+  kFastestMove,
 };
 
 // Greedy filling helper shared by the policies: tracks free GPUs per model while a plan is built.
 class Filler {
  public:
   Filler(const SimView& view, std::vector<Assignment>* plan);
-  // Places `job` if it fits: a running job keeps its model when that model still has room.
+  // Places `job` if it fits: a running job keeps its model when that model still has room
+  // (except with kFastestMove).
   // Returns the model, or -1 (nothing changes).
   int TryPlace(int job, ModelChoice choice);
   // The model `choice` would give `job` now, or -1.
