@@ -38,7 +38,7 @@ class GavelMaxMin : public Policy {
     for (int i : active_) {
       const Job& j = view.job(i);
       double age = std::max(view.now - j.spec.submit_time, 1e-9);
-      rate_[i] = (aware_ ? j.work_done : j.run_time) / age;
+      rate_[i] = (aware_ ? view.WorkDone(i) : view.RunTime(i)) / age;
     }
     std::sort(active_.begin(), active_.end(), [&](int a, int b) {
       if (rate_[a] != rate_[b]) return rate_[a] < rate_[b];

@@ -15,11 +15,12 @@ std::string PolicyDescription(const std::string& name) {
   return Registry<Policy>::Global().Description(name);
 }
 
-Filler::Filler(const SimView& view, std::vector<Assignment>* plan) : view_(view), plan_(plan) {
+Filler::Filler(const SimView& view, std::vector<Assignment>* plan, bool from_current)
+    : view_(view), plan_(plan) {
   const GpuPool& pool = *view.pool;
   free_.resize(pool.num_models());
   for (int m = 0; m < pool.num_models(); ++m) {
-    free_[m] = pool.model(m).count;
+    free_[m] = pool.model(m).count - (from_current ? (*view.busy)[m] : 0);
     total_free_ += free_[m];
   }
 }
