@@ -40,14 +40,15 @@ std::vector<JobSpec> Tiresias9600() {
   return jobs;
 }
 
-// Poisson arrivals, lognormal durations (median 30 min), 1/2/4/8 GPUs; offered load ~0.9.
-std::vector<JobSpec> Synthetic(int n, int gpus, uint64_t seed) {
+// Poisson arrivals, lognormal durations (median 30 min), 1/2/4/8 GPUs, at an offered load
+// (GPU-seconds asked / GPU-seconds available).
+std::vector<JobSpec> Synthetic(int n, int gpus, uint64_t seed, double load) {
   std::mt19937_64 rng(seed);
   std::lognormal_distribution<double> dur(std::log(1800.0), 1.2);
   std::discrete_distribution<int> g({0.6, 0.2, 0.12, 0.08});
   const int sizes[] = {1, 2, 4, 8};
   double mean_gpu_seconds = (0.6 * 1 + 0.2 * 2 + 0.12 * 4 + 0.08 * 8) * 1800.0 * std::exp(0.72);
-  std::exponential_distribution<double> gap(0.9 * gpus / mean_gpu_seconds);
+  std::exponential_distribution<double> gap(load * gpus / mean_gpu_seconds);
   std::vector<JobSpec> jobs(n);
   double t = 0;
   for (int i = 0; i < n; ++i) {
@@ -89,22 +90,28 @@ void BM_Tiresias9600(benchmark::State& state, const char* policy) {
 BENCHMARK_CAPTURE(BM_Tiresias9600, fifo, "fifo")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Tiresias9600, dlas_gpu, "dlas-gpu")->Unit(benchmark::kMillisecond);
 
-// range(2): scheduling interval in seconds (0 = on every arrival and completion).
+// range(2): scheduling interval in seconds (0 = on every arrival and completion);
+// range(3): offered load in percent.
 void BM_Synthetic(benchmark::State& state, const char* policy) {
   const int n = static_cast<int>(state.range(0));
   const int gpus = static_cast<int>(state.range(1));
+  const int load = static_cast<int>(state.range(3));
   static std::vector<JobSpec> jobs;
-  static int cached_n = -1;
-  if (cached_n != n) {
-    jobs = Synthetic(n, gpus, 1);
+  static int cached_n = -1, cached_load = -1;
+  if (cached_n != n || cached_load != load) {
+    jobs = Synthetic(n, gpus, 1, load / 100.0);
     cached_n = n;
+    cached_load = load;
   }
   RunPolicy(state, jobs, gpus, policy, static_cast<double>(state.range(2)));
+  state.counters["load_pct"] = load;
 }
 #define GPUFLEET_SYNTH(name, policy)                                                          \
   BENCHMARK_CAPTURE(BM_Synthetic, name, policy)                                               \
-      ->Args({10000, 100, 0})->Args({100000, 1000, 0})->Args({100000, 1000, 60})             \
-      ->Args({1000000, 10000, 60})->Unit(benchmark::kSecond)->Iterations(1)
+      ->Args({10000, 100, 0, 90})->Args({100000, 1000, 0, 90})->Args({100000, 1000, 60, 90}) \
+      ->Args({100000, 1000, 0, 98})->Args({1000000, 10000, 0, 90})                          \
+      ->Args({1000000, 10000, 60, 90})->Args({1000000, 10000, 0, 98})                        \
+      ->Args({1000000, 10000, 60, 98})->Unit(benchmark::kSecond)->Iterations(1)
 GPUFLEET_SYNTH(fifo, "fifo");
 GPUFLEET_SYNTH(las, "las");
 GPUFLEET_SYNTH(dlas_gpu, "dlas-gpu");

@@ -127,6 +127,16 @@ class SimResult:
     policy: str
     cluster: list[dict[str, Any]] = field(default_factory=list)
 
+    def shares(self, by: str = "user") -> pd.DataFrame:
+        """Per group (a job column such as ``user`` or ``vc`` from the Philly loader, or
+        ``model_name``): jobs, GPU-seconds received, its share of all GPU-seconds, and mean JCT."""
+        if by not in self.jobs.columns:
+            raise ValueError(f"jobs have no {by!r} column (have {sorted(self.jobs.columns)})")
+        g = self.jobs.groupby(by)
+        out = pd.DataFrame({"jobs": g.size(), "gpu_time": g["gpu_time"].sum(), "avg_jct": g["jct"].mean()})
+        out["gpu_share"] = out["gpu_time"] / out["gpu_time"].sum()
+        return out.sort_values("gpu_time", ascending=False)
+
     def plot_jct_cdf(self, ax=None, label: str | None = None):
         from gpufleet.plots import jct_cdf
         return jct_cdf({label or self.policy: self}, ax=ax)

@@ -72,6 +72,19 @@ TEST(PolicyDlasGpu, StarvationPromotionRestoresAStarvedJob) {
   EXPECT_GT(on.summary.preemptions, off.summary.preemptions);
 }
 
+TEST(PolicyGittins, PrefersTheNewcomerOverAJobPastTheShortMode) {
+  // Service distribution: 90% of jobs take 100 GPU-s, 10% take 10,000. A job that has run 150 s
+  // is almost surely a long one (index ~1/9,850), a new job probably short (index ~1/1,090), so
+  // Gittins preempts the old job; dlas-gpu's FIFO-within-queue keeps it running.
+  std::vector<JobSpec> jobs = {J(1, 0, 1, 10000), J(2, 150, 1, 100)};
+  std::string dist = "durations=[100,100,100,100,100,100,100,100,100,10000]";
+  auto gittins = RunSim({{"gpu", 1}}, jobs, "gittins(queue_limits=[1000000], " + dist + ")");
+  auto dlas = RunSim({{"gpu", 1}}, jobs, "dlas-gpu(queue_limits=[1000000])");
+  EXPECT_DOUBLE_EQ(gittins.jobs[1].end_time, 250);
+  EXPECT_EQ(gittins.jobs[0].preemptions, 1);
+  EXPECT_DOUBLE_EQ(dlas.jobs[1].end_time, 10100);
+}
+
 TEST(PolicyLas, NewJobPreemptsTheOldOne) {
   auto r = RunSim({{"gpu", 1}}, {J(1, 0, 1, 100), J(2, 50, 1, 10)}, "las");
   EXPECT_DOUBLE_EQ(r.jobs[1].end_time, 60);

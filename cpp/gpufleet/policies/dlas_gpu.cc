@@ -38,9 +38,8 @@ absl::Status DlasGpu::Init(const SimView& view) {
 }
 
 double DlasGpu::Service(const SimView& view, int job) const {
-  const Job& j = view.job(job);
-  double t = j.run_time - time_offset_[job];
-  return o_.gputime ? t * j.spec.num_gpu : t;
+  double t = view.RunTime(job) - time_offset_[job];
+  return o_.gputime ? t * view.job(job).spec.num_gpu : t;
 }
 
 void DlasGpu::Move(int job, int to) {
@@ -77,13 +76,13 @@ void DlasGpu::Schedule(const SimView& view, std::vector<Assignment>* plan) {
       std::vector<int> promote;
       for (int i : queues_[q]) {
         const Job& j = view.job(i);
-        double executed = j.run_time - time_offset_[i];
+        double executed = view.RunTime(i) - time_offset_[i];
         if (j.state == JobState::kPending && executed > 0 &&
             view.now - j.wait_since >= executed * o_.starvation_ratio)
           promote.push_back(i);
       }
       for (int i : promote) {
-        time_offset_[i] = view.job(i).run_time;
+        time_offset_[i] = view.RunTime(i);
         Move(i, 0);
       }
     }
@@ -115,7 +114,7 @@ double DlasGpu::NextWakeup(const SimView& view) const {
     if (view.tiresias_compat) {
       // Tiresias computes ceil((limit - executed_time) / num_gpu) with executed_time in seconds,
       // not GPU-seconds, so its jump often comes late; the demotion then happens on a later event.
-      double executed = j.run_time - time_offset_[i];
+      double executed = view.RunTime(i) - time_offset_[i];
       t = view.now + std::ceil((o_.queue_limits[q] - executed) / n);
     } else {
       t = view.now + (o_.queue_limits[q] - Service(view, i)) / n;

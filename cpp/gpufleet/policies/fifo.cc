@@ -15,8 +15,9 @@ class Fifo : public Policy {
   explicit Fifo(bool backfill) : backfill_(backfill) {}
   void OnArrival(int job, const SimView&) override { pending_.push_back(job); }
   void Schedule(const SimView& view, std::vector<Assignment>* plan) override {
-    Filler fill(view, plan);
-    for (int i : *view.running) fill.Take(i, view.job(i).model);
+    // Non-preemptive: running jobs keep their GPUs, so the plan lists only the starts.
+    KeepUnlistedRunning();
+    Filler fill(view, plan, /*from_current=*/true);
     for (auto it = pending_.begin(); it != pending_.end();) {
       if (fill.total_free() == 0) break;
       if (fill.TryPlace(*it, ModelChoice::kFirstFit) >= 0) {

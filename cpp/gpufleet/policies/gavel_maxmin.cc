@@ -38,7 +38,7 @@ class GavelMaxMin : public Policy {
     for (int i : active_) {
       const Job& j = view.job(i);
       double age = std::max(view.now - j.spec.submit_time, 1e-9);
-      rate_[i] = (aware_ ? j.work_done : j.run_time) / age;
+      rate_[i] = (aware_ ? view.WorkDone(i) : view.RunTime(i)) / age;
     }
     std::sort(active_.begin(), active_.end(), [&](int a, int b) {
       if (rate_[a] != rate_[b]) return rate_[a] < rate_[b];
@@ -79,7 +79,8 @@ class GavelMaxMin : public Policy {
       std::stable_sort(chosen.begin(), chosen.end(),
                        [&](int a, int b) { return advantage(a) > advantage(b); });
     }
-    for (int i : chosen) fill.TryPlace(i, Choice());
+    // A new round re-plans models: an aware job may move to a better model (as Gavel's rounds).
+    for (int i : chosen) fill.TryPlace(i, aware_ ? ModelChoice::kFastestMove : Choice());
     // Jobs squeezed out by model boundaries give way to any other job that fits.
     for (int i : active_) {
       if (fill.total_free() == 0) break;

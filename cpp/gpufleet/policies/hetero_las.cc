@@ -61,11 +61,11 @@ class HeteroLas : public Policy {
     for (int i : active_) {
       const Job& j = view.job(i);
       if (!low_[i] || j.state != JobState::kPending) continue;
-      double ran = j.run_time - time_offset_[i];
+      double ran = view.RunTime(i) - time_offset_[i];
       if (ran <= 0 || (view.now - j.wait_since) / ran > starve_ratio_) {
         low_[i] = false;
-        service_offset_[i] = aware_ ? j.service : j.gpu_time;
-        time_offset_[i] = j.run_time;
+        service_offset_[i] = aware_ ? view.Service(i) : view.GpuTime(i);
+        time_offset_[i] = view.RunTime(i);
       }
     }
     // Order: Q1 by (service, submit); Q2 with running jobs first, then by (service, submit).
@@ -95,8 +95,7 @@ class HeteroLas : public Policy {
  private:
   // Aware: GPU-seconds x the model's perf factor; agnostic: plain GPU-seconds.
   double Service(const SimView& view, int i) const {
-    const Job& j = view.job(i);
-    return (aware_ ? j.service : j.gpu_time) - service_offset_[i];
+    return (aware_ ? view.Service(i) : view.GpuTime(i)) - service_offset_[i];
   }
 
   void Upgrade(const SimView& view, Filler& fill, std::vector<Assignment>* plan) {
@@ -105,7 +104,7 @@ class HeteroLas : public Policy {
       const int i = (*plan)[p].job;
       const int from = (*plan)[p].model;
       const Job& j = view.job(i);
-      const double left = j.RemainingWork();
+      const double left = view.RemainingWork(i);
       double best_time = left / j.Speed(from);
       int best = -1;
       for (int m = 0; m < view.pool->num_models(); ++m) {

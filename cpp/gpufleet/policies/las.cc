@@ -17,8 +17,7 @@ class Las : public OrderedPolicy {
 
  protected:
   double Key(const SimView& view, int i) const override {
-    const Job& j = view.job(i);
-    return gputime_ ? j.gpu_time : j.run_time;
+    return gputime_ ? view.GpuTime(i) : view.RunTime(i);
   }
 
  private:

@@ -13,30 +13,91 @@ namespace gpufleet::sim {
 
 class OrderedPolicy : public Policy {
  public:
-  void OnArrival(int job, const SimView&) override { active_.push_back(job); }
-  void OnFinish(int job, const SimView&) override {
-    active_.erase(std::find(active_.begin(), active_.end(), job));
+  absl::Status Init(const SimView& view) override {
+    pos_.assign(view.jobs->size(), -1);
+    keys_.assign(view.jobs->size(), 0);
+    submit_.resize(view.jobs->size());
+    for (size_t i = 0; i < view.jobs->size(); ++i) submit_[i] = view.job(i).spec.submit_time;
+    return absl::OkStatus();
+  }
+  void OnArrival(int job, const SimView& view) override {
+    keys_[job] = Key(view, job);
+    pos_[job] = static_cast<int>(active_.size());
+    active_.push_back(job);
+    waiting_.push_back(job);
+    demand_ += view.job(job).spec.num_gpu;
+  }
+  void OnFinish(int job, const SimView& view) override {
+    demand_ -= view.job(job).spec.num_gpu;
+    int p = pos_[job];
+    if (view.tiresias_compat) {
+      // Tiresias' list order matters for its ties: keep it.
+      active_.erase(active_.begin() + p);
+      for (size_t k = p; k < active_.size(); ++k) pos_[active_[k]] = static_cast<int>(k);
+    } else {
+      active_[p] = active_.back();
+      pos_[active_[p]] = p;
+      active_.pop_back();
+    }
+    pos_[job] = -1;
   }
   void Schedule(const SimView& view, std::vector<Assignment>* plan) override {
-    keys_.resize(view.jobs->size());
-    for (int i : active_) keys_[i] = Key(view, i);
+    // Fast path: when every active job fits at once, the order cannot matter; start the waiting
+    // ones on the GPUs left free and keep the rest (O(waiting) instead of a sort of all jobs).
+    if (demand_ <= view.pool->total_gpus() && !view.tiresias_compat) {
+      Filler fill(view, plan, /*from_current=*/true);
+      bool all = true;
+      for (int i : waiting_)
+        if (fill.TryPlace(i, ModelChoice::kFirstFit) < 0) {
+          all = false;
+          break;
+        }
+      if (all) {
+        waiting_.clear();
+        KeepUnlistedRunning();
+        return;
+      }
+      plan->clear();
+    }
+    // Only running jobs' keys move (waiting jobs keep the key they had when they stopped).
+    for (int i : *view.running) keys_[i] = Key(view, i);
     if (view.tiresias_compat) {
       // Tiresias sorts its runnable list in place with a stable sort: ties keep the last order.
       std::stable_sort(active_.begin(), active_.end(),
                        [&](int a, int b) { return keys_[a] < keys_[b]; });
     } else {
-      std::sort(active_.begin(), active_.end(), [&](int a, int b) {
+      auto less = [&](int a, int b) {
         if (keys_[a] != keys_[b]) return keys_[a] < keys_[b];
-        const JobSpec& x = view.job(a).spec;
-        const JobSpec& y = view.job(b).spec;
-        return x.submit_time != y.submit_time ? x.submit_time < y.submit_time : a < b;
-      });
+        return submit_[a] != submit_[b] ? submit_[a] < submit_[b] : a < b;
+      };
+      // The list is still sorted from the last point but for the running jobs' small key
+      // increases and a few arrivals: insertion sort is O(n + moves) on it. Too many moves (a long
+      // gap between points) fall back to a full sort.
+      const size_t n = active_.size();
+      size_t moves = 0;
+      const size_t budget = 8 * n + 64;
+      bool sorted = true;
+      for (size_t k = 1; k < n && sorted; ++k) {
+        int x = active_[k];
+        size_t m = k;
+        while (m > 0 && less(x, active_[m - 1])) {
+          active_[m] = active_[m - 1];
+          --m;
+          if (++moves > budget) {
+            sorted = false;
+            break;
+          }
+        }
+        active_[m] = x;
+      }
+      if (!sorted) std::sort(active_.begin(), active_.end(), less);
     }
+    for (size_t k = 0; k < active_.size(); ++k) pos_[active_[k]] = static_cast<int>(k);
     Filler fill(view, plan);
-    for (int i : active_) {
-      if (fill.total_free() == 0) break;
-      fill.TryPlace(i, ModelChoice::kFirstFit);
-    }
+    waiting_.clear();
+    for (int i : active_)
+      if (fill.total_free() == 0 || fill.TryPlace(i, ModelChoice::kFirstFit) < 0)
+        waiting_.push_back(i);
     KeepModels(view, ModelChoice::kFirstFit, plan);
   }
 
@@ -44,8 +105,10 @@ class OrderedPolicy : public Policy {
   virtual double Key(const SimView& view, int job) const = 0;
 
  private:
-  std::vector<int> active_;
-  std::vector<double> keys_;
+  std::vector<int> active_, waiting_;
+  std::vector<int> pos_;  // index in active_
+  std::vector<double> keys_, submit_;  // per job: last key, submit time (compact for sorting)
+  int64_t demand_ = 0;    // GPUs asked by the active jobs
 };
 
 }  // namespace gpufleet::sim

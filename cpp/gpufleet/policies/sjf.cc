@@ -17,8 +17,8 @@ class Sjf : public Policy {
     pending_.insert({s.duration, s.submit_time, job});
   }
   void Schedule(const SimView& view, std::vector<Assignment>* plan) override {
-    Filler fill(view, plan);
-    for (int i : *view.running) fill.Take(i, view.job(i).model);
+    KeepUnlistedRunning();  // non-preemptive: the plan lists only the starts
+    Filler fill(view, plan, /*from_current=*/true);
     for (auto it = pending_.begin(); it != pending_.end() && fill.total_free() > 0;) {
       if (fill.TryPlace(std::get<2>(*it), ModelChoice::kFirstFit) >= 0)
         it = pending_.erase(it);

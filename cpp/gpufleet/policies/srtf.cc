@@ -14,8 +14,7 @@ class Srtf : public OrderedPolicy {
 
  protected:
   double Key(const SimView& view, int i) const override {
-    const Job& j = view.job(i);
-    return j.RemainingWork() * (gputime_ ? j.spec.num_gpu : 1);
+    return view.RemainingWork(i) * (gputime_ ? view.job(i).spec.num_gpu : 1);
   }
 
  private:

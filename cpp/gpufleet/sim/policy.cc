@@ -15,11 +15,12 @@ std::string PolicyDescription(const std::string& name) {
   return Registry<Policy>::Global().Description(name);
 }
 
-Filler::Filler(const SimView& view, std::vector<Assignment>* plan) : view_(view), plan_(plan) {
+Filler::Filler(const SimView& view, std::vector<Assignment>* plan, bool from_current)
+    : view_(view), plan_(plan) {
   const GpuPool& pool = *view.pool;
   free_.resize(pool.num_models());
   for (int m = 0; m < pool.num_models(); ++m) {
-    free_[m] = pool.model(m).count;
+    free_[m] = pool.model(m).count - (from_current ? (*view.busy)[m] : 0);
     total_free_ += free_[m];
   }
 }
@@ -33,7 +34,8 @@ bool Filler::Fits(int job, int model) const {
 
 int Filler::PickModel(int job, ModelChoice choice) const {
   const Job& j = view_.job(job);
-  if (j.state == JobState::kRunning && Fits(job, j.model)) return j.model;
+  if (choice != ModelChoice::kFastestMove && j.state == JobState::kRunning && Fits(job, j.model))
+    return j.model;
   int best = -1;
   for (int m = 0; m < static_cast<int>(free_.size()); ++m) {
     if (!Fits(job, m)) continue;

@@ -20,16 +20,39 @@ namespace gpufleet::sim {
 
 inline constexpr double kNever = std::numeric_limits<double>::infinity();
 
-// What a policy may read on a scheduling point.
+// What a policy may read on a scheduling point. The simulator brings a running job's counters up
+// to date only when its state changes (so an event does not cost O(running jobs)); read a job's
+// progress through the accessors below, which add the time since then.
 struct SimView {
   const std::vector<Job>* jobs = nullptr;
   const GpuPool* pool = nullptr;
   const std::vector<int>* running = nullptr;  // job indices, no particular order
+  const std::vector<int>* busy = nullptr;     // GPUs in use per model
   double now = 0;
   bool tiresias_compat = false;
   double restore_delay = 0;  // the simulator's checkpoint/restore delay, for cost-aware moves
 
   const Job& job(int i) const { return (*jobs)[i]; }
+  // Seconds since the job's counters were last brought up to date (0 unless running).
+  double Elapsed(int i) const {
+    const Job& j = job(i);
+    return j.state == JobState::kRunning ? now - j.last_update : 0;
+  }
+  double RunTime(int i) const { return job(i).run_time + Elapsed(i); }
+  double GpuTime(int i) const { return job(i).gpu_time + Elapsed(i) * job(i).spec.num_gpu; }
+  double Service(int i) const {
+    const Job& j = job(i);
+    double e = Elapsed(i);
+    return e > 0 ? j.service + e * j.spec.num_gpu * pool->model(j.model).perf_factor : j.service;
+  }
+  double WorkDone(int i) const {
+    const Job& j = job(i);
+    if (j.state != JobState::kRunning) return j.work_done;
+    double from = j.last_update > j.stall_until ? j.last_update : j.stall_until;
+    double w = j.work_done + (now > from ? (now - from) * j.Speed(j.model) : 0);
+    return w < j.spec.duration ? w : j.spec.duration;
+  }
+  double RemainingWork(int i) const { return job(i).spec.duration - WorkDone(i); }
 };
 
 struct Assignment {
@@ -50,6 +73,20 @@ class Policy {
   virtual void Schedule(const SimView& view, std::vector<Assignment>* plan) = 0;
   // Next time the policy wants a scheduling point without any event (queue demotion, round end).
   virtual double NextWakeup(const SimView& view) const { return kNever; }
+
+  // True (once) when the last plan listed only changes: running jobs it leaves out keep running
+  // on their model instead of being preempted. Lets a policy answer an event in O(changes).
+  bool TakeKeepUnlisted() {
+    bool k = keep_unlisted_;
+    keep_unlisted_ = false;
+    return k;
+  }
+
+ protected:
+  void KeepUnlistedRunning() { keep_unlisted_ = true; }
+
+ private:
+  bool keep_unlisted_ = false;
 };
 
 absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& spec);
@@ -60,13 +97,19 @@ std::string PolicyDescription(const std::string& name);
 enum class ModelChoice {
   kFirstFit,  // heterogeneity-agnostic: first model in cluster order with room
   kFastest,   // heterogeneity-aware: the model where the job runs fastest
+  // Like kFastest, but a running job is not held to its current model (round-based policies
+  // that re-plan every model each round).
+  kFastestMove,
 };
 
 // Greedy filling helper shared by the policies: tracks free GPUs per model while a plan is built.
 class Filler {
  public:
-  Filler(const SimView& view, std::vector<Assignment>* plan);
-  // Places `job` if it fits: a running job keeps its model when that model still has room.
+  // Starts from every GPU free (a full plan) or, with `from_current`, from the GPUs the running
+  // jobs leave free (a plan of changes, see Policy::KeepUnlistedRunning).
+  Filler(const SimView& view, std::vector<Assignment>* plan, bool from_current = false);
+  // Places `job` if it fits: a running job keeps its model when that model still has room
+  // (except with kFastestMove).
   // Returns the model, or -1 (nothing changes).
   int TryPlace(int job, ModelChoice choice);
   // The model `choice` would give `job` now, or -1.

@@ -56,6 +56,8 @@ class Run {
     jobs_.resize(specs.size());
     for (size_t i = 0; i < specs.size(); ++i) jobs_[i].spec = std::move(specs[i]);
     planned_.assign(jobs_.size(), -1);
+    busy_per_model_.assign(pool_.num_models(), 0);
+    view_.busy = &busy_per_model_;
     view_.jobs = &jobs_;
     view_.pool = &pool_;
     view_.running = &running_;
@@ -126,10 +128,9 @@ class Run {
       if (t < t_point) continue;
       dirty = false;
       while (next_tick <= t) next_tick += options_.tick;
-      for (int i : running_) AdvanceJob(jobs_[i], t);
       plan.clear();
       policy_.Schedule(view_, &plan);
-      RETURN_IF_ERROR(Apply(plan));
+      RETURN_IF_ERROR(Apply(plan, policy_.TakeKeepUnlisted()));
       wakeup = policy_.NextWakeup(view_);
       if (!(wakeup > t)) wakeup = kNever;
       ++points;
@@ -184,12 +185,18 @@ class Run {
     running_.pop_back();
     j.running_pos = -1;
     busy_gpus_ -= j.spec.num_gpu;
+    busy_per_model_[j.model] -= j.spec.num_gpu;
     ++j.version;
   }
 
-  absl::Status Apply(const std::vector<Assignment>& plan) {
+  // Applies a full plan (running jobs left out are preempted) or, with `keep_unlisted`, a plan of
+  // changes (running jobs left out keep their model).
+  absl::Status Apply(const std::vector<Assignment>& plan, bool keep_unlisted) {
     std::vector<int>& used = used_scratch_;
-    used.assign(pool_.num_models(), 0);
+    if (keep_unlisted)
+      used = busy_per_model_;
+    else
+      used.assign(pool_.num_models(), 0);
     for (const Assignment& a : plan) {
       if (a.job < 0 || a.job >= static_cast<int>(jobs_.size()) || a.model < 0 ||
           a.model >= pool_.num_models())
@@ -202,24 +209,38 @@ class Run {
         return absl::InternalError(absl::StrFormat("policy assigned job %d twice or to a model "
                                                    "it cannot run on", j.spec.id));
       planned_[a.job] = a.model;
+      if (keep_unlisted && j.state == JobState::kRunning) used[j.model] -= j.spec.num_gpu;
       used[a.model] += j.spec.num_gpu;
-      if (used[a.model] > pool_.model(a.model).count)
-        return absl::InternalError(
-            absl::StrFormat("policy over-committed model %s", pool_.model(a.model).name));
     }
-    // Preemptions and migrations first (they free GPUs), iterating over a copy because
-    // RemoveRunning reorders running_.
-    stop_scratch_.assign(running_.begin(), running_.end());
+    for (int m = 0; m < pool_.num_models(); ++m)
+      if (used[m] > pool_.model(m).count) {
+        for (const Assignment& a : plan) planned_[a.job] = -1;
+        return absl::InternalError(
+            absl::StrFormat("policy over-committed model %s", pool_.model(m).name));
+      }
+    // Preemptions and migrations first (they free GPUs). A full plan visits every running job
+    // (over a copy: RemoveRunning reorders running_); a plan of changes only its own entries.
+    stop_scratch_.clear();
+    if (keep_unlisted) {
+      for (const Assignment& a : plan)
+        if (jobs_[a.job].state == JobState::kRunning) stop_scratch_.push_back(a.job);
+    } else {
+      stop_scratch_.assign(running_.begin(), running_.end());
+    }
     for (int i : stop_scratch_) {
       Job& j = jobs_[i];
       int m = planned_[i];
       if (m < 0) {
+        AdvanceJob(j, view_.now);
         RemoveRunning(i);
         j.state = JobState::kPending;
         j.wait_since = view_.now;
         j.model = -1;
         ++j.preemptions;
       } else if (m != j.model) {
+        AdvanceJob(j, view_.now);
+        busy_per_model_[j.model] -= j.spec.num_gpu;
+        busy_per_model_[m] += j.spec.num_gpu;
         j.model = m;
         j.stall_until = view_.now + options_.restore_delay;
         ++j.migrations;
@@ -239,6 +260,7 @@ class Run {
       j.running_pos = static_cast<int>(running_.size());
       running_.push_back(a.job);
       busy_gpus_ += j.spec.num_gpu;
+      busy_per_model_[a.model] += j.spec.num_gpu;
       PushFinish(a.job);
     }
     return absl::OkStatus();
@@ -260,6 +282,7 @@ class Run {
   std::vector<int> running_;
   std::vector<int> planned_;
   std::vector<int> used_scratch_, stop_scratch_;
+  std::vector<int> busy_per_model_;
   std::priority_queue<FinishEntry, std::vector<FinishEntry>, std::greater<FinishEntry>>
       finish_heap_;
   SimView view_;
