@@ -20,6 +20,7 @@ from gpufleet._core import (
 from gpufleet import replay
 from gpufleet.replay import ReplayResult, replay_many, replay_openb
 from gpufleet.scenario import Scenario, load_scenario
+from gpufleet.sim import SimResult, simulate
 
 __version__ = "0.1.0"
 
@@ -32,6 +33,7 @@ __all__ = [
     "Pod",
     "ReplayResult",
     "Scenario",
+    "SimResult",
     "format_bytes",
     "load_scenario",
     "parse_milli",
@@ -39,6 +41,7 @@ __all__ = [
     "replay",
     "replay_many",
     "replay_openb",
+    "simulate",
     "strategies",
     "strategy_description",
 ]
