@@ -198,26 +198,11 @@ def test_seed_breaks_submit_ties_only():
     pd.testing.assert_frame_equal(again, simulate(jobs, 1, "fifo", seed=3).jobs)
 
 
-def test_cli_openb_dispatches_to_replay(monkeypatch, tmp_path, capsys):
-    """--format openb hands the loaded frames to gpufleet.replay.replay_openb (stubbed here so the
-    dispatch is tested on its own) and prints its summary; --list-policies includes its names."""
-    import sys
-    import types
+def test_cli_openb_dispatches_to_replay(tmp_path, capsys):
+    """--format openb hands the loaded frames to gpufleet.replay.replay_openb and prints its
+    summary; --list-policies includes the replay policies."""
+    from gpufleet import replay
 
-    calls = {}
-
-    class Result:
-        summary = {"alloc_ratio_at_100": 0.9, "alloc_ratio_at_130": 0.8}
-        timeseries = pd.DataFrame()
-
-    def replay_openb(nodes, pods, policy="fgd", seed=0):
-        calls.update(nodes=len(nodes), pods=len(pods), policy=policy, seed=seed)
-        return Result()
-
-    fake = types.ModuleType("gpufleet.replay")
-    fake.replay_openb = replay_openb
-    fake.policy_names = lambda: ["fgd", "bestfit"]
-    monkeypatch.setitem(sys.modules, "gpufleet.replay", fake)
     nodes_df, pods_df = T.synthetic_openb(4, 10, seed=1)
     nodes = tmp_path / "nodes.csv"
     pods = tmp_path / "pods.csv"
@@ -225,12 +210,16 @@ def test_cli_openb_dispatches_to_replay(monkeypatch, tmp_path, capsys):
     out = pods_df.copy()
     out["gpu_spec"] = ["|".join(s) for s in out["gpu_spec"]]
     out.to_csv(pods, index=False)
-    assert main(["simulate", "--format", "openb", "--trace", str(pods), "--nodes", str(nodes), "--policy", "fgd",
-                 "--seed", "3", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out) == Result.summary
-    assert calls == {"nodes": 4, "pods": 10, "policy": "fgd", "seed": 3}
+    assert main(["simulate", "--format", "openb", "--trace", str(pods), "--nodes", str(nodes),
+                 "--policy", "fgd", "--seed", "3", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    expected = replay.replay_openb(T.load_openb_nodes(nodes), T.load_openb_pods(pods), policy="fgd",
+                                   seed=3).summary
+    assert printed["policy"] == "fgd" and printed["seed"] == 3
+    assert printed["alloc_ratio_at_130"] == pytest.approx(expected["alloc_ratio_at_130"])
     assert main(["simulate", "--list-policies"]) == 0
-    assert "bestfit" in capsys.readouterr().out
+    listed = capsys.readouterr().out
+    assert "fgd" in listed and "dlas-gpu" in listed
     assert main(["simulate", "--format", "openb", "--trace", str(pods), "--policy", "fgd"]) == 2
 
 
