@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import matplotlib
 
@@ -51,6 +52,7 @@ def main() -> None:
     a.set_title("JCT CDF")
     b.set_title("GPU utilisation")
     fig.tight_layout()
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out, dpi=120)
     print(f"wrote {args.out}")
 
