@@ -210,6 +210,26 @@ TEST(EngineScenarioTest, DeviceShareSharedGpusAndStrategies) {
       << r->pending.at("late");
 }
 
+TEST(EngineScenarioTest, DeviceShareStrategyChoosesTheCards) {
+  // Two half-GPU tasks on one 2-GPU node: binpack shares one card, spread uses both.
+  Json job = {{"name", "halves"}, {"replicas", 2},
+              {"requests", {{"koordinator.sh/gpu-core", 50}, {"koordinator.sh/gpu-memory-ratio", 50}}}};
+  Json scenario = {{"nodes", {GpuNode("n1", 2)}}, {"jobs", {job}}};
+  auto cards = [&](const std::string& strategy) {
+    Json conf = Config("allocate");
+    conf["tiers"][1]["plugins"][4] = {{"name", "deviceshare"}, {"arguments", {{"strategy", strategy}}}};
+    auto s = Make(scenario, conf);
+    auto r = s->RunCycle();
+    EXPECT_TRUE(r.ok());
+    std::set<int> minors;
+    for (const auto& b : r->binds) minors.insert(b.allocation.devices.at(0).minor);
+    EXPECT_EQ(r->binds.size(), 2u);
+    return minors.size();
+  };
+  EXPECT_EQ(cards("binpack"), 1u);
+  EXPECT_EQ(cards("spread"), 2u);
+}
+
 TEST(EngineScenarioTest, BackfillPlacesBestEffortTasks) {
   Json be = {{"name", "be"}, {"replicas", 3}, {"min_available", 1}};
   auto s = Make({{"nodes", {GpuNode("n1", 1)}}, {"jobs", {GangJob("full", 1, 1), be}}},
