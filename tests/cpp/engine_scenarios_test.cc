@@ -110,6 +110,16 @@ TEST(EngineScenarioTest, GangWithMinAvailableBelowSize) {
   EXPECT_EQ(BindsPerJob(*r), (std::map<std::string, int>{{"elastic", 5}}));
 }
 
+TEST(EngineScenarioTest, WithoutGangPluginTasksPlaceOneByOne) {
+  // Gang is policy: a configuration without it places what fits, and the cycle still succeeds.
+  Json conf = {{"actions", "allocate"}, {"tiers", {{{"plugins", {"priority", "predicates", "nodeorder"}}}}}};
+  auto s = Make({{"nodes", {GpuNode("n1", 2)}}, {"jobs", {GangJob("j", 4, 1)}}}, conf);
+  auto r = s->RunCycle();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(BindsPerJob(*r), (std::map<std::string, int>{{"j", 2}}));
+  EXPECT_NE(r->pending.at("j").find("2 tasks running; more wait"), std::string::npos) << r->pending.at("j");
+}
+
 TEST(EngineScenarioTest, InvalidGangIsReported) {
   auto s = Make({{"nodes", {GpuNode("n1", 8)}},
                  {"jobs", {GangJob("short", 2, 1, "default", 0, {{"min_available", 3}})}}});

@@ -179,11 +179,11 @@ absl::StatusOr<CycleResult> Scheduler::RunCycle() {
   for (auto& p : plugins) p->OnSessionClose(session);
   CycleResult result = session.Close();
 
-  // Adopt the session's accounting only if it is sound: no device over-committed, no gang
-  // partly running.
+  // Adopt the session's accounting only if it is sound: no device over-committed, and no job
+  // whose tasks changed left running without being ready (a partial gang, when gang is on).
   RETURN_IF_ERROR(session.state().CheckInvariants());
   for (const JobInfo& j : session.jobs())
-    if (j.occupied != j.occupied_at_open && j.occupied > 0 && j.occupied < j.min_available())
+    if (j.occupied != j.occupied_at_open && j.occupied > 0 && !session.JobReady(j))
       return absl::InternalError(absl::StrFormat(
           "cycle %d would leave job %s partly running (%d of min_available %d); nothing applied",
           cycle_, j.name(), j.occupied, j.min_available()));
