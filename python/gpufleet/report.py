@@ -1,7 +1,6 @@
 """Plain-text and JSON views of placements and per-device usage (CLI, quickstart, notebooks)."""
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
@@ -14,9 +13,23 @@ def placement_table(results: list[dict[str, Any]]) -> str:
     width = max([len(r["pod"]) for r in results] + [3])
     lines = [f"{'POD':<{width}}  {'NODE':<10}  ALLOCATION / REASON"]
     for r in results:
-        detail = json.dumps(r["device_allocated"], separators=(",", ":")) if r["node"] else r["reason"]
+        detail = _compact(r["device_allocated"]) if r["node"] else r["reason"]
         lines.append(f"{r['pod']:<{width}}  {r['node'] or '-':<10}  {detail}")
     return "\n".join(lines)
+
+
+def _compact(device_allocated: dict[str, Any] | None) -> str:
+    """'gpu0 50% 8Gi, gpu1 ...' from a Koordinator device-allocated dict."""
+    if not device_allocated:
+        return "(no devices)"
+    parts = []
+    for dtype, entries in device_allocated.items():
+        for e in entries:
+            res = e.get("resources", {})
+            core = res.get("koordinator.sh/gpu-core", res.get(f"koordinator.sh/{dtype}", "?"))
+            mem = res.get("koordinator.sh/gpu-memory")
+            parts.append(f"{dtype}{e['minor']} {core}%" + (f" {mem}" if mem else ""))
+    return ", ".join(parts)
 
 
 def usage_table(cluster: Cluster, text: bool = False) -> Any:

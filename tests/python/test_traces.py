@@ -17,7 +17,7 @@ from gpufleet.traces.openb import NODE_COLUMNS, POD_COLUMNS
 from gpufleet.traces.philly import PHILLY_COLUMNS
 from gpufleet.traces.tiresias import JOB_FILE_COLUMNS
 
-# CI keeps shared/ beside the checkout; a git worktree elsewhere can point at it explicitly.
+# The public traces sit in ../shared/data beside the checkout; GPUFLEET_SHARED_DATA points elsewhere.
 DATA = Path(os.environ.get("GPUFLEET_SHARED_DATA",
                            Path(__file__).resolve().parents[2] / ".." / "shared" / "data")).resolve()
 

@@ -50,10 +50,13 @@ absl::Status ClusterState::AddNode(const Node& node) {
   int index = num_nodes();
   nodes_.push_back(node);
   first_device_.push_back(num_devices());
-  for (size_t d = 0; d < node.devices.size(); ++d) {
+  for (const Device& d : node.devices) {
     device_node_.push_back(index);
     used_core_.Append(0);
     used_memory_.Append(0);
+    capacity_core_.push_back(d.core);
+    capacity_memory_.push_back(d.memory_bytes);
+    healthy_gpu_.push_back(d.type == kGpu && d.healthy);
   }
   usage_.emplace_back();
   node_index_[node.name] = index;
@@ -74,6 +77,9 @@ absl::Status ClusterState::RemoveNode(const std::string& name) {
   used_core_.Erase(begin, end);
   used_memory_.Erase(begin, end);
   device_node_.erase(device_node_.begin() + begin, device_node_.begin() + end);
+  capacity_core_.erase(capacity_core_.begin() + begin, capacity_core_.begin() + end);
+  capacity_memory_.erase(capacity_memory_.begin() + begin, capacity_memory_.begin() + end);
+  healthy_gpu_.erase(healthy_gpu_.begin() + begin, healthy_gpu_.begin() + end);
   for (auto& n : device_node_)
     if (n > index) --n;
   nodes_.erase(nodes_.begin() + index);
@@ -101,20 +107,29 @@ absl::Status ClusterState::SetDeviceHealth(const std::string& node, const std::s
     return absl::NotFoundError(
         absl::StrFormat("node %s has no %s device with minor %d", node, type, minor));
   nodes_[index].devices[d].healthy = healthy;
+  healthy_gpu_[first_device_[index] + d] = type == kGpu && healthy;
   RefreshUsage(index);
   return absl::OkStatus();
 }
 
 void ClusterState::RefreshUsage(int i) {
   NodeUsage& u = usage_[i];
+  const Node& n = nodes_[i];
   int64_t cpu = u.cpu_used, mem = u.memory_used, pods = u.pods_used;
   u = NodeUsage();
   u.cpu_used = cpu;
   u.memory_used = mem;
   u.pods_used = pods;
+  u.cpu_capacity = n.cpu_milli;
+  u.memory_capacity = n.memory_bytes;
+  u.max_pods = n.max_pods;
+  u.has_taints = !n.taints.empty();
+  u.has_nvlink = !n.nvlink_groups.empty();
+  u.gpu_sharing = n.gpu_sharing;
   NodeView v = View(i);
   for (int d = 0; d < v.num_devices(); ++d) {
     const Device& dev = v.device(d);
+    if (dev.type != kGpu) u.has_other_devices = true;
     if (dev.type != kGpu || !dev.healthy) continue;
     ++u.gpu_count;
     if (v.untouched(d)) ++u.gpu_whole_free;
@@ -188,6 +203,27 @@ double ClusterState::Score(const Pod& pod, int node, const PlacementStrategy& st
   return strategy.ScoreNode(view, pod, plan.devices);
 }
 
+bool ClusterState::FastGpuFit(int node, const DeviceRequest& r) const {
+  const NodeUsage& u = usage_[node];
+  if (u.gpu_sharing == GpuSharing::kWholeOnly && !r.whole()) return false;
+  if (u.gpu_sharing == GpuSharing::kSharedOnly && r.whole()) return false;
+  if (r.whole()) return u.gpu_whole_free >= r.count;
+  const int begin = first_device_[node];
+  const int end = begin + static_cast<int>(nodes_[node].devices.size());
+  const int64_t* used_core = used_core_.data();
+  const int64_t* used_memory = used_memory_.data();
+  int fitting = 0;
+  for (int d = begin; d < end; ++d) {
+    if (!healthy_gpu_[d]) continue;
+    const int64_t bytes = r.memory_ratio > 0 ? (r.memory_ratio * capacity_memory_[d] + 99) / 100
+                                             : r.memory_bytes;
+    if (capacity_core_[d] - used_core[d] >= r.core &&
+        capacity_memory_[d] - used_memory[d] >= bytes && ++fitting >= r.count)
+      return true;
+  }
+  return false;
+}
+
 absl::Status ClusterState::ApplyDelta(const Allocation& a, int sign, bool check_only) const {
   int node = FindNode(a.node);
   if (node < 0) return absl::NotFoundError(absl::StrFormat("node %s does not exist", a.node));
@@ -198,10 +234,11 @@ absl::Status ClusterState::ApplyDelta(const Allocation& a, int sign, bool check_
   if (sign > 0) {
     if (u.pods_used + 1 > n.max_pods)
       return absl::FailedPreconditionError(absl::StrFormat("node %s: too many pods", a.node));
-    if (u.cpu_used + a.cpu_milli > n.cpu_milli)
+    // Compared against what is free, so huge requests cannot overflow the sum.
+    if (a.cpu_milli > n.cpu_milli - u.cpu_used)
       return absl::FailedPreconditionError(
           absl::StrFormat("node %s: pod %s would over-commit cpu", a.node, a.pod));
-    if (u.memory_used + a.memory_bytes > n.memory_bytes)
+    if (a.memory_bytes > n.memory_bytes - u.memory_used)
       return absl::FailedPreconditionError(
           absl::StrFormat("node %s: pod %s would over-commit memory", a.node, a.pod));
   }
@@ -320,17 +357,28 @@ PlaceResult ClusterState::Place(const Pod& pod, const PlacementStrategy& strateg
   double best_score = -1.0;
   Allocation best_plan, plan;
   const bool needs_plan = strategy.ScoreNeedsPlan();
+  // The common request (GPUs only, any model, no scope, no selector) takes an exact fast path.
+  const DeviceRequest* gpu = pod.Find(kGpu);
+  const bool gpu_only = pod.devices.size() == (gpu ? 1u : 0u);
+  const bool simple = gpu_only && pod.gpu_models.empty() && pod.scope == TopologyScope::kNone;
+  const bool check_constraints = !pod.node_selector.empty();
   for (int k = 0; k < total; ++k) {
     int i = candidates ? (*candidates)[k] : k;
-    if (!QuickMayFit(pod, nodes_[i], usage_[i])) continue;
-    if (!FitsNodeConstraints(pod, nodes_[i]).ok()) continue;
+    const NodeUsage& u = usage_[i];
+    if (!QuickMayFit(pod, u)) continue;
+    if ((check_constraints || u.has_taints) && !FitsNodeConstraints(pod, nodes_[i]).ok()) continue;
     double score;
     if (needs_plan) {
       if (!Plan(pod, i, strategy, &plan).ok()) continue;
       score = strategy.ScoreNode(View(i), pod, plan.devices);
       if (score > best_score) best_plan = plan;
     } else {
-      if (!Filter(pod, i).ok()) continue;
+      bool fast = simple && (gpu == nullptr || gpu->count == 1 || !u.has_nvlink);
+      if (fast) {
+        if (gpu != nullptr && !FastGpuFit(i, *gpu)) continue;
+      } else if (!Filter(pod, i).ok()) {
+        continue;
+      }
       score = strategy.ScoreNode(View(i), pod, {});
     }
     if (score > best_score) {

@@ -111,6 +111,9 @@ class ClusterState {
 
  private:
   void RefreshUsage(int node);
+  // Exact fit of an unconstrained GPU request (no models, no scope, no NVLink) from the SoA
+  // arrays; the hot path of Place.
+  bool FastGpuFit(int node, const DeviceRequest& gpu) const;
   absl::Status ApplyDelta(const Allocation& a, int sign, bool check_only) const;
   void Apply(const Allocation& a, int sign);
   int LocalDevice(int node, const std::string& type, int minor) const;
@@ -122,6 +125,9 @@ class ClusterState {
   std::vector<int32_t> device_node_;
   SharedBuffer used_core_;
   SharedBuffer used_memory_;
+  std::vector<int64_t> capacity_core_;
+  std::vector<int64_t> capacity_memory_;
+  std::vector<uint8_t> healthy_gpu_;  // 1 for a healthy GPU, 0 for anything else
   absl::flat_hash_map<std::string, Allocation> allocations_;
   std::function<int64_t()> clock_;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <string_view>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -45,13 +46,12 @@ FitResult ShortageReason(const NodeView& v, const Pod& pod, const DeviceRequest&
 
 }  // namespace
 
-bool QuickMayFit(const Pod& pod, const Node& node, const NodeUsage& u) {
-  (void)node;
-  if (pod.cpu_milli > node.cpu_milli - u.cpu_used) return false;
-  if (pod.memory_bytes > node.memory_bytes - u.memory_used) return false;
-  if (u.pods_used + 1 > node.max_pods) return false;
+bool QuickMayFit(const Pod& pod, const NodeUsage& u) {
+  if (pod.cpu_milli > u.cpu_capacity - u.cpu_used) return false;
+  if (pod.memory_bytes > u.memory_capacity - u.memory_used) return false;
+  if (u.pods_used + 1 > u.max_pods) return false;
   for (const DeviceRequest& r : pod.devices) {
-    if (r.type != kGpu) continue;
+    if (std::string_view(r.type) != std::string_view(kGpu)) continue;
     if (r.whole()) {
       if (u.gpu_whole_free < r.count) return false;
     } else {

@@ -17,7 +17,7 @@ FitResult FitDeviceRequest(const NodeView& node, const Pod& pod, const DeviceReq
                            std::vector<std::vector<int>>* domains);
 
 // A cheap necessary condition from node totals; false means the pod certainly does not fit.
-bool QuickMayFit(const Pod& pod, const Node& node, const NodeUsage& usage);
+bool QuickMayFit(const Pod& pod, const NodeUsage& usage);
 
 }  // namespace gpufleet
 

@@ -11,6 +11,15 @@ namespace gpufleet {
 // Per-node totals kept current after every mutation, so a filter over thousands of nodes can reject
 // most of them without touching their devices. GPU figures cover healthy GPUs only.
 struct NodeUsage {
+  // Copies of the node's capacities and flags, so the hot loop reads one compact array.
+  int64_t cpu_capacity = 0;
+  int64_t memory_capacity = 0;
+  int64_t max_pods = 0;
+  bool has_taints = false;
+  bool has_nvlink = false;
+  bool has_other_devices = false;  // devices that are not GPUs (RDMA, FPGA, ...)
+  GpuSharing gpu_sharing = GpuSharing::kMixed;
+
   int64_t cpu_used = 0;
   int64_t memory_used = 0;
   int64_t pods_used = 0;

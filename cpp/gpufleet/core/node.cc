@@ -6,6 +6,9 @@
 #include "absl/strings/str_format.h"
 
 namespace gpufleet {
+namespace {
+constexpr int64_t kMaxDeviceMemory = int64_t{1} << 50;  // 1 PiB
+}  // namespace
 
 absl::Status ValidateNode(const Node& node) {
   if (node.name.empty()) return absl::InvalidArgumentError("node: name is empty");
@@ -27,6 +30,10 @@ absl::Status ValidateNode(const Node& node) {
                                  d.type, d.minor, d.core));
     if (d.memory_bytes < 0)
       return bad(absl::StrFormat("%s %d: memory is negative", d.type, d.minor));
+    // A bound far above any real device keeps ratio x memory and per-node sums inside int64.
+    if (d.memory_bytes > kMaxDeviceMemory)
+      return bad(absl::StrFormat("%s %d: memory %d bytes is more than the 1Pi a device may have",
+                                 d.type, d.minor, d.memory_bytes));
     if (d.type == kGpu) {
       if (d.memory_bytes == 0)
         return bad(absl::StrFormat("gpu %d: memory must be given and positive", d.minor));

@@ -49,6 +49,9 @@ absl::StatusOr<int64_t> ParseQuantityScaled(absl::string_view text, int64_t scal
   int64_t integer = 0;
   int64_t fraction = 0;
   int64_t fraction_scale = 1;
+  // Digits beyond the 12 kept are not exact; a nonzero one still rounds the result up (so
+  // "0.0000000000001" is 1, never 0), which is exact unless a suffix scales it past one unit.
+  bool dropped_nonzero = false;
   bool any_digit = false;
   while (i < s.size() && absl::ascii_isdigit(s[i])) {
     if (!MulOk(integer, 10, &integer) || __builtin_add_overflow(integer, s[i] - '0', &integer))
@@ -62,6 +65,8 @@ absl::StatusOr<int64_t> ParseQuantityScaled(absl::string_view text, int64_t scal
       if (fraction_scale < 1000000000000LL) {  // 12 fractional digits are plenty
         fraction = fraction * 10 + (s[i] - '0');
         fraction_scale *= 10;
+      } else if (s[i] != '0') {
+        dropped_nonzero = true;
       }
       any_digit = true;
       ++i;
@@ -72,7 +77,9 @@ absl::StatusOr<int64_t> ParseQuantityScaled(absl::string_view text, int64_t scal
 
   // Decimal exponent form: 1e3, 2E-1 is not allowed for integers below 1 after scaling.
   int64_t base = 1, divisor = 1;
-  if (!suffix.empty() && (suffix[0] == 'e' || suffix[0] == 'E') && suffix.size() > 1) {
+  // "Ei" is the exbi suffix, not an exponent.
+  if (!suffix.empty() && (suffix[0] == 'e' || suffix[0] == 'E') && suffix.size() > 1 &&
+      suffix != "Ei") {
     absl::string_view exp = suffix.substr(1);
     bool neg = false;
     if (exp[0] == '+' || exp[0] == '-') {
@@ -100,14 +107,18 @@ absl::StatusOr<int64_t> ParseQuantityScaled(absl::string_view text, int64_t scal
     if (!found) return Bad(text, absl::StrCat("unknown suffix \"", suffix, "\""));
   }
 
-  // result = ceil((integer + fraction/fraction_scale) * base * scale / divisor)
-  // computed in 128-bit to keep it exact.
-  __int128 mult = static_cast<__int128>(base) * scale;
-  __int128 numerator =
-      (static_cast<__int128>(integer) * fraction_scale + fraction) * mult;
+  // result = ceil((integer + fraction/fraction_scale) * base * scale / divisor), exact in
+  // 128-bit; the products can exceed even that (an int64 mantissa times 2^60 times 1000), so
+  // every step checks for overflow.
+  __int128 mult, mantissa, numerator;
+  if (__builtin_mul_overflow(static_cast<__int128>(base), static_cast<__int128>(scale), &mult) ||
+      __builtin_mul_overflow(static_cast<__int128>(integer),
+                             static_cast<__int128>(fraction_scale), &mantissa) ||
+      __builtin_mul_overflow(mantissa + fraction, mult, &numerator))
+    return Bad(text, "too large");
   __int128 denominator = static_cast<__int128>(fraction_scale) * divisor;
   __int128 value = numerator / denominator;
-  if (numerator % denominator != 0) value += 1;  // Kubernetes rounds up
+  if (numerator % denominator != 0 || dropped_nonzero) value += 1;  // Kubernetes rounds up
   if (value > kMax) return Bad(text, "too large");
   return static_cast<int64_t>(value);
 }

@@ -53,6 +53,10 @@ absl::StatusOr<std::pair<std::string, Json>> ParseSpec(const std::string& spec) 
 
 absl::Status CheckKnownParams(const Json& params, const std::string& owner,
                               const std::vector<std::string>& known) {
+  if (params.is_null()) return absl::OkStatus();
+  if (!params.is_object())  // key() would throw on a list
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: parameters must be an object, got %s", owner, params.dump()));
   std::set<std::string> allowed(known.begin(), known.end());
   for (auto it = params.begin(); it != params.end(); ++it) {
     if (!allowed.count(it.key()))

@@ -1,6 +1,7 @@
 #include "gpufleet/core/request_parser.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 
 #include "absl/strings/match.h"
@@ -23,12 +24,22 @@ absl::StatusOr<int64_t> Count(const std::map<std::string, std::string>& r, const
   return *v;
 }
 
+// Device counts are ints; a larger quantity is rejected rather than truncated into a small or
+// negative count.
+absl::Status CheckCount(const char* name, int64_t count) {
+  if (count > std::numeric_limits<int>::max())
+    return Rule(absl::StrFormat("%s asks for %d devices; at most %d are allowed", name, count,
+                                std::numeric_limits<int>::max()));
+  return absl::OkStatus();
+}
+
 // koordinator.sh/gpu, rdma, fpga: percent of one device; above 100 it must name whole devices.
 absl::StatusOr<DeviceRequest> PercentRequest(const std::string& type, const char* name,
                                              int64_t pct) {
   if (pct > 100 && pct % 100 != 0)
     return Rule(absl::StrFormat(
         "%s=%d: values over 100 must be a multiple of 100 (whole devices)", name, pct));
+  RETURN_IF_ERROR(CheckCount(name, pct / 100));
   DeviceRequest r;
   r.type = type;
   r.count = pct > 100 ? static_cast<int>(pct / 100) : 1;
@@ -69,6 +80,7 @@ absl::StatusOr<std::optional<DeviceRequest>> ParseGpu(const std::map<std::string
   DeviceRequest g;
   g.type = kGpu;
   if (nvidia) {
+    RETURN_IF_ERROR(CheckCount(kNvidiaGpu, nvidia));
     g.count = static_cast<int>(nvidia);
     g.core = 100;
     g.memory_ratio = 100;
@@ -97,6 +109,7 @@ absl::StatusOr<std::optional<DeviceRequest>> ParseGpu(const std::map<std::string
 
   if (shared) {
     // gpu.shared=N: N devices, each given an equal part of core, ratio and memory.
+    RETURN_IF_ERROR(CheckCount(kKoordGpuShared, shared));
     if (core % shared != 0 || ratio % shared != 0)
       return Rule(absl::StrFormat(
           "with gpu.shared=%d, gpu-core and gpu-memory-ratio must be multiples of %d", shared,
@@ -123,6 +136,8 @@ absl::StatusOr<std::optional<DeviceRequest>> ParseGpu(const std::map<std::string
   if (ratio > 100 && ratio % 100 != 0)
     return Rule(absl::StrFormat(
         "gpu-memory-ratio=%d: values over 100 must be a multiple of 100 (whole GPUs)", ratio));
+  RETURN_IF_ERROR(CheckCount(kKoordGpuCore, core / 100));
+  RETURN_IF_ERROR(CheckCount(kKoordGpuMemoryRatio, ratio / 100));
   int64_t count = 1;
   if (core > 100) count = core / 100;
   if (ratio > 100) {

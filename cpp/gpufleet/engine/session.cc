@@ -288,7 +288,7 @@ int Session::BestNode(const TaskInfo& task, Allocation* plan, std::string* reaso
   int best = -1;
   double best_score = -std::numeric_limits<double>::infinity();
   auto consider = [&](int i) {
-    if (!QuickMayFit(pod, state_.node(i), state_.usage(i))) return;
+    if (!QuickMayFit(pod, state_.usage(i))) return;
     if (!Predicate(task, i).ok()) return;
     double score = NodeScore(task, i);
     if (score > best_score || (score == best_score && i < best)) {

@@ -1,5 +1,7 @@
 #include "gpufleet/io/annotations.h"
 
+#include <limits>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -82,9 +84,13 @@ absl::StatusOr<std::vector<DeviceGrant>> GrantsFromAnnotations(
       for (const Json& entry : *type) {
         if (!entry.is_object() || !entry.contains("minor") || !entry["minor"].is_number_integer())
           return bad(it->first, "an entry has no integer minor");
+        // Read wide first: a huge minor must not wrap onto a real device.
+        const int64_t minor = entry["minor"].get<int64_t>();
+        if (minor < 0 || minor > std::numeric_limits<int>::max())
+          return bad(it->first, absl::StrFormat("minor %d is out of range", minor));
         DeviceGrant g;
         g.type = type.key();
-        g.minor = entry["minor"].get<int>();
+        g.minor = static_cast<int>(minor);
         const Device* d = FindDevice(node, g.type, g.minor);
         if (d == nullptr)
           return bad(it->first, absl::StrFormat("node %s has no %s %d", node.name, g.type, g.minor));
@@ -124,7 +130,11 @@ absl::StatusOr<std::vector<DeviceGrant>> GrantsFromAnnotations(
       if (FindDevice(node, kGpu, g.minor) == nullptr)
         return bad(kGpushareIdx, absl::StrFormat("node %s has no gpu %d", node.name, g.minor));
       g.core = 0;
-      g.memory_bytes = units * unit_bytes / static_cast<int64_t>(parts.size());
+      int64_t total = 0;
+      if (__builtin_mul_overflow(units, unit_bytes, &total))
+        return bad(kGpusharePod, absl::StrFormat("%d units of %d bytes is too large", units,
+                                                 unit_bytes));
+      g.memory_bytes = total / static_cast<int64_t>(parts.size());
       grants.push_back(g);
     }
     return grants;

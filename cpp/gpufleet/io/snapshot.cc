@@ -1,6 +1,9 @@
 #include "gpufleet/io/snapshot.h"
 
+#include <limits>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/io/spec_json.h"
 
@@ -33,7 +36,8 @@ std::string SaveSnapshot(const ClusterState& state) {
 absl::StatusOr<ClusterState> LoadSnapshot(const std::string& text) {
   Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return absl::InvalidArgumentError("snapshot: not JSON");
-  if (j.value("version", 0) != 1)
+  auto version = j.find("version");
+  if (version == j.end() || !version->is_number_integer() || *version != 1)
     return absl::InvalidArgumentError("snapshot: unsupported version (expected 1)");
   ClusterState state;
   for (const Json& n : j.value("nodes", Json::array())) {
@@ -49,11 +53,20 @@ absl::StatusOr<ClusterState> LoadSnapshot(const std::string& text) {
       alloc.memory_bytes = a.at("memory_bytes").get<int64_t>();
       alloc.assume_time_ns = a.at("assume_time_ns").get<int64_t>();
       for (const Json& g : a.at("devices")) {
-        alloc.devices.push_back({g.at("type").get<std::string>(), g.at("minor").get<int>(),
+        // Read wide first: a huge minor must not wrap onto a real device.
+        const int64_t minor = g.at("minor").get<int64_t>();
+        if (minor < 0 || minor > std::numeric_limits<int>::max())
+          return absl::InvalidArgumentError(absl::StrFormat(
+              "snapshot: allocation %s: device minor %d is out of range", alloc.pod, minor));
+        alloc.devices.push_back({g.at("type").get<std::string>(), static_cast<int>(minor),
                                  g.at("core").get<int64_t>(), g.at("memory_bytes").get<int64_t>()});
       }
+      const std::string phase = a.at("state").get<std::string>();
+      if (phase != "Bound" && phase != "Reserved")
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "snapshot: allocation %s: state \"%s\" is not Bound or Reserved", alloc.pod, phase));
       RETURN_IF_ERROR(state.Reserve(alloc));
-      if (a.at("state").get<std::string>() == "Bound") RETURN_IF_ERROR(state.Commit(alloc.pod));
+      if (phase == "Bound") RETURN_IF_ERROR(state.Commit(alloc.pod));
     }
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("snapshot: malformed allocation: ", e.what()));

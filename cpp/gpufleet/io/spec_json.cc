@@ -1,5 +1,8 @@
 #include "gpufleet/io/spec_json.h"
 
+#include <limits>
+#include <type_traits>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "gpufleet/core/quantity.h"
@@ -36,6 +39,12 @@ template <typename T>
 absl::StatusOr<T> Typed(const Json& j, const std::string& key, T fallback, const std::string& owner) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
+  if constexpr (std::is_same_v<T, int>) {
+    // JSON would convert silently (4294967296 -> 0, 1.5 -> 1); only exact ints are accepted.
+    if (!it->is_number_integer() || it->get<int64_t>() < std::numeric_limits<int>::min() ||
+        it->get<int64_t>() > std::numeric_limits<int>::max())
+      return FieldError(owner, key, "expected an integer, got " + it->dump());
+  }
   try {
     return it->get<T>();
   } catch (const std::exception&) {
@@ -134,6 +143,7 @@ absl::StatusOr<Node> NodeFromJson(const Json& j) {
     const std::string where = owner + " gpus";
     int count;
     ASSIGN_OR_RETURN(count, Typed<int>(*g, "count", 0, where));
+    if (count < 0) return FieldError(where, "count", "must not be negative");
     std::string model;
     ASSIGN_OR_RETURN(model, Typed<std::string>(*g, "model", "", where));
     int64_t memory;

@@ -43,8 +43,8 @@ absl::StatusOr<std::unique_ptr<PlacementStrategy>> MakeStrategy(const std::strin
 std::vector<std::string> StrategyNames();
 
 // Picks `count` devices per domain by `better` (a strict weak order on local indices, ties broken
-// by lower minor) and returns the best domain's pick by `domain_better` on the picked sets. Shared
-// by binpack and spread, and usable by new strategies.
+// by lower minor) and returns the best domain's pick by `domain_better` on the picked sets (equal
+// picks go to the lower minors). Shared by binpack and spread, and usable by new strategies.
 template <typename DeviceLess, typename SetLess>
 bool ChooseByOrder(const NodeView& node, int count, const std::vector<std::vector<int>>& domains,
                    DeviceLess better, SetLess domain_better, std::vector<int>* chosen);

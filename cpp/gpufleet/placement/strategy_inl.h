@@ -2,8 +2,21 @@
 #define GPUFLEET_PLACEMENT_STRATEGY_INL_H_
 
 #include <algorithm>
+#include <vector>
 
 namespace gpufleet {
+
+// True when `a` names lower minors than `b` (compared in ascending order): the tie-break between
+// equally good domains, so the answer never depends on the order domains were listed in.
+inline bool LowerMinors(const NodeView& node, const std::vector<int>& a,
+                        const std::vector<int>& b) {
+  std::vector<int> ma, mb;
+  for (int d : a) ma.push_back(node.device(d).minor);
+  for (int d : b) mb.push_back(node.device(d).minor);
+  std::sort(ma.begin(), ma.end());
+  std::sort(mb.begin(), mb.end());
+  return ma < mb;
+}
 
 template <typename DeviceLess, typename SetLess>
 bool ChooseByOrder(const NodeView& node, int count, const std::vector<std::vector<int>>& domains,
@@ -20,7 +33,8 @@ bool ChooseByOrder(const NodeView& node, int count, const std::vector<std::vecto
     });
     pick.resize(count);
     std::sort(pick.begin(), pick.end());
-    if (!found || domain_better(pick, *chosen)) {
+    if (!found || domain_better(pick, *chosen) ||
+        (!domain_better(*chosen, pick) && LowerMinors(node, pick, *chosen))) {
       *chosen = pick;
       found = true;
     }

@@ -5,6 +5,7 @@
 // the request. Single-device requests and node scores follow binpack. Ties go to lower minors.
 #include <algorithm>
 #include <map>
+#include <vector>
 
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/placement/node_score.h"
@@ -82,10 +83,13 @@ class Topology : public PlacementStrategy {
         }
         for (auto& [k, members] : by_key) groups.push_back(std::move(members));
       }
-      // The smallest group that can hold the request is the tightest fit; ties keep the lower
-      // minors first (groups are built in ascending minor order).
-      std::stable_sort(groups.begin(), groups.end(),
-                       [](const auto& a, const auto& b) { return a.size() < b.size(); });
+      // The smallest group that can hold the request is the tightest fit; among groups of that
+      // size ChooseByOrder takes the lower minors.
+      size_t tightest = 0;
+      for (const auto& g : groups)
+        if (g.size() >= static_cast<size_t>(r.count) && (tightest == 0 || g.size() < tightest))
+          tightest = g.size();
+      std::erase_if(groups, [&](const std::vector<int>& g) { return g.size() != tightest; });
       bool ok = ChooseByOrder(
           v, r.count, groups, best_fit,
           [](const std::vector<int>&, const std::vector<int>&) { return false; }, chosen);

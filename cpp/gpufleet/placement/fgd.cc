@@ -1,0 +1,176 @@
+#include "gpufleet/placement/fgd.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
+#include "absl/strings/str_cat.h"
+#include "gpufleet/core/status_macros.h"
+#include "gpufleet/placement/gpu_share.h"
+
+namespace gpufleet {
+namespace {
+
+// What FGD's answer depends on when no model limits apply: free CPU, free share per GPU (in
+// device order, since ties go to the first GPU) and the task's shape. Many nodes share a state
+// (every idle node of a kind), so answers are memoised across nodes.
+struct StateKey {
+  int64_t cpu_left = 0;
+  int64_t task_cpu = 0;
+  int32_t core = 0;
+  int32_t count = 0;
+  int32_t n = 0;
+  uint32_t untouched = 0;  // GPUs nothing holds (whole-GPU tasks take only those)
+  uint8_t left[GpuSlots::kMaxGpus] = {};
+  bool operator==(const StateKey& o) const {
+    return cpu_left == o.cpu_left && task_cpu == o.task_cpu && core == o.core &&
+           count == o.count && n == o.n && untouched == o.untouched &&
+           std::memcmp(left, o.left, n) == 0;
+  }
+  template <typename H>
+  friend H AbslHashValue(H h, const StateKey& k) {
+    return H::combine(H::combine_contiguous(std::move(h), k.left, k.n), k.cpu_left, k.task_cpu,
+                      k.core, k.count, k.n, k.untouched);
+  }
+};
+
+struct Answer {
+  double score = 0.0;
+  int slot = -1;  // the GPU slot a shared task takes; -1 when it fits nowhere
+};
+
+class Fgd : public PlacementStrategy {
+ public:
+  Fgd(GpuWorkload workload, bool integer) : workload_(std::move(workload)), integer_(integer) {}
+
+  double ScoreNode(const NodeView& v, const Pod& pod, absl::Span<const DeviceGrant>) const override {
+    // Place scores every candidate node for one pod: derive its task once.
+    if (&pod != pending_pod_ || pod.name != pending_name_) {
+      pending_ = TaskOf(pod);
+      pending_pod_ = &pod;
+      pending_name_ = pod.name;
+    }
+    return Lookup(v, pending_).score;
+  }
+
+  bool ChooseDevices(const NodeView& v, const DeviceRequest& r,
+                     const std::vector<std::vector<int>>& domains,
+                     std::vector<int>* chosen) const override {
+    if (r.count != 1 || r.whole()) return ChooseBestFitDevices(v, r, domains, chosen);
+    ShareTask t = pending_;
+    if (!t.shared() || t.core != r.core) {  // not the pod last scored: judge on GPU share alone
+      t = ShareTask();
+      t.core = static_cast<int>(r.core);
+      t.count = 1;
+    }
+    const Answer a = Lookup(v, t);
+    const GpuSlots s = SlotsOf(v);
+    const int want = a.slot >= 0 ? s.device[a.slot] : -1;
+    for (const auto& domain : domains)
+      for (int d : domain)
+        if (d == want) {
+          *chosen = {d};
+          return true;
+        }
+    return ChooseBestFitDevices(v, r, domains, chosen);
+  }
+
+ private:
+  Answer Lookup(const NodeView& v, const ShareTask& t) const {
+    GpuSlots s = SlotsOf(v);
+    const int64_t cpu = CpuLeft(v);
+    if (!t.models.empty() || workload_.limits_models()) return Evaluate(v, t, s, cpu);
+    StateKey key;
+    key.cpu_left = cpu;
+    key.task_cpu = t.cpu_milli;
+    key.core = t.core;
+    key.count = t.count;
+    key.n = s.n;
+    for (int i = 0; i < s.n; ++i) {
+      key.left[i] = static_cast<uint8_t>(std::clamp(s.left[i], 0, 255));
+      if (v.untouched(s.device[i])) key.untouched |= uint32_t{1} << i;
+    }
+    auto it = memo_.find(key);
+    if (it != memo_.end()) return it->second;
+    if (memo_.size() > kMemoLimit) memo_.clear();
+    Answer a = Evaluate(v, t, s, cpu);
+    memo_.emplace(key, a);
+    return a;
+  }
+
+  double Score(double before, double after) const {
+    // Fragmentation is in core percent; the sigmoid takes GPUs, as the paper's simulator does.
+    const double score = 100.0 / (1.0 + std::exp(-(before - after) / 100.0));
+    return integer_ ? std::trunc(score) : score;
+  }
+
+  // The paper's step: the score of the best GPU (shared tasks try each GPU they fit on; the first
+  // GPU with the highest score wins) or of the whole-GPU placement.
+  Answer Evaluate(const NodeView& v, const ShareTask& t, GpuSlots& s, int64_t cpu) const {
+    const double before = workload_.Fragmentation(v, s, cpu);
+    const int64_t cpu_after = cpu - t.cpu_milli;
+    Answer best;
+    if (t.shared()) {
+      for (int i = 0; i < s.n; ++i) {
+        if (s.left[i] < t.core || !ModelAccepted(t, v, s.device[i])) continue;
+        s.left[i] -= t.core;
+        const double score = Score(before, workload_.Fragmentation(v, s, cpu_after));
+        s.left[i] += t.core;
+        if (best.slot < 0 || score > best.score) best = {score, i};
+      }
+      return best;
+    }
+    if (t.count > 0) {
+      std::vector<int> take;
+      if (!FirstFreeSlots(t, v, s, &take)) return best;
+      for (int i : take) s.left[i] = 0;
+    }
+    best.score = Score(before, workload_.Fragmentation(v, s, cpu_after));
+    best.slot = 0;
+    return best;
+  }
+
+  static constexpr size_t kMemoLimit = size_t{1} << 20;
+  GpuWorkload workload_;
+  bool integer_;
+  mutable ShareTask pending_;
+  mutable const Pod* pending_pod_ = nullptr;
+  mutable std::string pending_name_;
+  mutable absl::flat_hash_map<StateKey, Answer> memo_;
+};
+
+GpuWorkload WholeGpuWorkload() {
+  GpuWorkload::Entry e;
+  e.task.core = 100;
+  e.task.count = 1;
+  e.weight = 1.0;
+  return *GpuWorkload::Make({e});
+}
+
+GPUFLEET_REGISTER(PlacementStrategy, "fgd",
+                  "fragmentation gradient descent: least growth of expected GPU fragmentation "
+                  "against a workload distribution (Weng et al., ATC 2023); params: workload "
+                  "([[cpu_milli, core_percent, gpu_count, weight], ...]), integer_scores=true",
+                  [](const Json& p) -> absl::StatusOr<std::unique_ptr<PlacementStrategy>> {
+                    RETURN_IF_ERROR(CheckKnownParams(p, "fgd", {"workload", "integer_scores"}));
+                    ASSIGN_OR_RETURN(bool integer, Param<bool>(p, "fgd", "integer_scores", true));
+                    GpuWorkload w = WholeGpuWorkload();
+                    if (p.contains("workload")) {
+                      auto parsed = GpuWorkload::FromJson(p["workload"]);
+                      if (!parsed.ok())
+                        return absl::InvalidArgumentError(
+                            absl::StrCat("fgd: ", parsed.status().message()));
+                      w = *std::move(parsed);
+                    }
+                    return MakeFgd(std::move(w), integer);
+                  });
+
+}  // namespace
+
+std::unique_ptr<PlacementStrategy> MakeFgd(GpuWorkload workload, bool integer_scores) {
+  return std::make_unique<Fgd>(std::move(workload), integer_scores);
+}
+
+}  // namespace gpufleet

@@ -1,0 +1,193 @@
+// Heterogeneity-aware LAS with a two-level feedback queue (docs/simulator.md; builds on the 2D-LAS
+// of Tiresias, Gu et al., NSDI 2019, and the per-model throughputs of Gavel, Narayanan et al.,
+// OSDI 2020). Priority = attained service, lower is better: GPU-seconds x the model's performance
+// factor. New jobs enter the high queue Q1 (ordered by service, then submit time). On every
+// scheduling point:
+//  1. a running Q1 job whose service exceeds (mean service of running jobs) x
+//     priority_threshold_ratio moves to the low queue Q2 and loses its GPUs;
+//  2. a Q2 job whose waiting time / running time exceeds starve_threshold_ratio returns to Q1 with
+//     its service and history forgotten;
+//  3. Q1 is scanned from the head, skipping jobs that do not fit (GPU count, memory), each placed
+//     on the best-performing free model k; then the swap with a running job i (n_i <= n_s, on
+//     model j) of largest positive gain n_i (m_ik - m_ij) + n_s (m_sj - m_sk) is applied, where m
+//     are the jobs' speeds normalised to the reference model;
+//  4. Q2 is served with what is left (work-conserving), running Q2 jobs first;
+//  5. (upgrade=true, an addition for the "GPUs became available" event) a job in the plan moves
+//     to a faster model that still has free GPUs when that finishes it sooner even after the
+//     restore delay; otherwise a job swapped onto a slow model would stay there to the end.
+// Migrations and resumes pay the simulator's restore_delay. aware=false is the ablation: same
+// queues, plain GPU-seconds, first-fit models, no swaps.
+#include <algorithm>
+#include <tuple>
+
+#include "gpufleet/core/status_macros.h"
+#include "gpufleet/sim/policy.h"
+
+namespace gpufleet::sim {
+namespace {
+
+class HeteroLas : public Policy {
+ public:
+  HeteroLas(double priority_ratio, double starve_ratio, bool swap, bool aware, bool upgrade)
+      : priority_ratio_(priority_ratio), starve_ratio_(starve_ratio), swap_(swap && aware),
+        aware_(aware), upgrade_(upgrade && aware) {}
+
+  absl::Status Init(const SimView& view) override {
+    size_t n = view.jobs->size();
+    low_.assign(n, false);
+    service_offset_.assign(n, 0);
+    time_offset_.assign(n, 0);
+    return absl::OkStatus();
+  }
+  void OnArrival(int job, const SimView&) override { active_.push_back(job); }
+  void OnFinish(int job, const SimView&) override {
+    active_.erase(std::find(active_.begin(), active_.end(), job));
+  }
+
+  void Schedule(const SimView& view, std::vector<Assignment>* plan) override {
+    // 1. Demote running jobs far above the running mean.
+    double mean = 0;
+    for (int i : *view.running) mean += Service(view, i);
+    if (!view.running->empty()) mean /= view.running->size();
+    std::vector<bool>& stopped = stopped_;
+    stopped.assign(view.jobs->size(), false);
+    for (int i : *view.running) {
+      if (!low_[i] && Service(view, i) > mean * priority_ratio_ && mean > 0) {
+        low_[i] = true;
+        stopped[i] = true;
+      }
+    }
+    // 2. Promote starving Q2 jobs with their history forgotten.
+    for (int i : active_) {
+      const Job& j = view.job(i);
+      if (!low_[i] || j.state != JobState::kPending) continue;
+      double ran = j.run_time - time_offset_[i];
+      if (ran <= 0 || (view.now - j.wait_since) / ran > starve_ratio_) {
+        low_[i] = false;
+        service_offset_[i] = aware_ ? j.service : j.gpu_time;
+        time_offset_[i] = j.run_time;
+      }
+    }
+    // Order: Q1 by (service, submit); Q2 with running jobs first, then by (service, submit).
+    auto key = [&](int i) {
+      const Job& j = view.job(i);
+      bool waits = !(j.state == JobState::kRunning && !stopped[i]);
+      return std::make_tuple(low_[i], low_[i] && waits, Service(view, i), j.spec.submit_time, i);
+    };
+    std::sort(active_.begin(), active_.end(), [&](int a, int b) { return key(a) < key(b); });
+
+    Filler fill(view, plan);
+    // Running Q1 jobs keep their GPUs (only demotion stops them).
+    for (int i : active_)
+      if (!low_[i] && view.job(i).state == JobState::kRunning) fill.Take(i, view.job(i).model);
+    for (int i : active_) {
+      const Job& j = view.job(i);
+      if (!low_[i] && j.state == JobState::kRunning) continue;
+      if (fill.total_free() == 0) break;
+      int k = fill.TryPlace(i, aware_ ? ModelChoice::kFastest : ModelChoice::kFirstFit);
+      if (k >= 0 && !low_[i] && swap_ && j.state == JobState::kPending)
+        TrySwap(view, fill, plan, plan->size() - 1);
+    }
+    if (!aware_) KeepModels(view, ModelChoice::kFirstFit, plan);
+    if (upgrade_) Upgrade(view, fill, plan);
+  }
+
+ private:
+  // Aware: GPU-seconds x the model's perf factor; agnostic: plain GPU-seconds.
+  double Service(const SimView& view, int i) const {
+    const Job& j = view.job(i);
+    return (aware_ ? j.service : j.gpu_time) - service_offset_[i];
+  }
+
+  void Upgrade(const SimView& view, Filler& fill, std::vector<Assignment>* plan) {
+    const size_t n = plan->size();
+    for (size_t p = 0; p < n && fill.total_free() > 0; ++p) {
+      const int i = (*plan)[p].job;
+      const int from = (*plan)[p].model;
+      const Job& j = view.job(i);
+      const double left = j.RemainingWork();
+      double best_time = left / j.Speed(from);
+      int best = -1;
+      for (int m = 0; m < view.pool->num_models(); ++m) {
+        if (m == from || !fill.Fits(i, m)) continue;
+        double t = left / j.Speed(m) + (j.state == JobState::kRunning ? view.restore_delay : 0);
+        if (t < best_time) {
+          best_time = t;
+          best = m;
+        }
+      }
+      if (best < 0) continue;
+      fill.Release(i, from);
+      fill.Take(i, best);  // appends an entry: fold it back into position p
+      plan->pop_back();
+      (*plan)[p].model = best;
+    }
+  }
+
+  // plan[s_pos] is the new job s on model k; looks for the best running job i to trade models.
+  void TrySwap(const SimView& view, Filler& fill, std::vector<Assignment>* plan, size_t s_pos) {
+    const int s = (*plan)[s_pos].job;
+    const int k = (*plan)[s_pos].model;
+    const Job& js = view.job(s);
+    const int ns = js.spec.num_gpu;
+    double best_gain = 1e-12;
+    size_t best = plan->size();
+    for (size_t p = 0; p < s_pos; ++p) {
+      const int i = (*plan)[p].job;
+      const int j = (*plan)[p].model;
+      const Job& ji = view.job(i);
+      const int ni = ji.spec.num_gpu;
+      if (j == k || ji.state != JobState::kRunning || ni > ns) continue;
+      if (fill.free(j) + ni < ns || !ji.CanRunOn(k) || !js.CanRunOn(j)) continue;
+      const GpuModel& mj = view.pool->model(j);
+      const GpuModel& mk = view.pool->model(k);
+      if ((mj.memory_gib > 0 && js.spec.memory_gib > mj.memory_gib) ||
+          (mk.memory_gib > 0 && ji.spec.memory_gib > mk.memory_gib))
+        continue;
+      double gain = ni * (ji.Speed(k) - ji.Speed(j)) + ns * (js.Speed(j) - js.Speed(k));
+      if (gain > best_gain) {
+        best_gain = gain;
+        best = p;
+      }
+    }
+    if (best == plan->size()) return;
+    const int i = (*plan)[best].job;
+    const int j = (*plan)[best].model;
+    // Rebuild the two entries through the filler so its free counts stay right.
+    Assignment ai = (*plan)[best];
+    plan->erase(plan->begin() + s_pos);
+    plan->erase(plan->begin() + best);
+    fill.Release(ai.job, j);
+    fill.Release(s, k);
+    fill.Take(i, k);
+    fill.Take(s, j);
+  }
+
+  double priority_ratio_, starve_ratio_;
+  bool swap_, aware_, upgrade_;
+  std::vector<int> active_;
+  std::vector<bool> low_, stopped_;
+  std::vector<double> service_offset_, time_offset_;
+};
+
+GPUFLEET_REGISTER(
+    Policy, "hetero-las",
+    "heterogeneity-aware LAS, two-level feedback queue, best-model placement with swaps",
+    [](const Json& p) -> absl::StatusOr<std::unique_ptr<Policy>> {
+      const char* kOwner = "hetero-las";
+      RETURN_IF_ERROR(CheckKnownParams(
+          p, kOwner,
+          {"priority_threshold_ratio", "starve_threshold_ratio", "swap", "aware", "upgrade"}));
+      ASSIGN_OR_RETURN(double pr, Param<double>(p, kOwner, "priority_threshold_ratio", 2.0));
+      ASSIGN_OR_RETURN(double sr, Param<double>(p, kOwner, "starve_threshold_ratio", 4.0));
+      ASSIGN_OR_RETURN(bool swap, Param<bool>(p, kOwner, "swap", true));
+      ASSIGN_OR_RETURN(bool aware, Param<bool>(p, kOwner, "aware", true));
+      ASSIGN_OR_RETURN(bool upgrade, Param<bool>(p, kOwner, "upgrade", true));
+      if (!(pr > 0) || !(sr > 0))
+        return absl::InvalidArgumentError(
+            "hetero-las: priority_threshold_ratio and starve_threshold_ratio must be > 0");
+      return std::unique_ptr<Policy>(new HeteroLas(pr, sr, swap, aware, upgrade));
+    });
+
+}  // namespace
+}  // namespace gpufleet::sim

@@ -1,0 +1,51 @@
+// The simulator's view of a cluster: GPUs counted by model. Job-time policies (Tiresias' "count"
+// placement, Gavel's per-type allocation) decide how many GPUs of which model a job holds, not
+// which devices, so the simulator keeps one free counter per model instead of the full
+// ClusterState (see docs/simulator.md for why and for what this leaves out).
+#ifndef GPUFLEET_SIM_GPU_POOL_H_
+#define GPUFLEET_SIM_GPU_POOL_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "gpufleet/core/registry.h"
+
+namespace gpufleet::sim {
+
+struct GpuModel {
+  std::string name;
+  int count = 0;
+  double memory_gib = 0;     // per GPU; 0 = unknown (no memory check)
+  double perf_factor = 1.0;  // per-model constant for attained service (hetero-las)
+};
+
+class GpuPool {
+ public:
+  // From JSON: {"v100": 4, "k80": 4} or {"v100": {"count": 4, "memory_gib": 16,
+  // "perf_factor": 1.0}, ...} (models in name order) or a list of such objects with a "name"
+  // (models in list order; first-fit policies try them in this order).
+  static absl::StatusOr<GpuPool> FromJson(const Json& spec);
+  static absl::StatusOr<GpuPool> Create(std::vector<GpuModel> models);
+
+  int num_models() const { return static_cast<int>(models_.size()); }
+  const GpuModel& model(int m) const { return models_[m]; }
+  int total_gpus() const { return total_; }
+  int max_count() const { return max_count_; }
+  // Index of a model by name (case-insensitive), or -1.
+  int Find(const std::string& name) const;
+
+ private:
+  std::vector<GpuModel> models_;
+  int total_ = 0;
+  int max_count_ = 0;
+};
+
+// Default per-model performance factors: FP32 peak of one GPU as the vendor lists it, relative to
+// V100 SXM2 (15.7 TFLOPS): K80 one GK210 die 4.37, P100 SXM2 10.6, T4 8.1, A10 31.2,
+// A100 19.5 TFLOPS. Models not listed get 1.0.
+double DefaultPerfFactor(const std::string& model_name);
+
+}  // namespace gpufleet::sim
+
+#endif  // GPUFLEET_SIM_GPU_POOL_H_

@@ -1,0 +1,49 @@
+// A job as the simulator sees it: what the trace says (JobSpec) and what happened to it so far.
+#ifndef GPUFLEET_SIM_JOB_H_
+#define GPUFLEET_SIM_JOB_H_
+
+#include <cstdint>
+#include <vector>
+
+namespace gpufleet::sim {
+
+struct JobSpec {
+  int64_t id = 0;
+  double submit_time = 0;
+  int num_gpu = 1;
+  double duration = 0;  // seconds of exclusive run time on the reference model (the "work")
+  // Per pool model: work-seconds done per second on that model (throughput / reference
+  // throughput); 0 = cannot run there. Empty = 1.0 on every model.
+  std::vector<double> speed;
+  double memory_gib = 0;  // peak memory on one GPU; 0 = unknown
+};
+
+enum class JobState : uint8_t { kFuture, kPending, kRunning, kDone };
+
+struct Job {
+  JobSpec spec;
+  JobState state = JobState::kFuture;
+  int model = -1;             // model index while running
+  double work_done = 0;       // reference seconds completed
+  double run_time = 0;        // wall seconds holding GPUs (restore stalls included)
+  double gpu_time = 0;        // run_time x GPUs
+  double service = 0;         // gpu_time x the model's perf factor
+  double last_update = 0;     // progress counted up to here
+  double stall_until = 0;     // checkpoint restore: no progress before this time
+  double wait_since = 0;      // when it last became pending
+  double queueing_delay = 0;  // total pending time
+  double first_start = -1;
+  double end_time = -1;
+  int preemptions = 0;
+  int migrations = 0;
+  uint32_t version = 0;       // bumps when its finish time changes (lazy heap entries)
+  int running_pos = -1;       // index in the simulator's running list
+
+  double Speed(int m) const { return spec.speed.empty() ? 1.0 : spec.speed[m]; }
+  double RemainingWork() const { return spec.duration - work_done; }
+  bool CanRunOn(int m) const { return Speed(m) > 0; }
+};
+
+}  // namespace gpufleet::sim
+
+#endif  // GPUFLEET_SIM_JOB_H_

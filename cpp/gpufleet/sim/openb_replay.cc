@@ -1,0 +1,243 @@
+#include "gpufleet/sim/openb_replay.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <random>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "gpufleet/accounting/device_fit.h"
+#include "gpufleet/core/status_macros.h"
+#include "gpufleet/placement/gpu_share.h"
+#include "gpufleet/placement/observer.h"
+
+namespace gpufleet {
+namespace {
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+constexpr int64_t kNominalGpuMemory = int64_t{16} << 30;  // GPU memory is not a dimension here
+constexpr int64_t kMaxPods = 1 << 20;                      // the study has no pod-count limit
+
+// Uniform integer in [0, n) by rejection, so sequences do not depend on the standard library's
+// distribution implementation.
+uint64_t Uniform(std::mt19937_64& rng, uint64_t n) {
+  const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
+  uint64_t x;
+  do {
+    x = rng();
+  } while (x >= limit);
+  return x % n;
+}
+
+template <typename T>
+void Shuffle(std::vector<T>& v, std::mt19937_64& rng) {
+  for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[Uniform(rng, i)]);
+}
+
+absl::StatusOr<std::unique_ptr<PlacementStrategy>> BuildStrategy(const OpenbReplayOptions& o,
+                                                                 const GpuWorkload& workload) {
+  if (!o.params.is_object() && !o.params.is_null())
+    return absl::InvalidArgumentError("replay: policy parameters must be an object");
+  Json p = o.params.is_null() ? Json::object() : o.params;
+  if (o.policy == "fgd" && !p.contains("workload")) p["workload"] = workload.ToJson();
+  if (o.policy == "random" && !p.contains("seed")) p["seed"] = o.seed;
+  return Registry<PlacementStrategy>::Global().Create(o.policy, p);
+}
+
+}  // namespace
+
+absl::StatusOr<Node> OpenbNodeToNode(const OpenbNode& row) {
+  auto bad = [&](const std::string& field, const std::string& why) {
+    return absl::InvalidArgumentError(absl::StrFormat("node %s: %s %s", row.name, field, why));
+  };
+  if (row.cpu_milli < 0) return bad("cpu_milli", "is negative");
+  if (row.memory_mib < 0) return bad("memory_mib", "is negative");
+  if (row.num_gpu < 0) return bad("num_gpu", "is negative");
+  if (row.num_gpu > GpuSlots::kMaxGpus)
+    return bad("num_gpu", absl::StrFormat("is %d; at most %d GPUs per node", row.num_gpu,
+                                          GpuSlots::kMaxGpus));
+  Node n;
+  n.name = row.name;
+  n.cpu_milli = row.cpu_milli;
+  n.memory_bytes = row.memory_mib * kMiB;
+  n.max_pods = kMaxPods;
+  for (int i = 0; i < row.num_gpu; ++i) {
+    Device d;
+    d.type = kGpu;
+    d.minor = i;
+    d.model = row.model;
+    d.core = 100;
+    d.memory_bytes = kNominalGpuMemory;
+    n.devices.push_back(std::move(d));
+  }
+  return n;
+}
+
+absl::StatusOr<Pod> OpenbPodToPod(const OpenbPod& row) {
+  auto bad = [&](const std::string& field, const std::string& why) {
+    return absl::InvalidArgumentError(absl::StrFormat("pod %s: %s %s", row.name, field, why));
+  };
+  if (row.name.empty()) return absl::InvalidArgumentError("pod with an empty name");
+  if (row.cpu_milli < 0) return bad("cpu_milli", "is negative");
+  if (row.memory_mib < 0) return bad("memory_mib", "is negative");
+  if (row.num_gpu < 0) return bad("num_gpu", "is negative");
+  if (row.num_gpu == 0 && row.gpu_milli != 0)
+    return bad("gpu_milli", absl::StrFormat("is %d but num_gpu is 0", row.gpu_milli));
+  if (row.num_gpu == 1 && (row.gpu_milli < 10 || row.gpu_milli > 1000 || row.gpu_milli % 10 != 0))
+    return bad("gpu_milli",
+               absl::StrFormat("is %d; a one-GPU pod needs a multiple of 10 in 10-1000",
+                               row.gpu_milli));
+  if (row.num_gpu > 1 && row.gpu_milli != 1000)
+    return bad("gpu_milli", absl::StrFormat("is %d but num_gpu is %d (multi-GPU pods take whole "
+                                            "GPUs: 1000)", row.gpu_milli, row.num_gpu));
+  Pod p;
+  p.name = row.name;
+  p.cpu_milli = row.cpu_milli;
+  p.memory_bytes = row.memory_mib * kMiB;
+  p.gpu_models = row.gpu_spec;
+  if (row.num_gpu > 0) {
+    DeviceRequest r;
+    r.type = kGpu;
+    r.count = row.num_gpu;
+    r.core = row.gpu_milli / 10;
+    // A whole GPU takes its memory too; a share is GPU core only (the study's single dimension).
+    r.memory_ratio = row.gpu_milli == 1000 ? 100 : 0;
+    p.devices.push_back(r);
+  }
+  return p;
+}
+
+absl::StatusOr<OpenbReplayResult> ReplayOpenb(const std::vector<OpenbNode>& nodes,
+                                              const std::vector<OpenbPod>& pods,
+                                              const OpenbReplayOptions& o) {
+  if (!(o.stop_at > 0.0) || !std::isfinite(o.stop_at))
+    return absl::InvalidArgumentError(absl::StrFormat("replay: stop_at must be > 0, got %g", o.stop_at));
+  if (!(o.coverage > 0.0 && o.coverage <= 1.0))
+    return absl::InvalidArgumentError(
+        absl::StrFormat("replay: coverage must be in (0, 1], got %g", o.coverage));
+  OpenbReplayResult out;
+  ClusterState& cluster = out.cluster;
+  cluster.set_clock([] { return int64_t{1}; });  // assume times carry no meaning here
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    auto node = OpenbNodeToNode(nodes[i]);
+    if (!node.ok())
+      return absl::InvalidArgumentError(absl::StrCat("node row ", i, ": ", node.status().message()));
+    absl::Status s = cluster.AddNode(*node);
+    if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat("node row ", i, ": ", s.message()));
+  }
+  std::vector<Pod> trace;
+  std::vector<ShareTask> tasks;
+  trace.reserve(pods.size());
+  absl::flat_hash_set<std::string> names;
+  int64_t trace_core = 0;
+  for (size_t i = 0; i < pods.size(); ++i) {
+    auto pod = OpenbPodToPod(pods[i]);
+    if (!pod.ok())
+      return absl::InvalidArgumentError(absl::StrCat("pod row ", i, ": ", pod.status().message()));
+    if (!names.insert(pod->name).second)
+      return absl::InvalidArgumentError(
+          absl::StrCat("pod row ", i, ": name ", pod->name, " appears twice"));
+    tasks.push_back(TaskOf(*pod));
+    trace_core += tasks.back().total_core();
+    trace.push_back(*std::move(pod));
+  }
+  for (int i = 0; i < cluster.num_nodes(); ++i) out.gpu_capacity += 100 * cluster.usage(i).gpu_count;
+  if (out.gpu_capacity == 0) return absl::InvalidArgumentError("replay: the cluster has no GPUs");
+  out.workload = GpuWorkload::FromTasks(tasks, o.coverage);
+  ASSIGN_OR_RETURN(std::unique_ptr<PlacementStrategy> strategy, BuildStrategy(o, out.workload));
+  auto* observer = dynamic_cast<PlacementObserver*>(strategy.get());
+
+  // Arrival order: the trace shuffled, then draws with replacement up to stop_at x capacity.
+  std::mt19937_64 rng(o.seed);
+  std::vector<int32_t> order(trace.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
+  Shuffle(order, rng);
+  const double target = o.stop_at * static_cast<double>(out.gpu_capacity);
+  std::vector<int32_t> arrivals;
+  double demand = 0.0;
+  for (int32_t i : order) {
+    if (demand + tasks[i].total_core() > target) break;
+    demand += tasks[i].total_core();
+    arrivals.push_back(i);
+  }
+  if (arrivals.size() == trace.size() && trace_core > 0) {
+    while (true) {
+      int32_t i = static_cast<int32_t>(Uniform(rng, trace.size()));
+      if (demand + tasks[i].total_core() > target) break;
+      demand += tasks[i].total_core();
+      arrivals.push_back(i);
+    }
+  }
+
+  // Per-node fragmentation, updated only where a pod lands.
+  std::vector<double> node_frag(cluster.num_nodes());
+  double frag = 0.0, idle = 0.0;
+  auto node_fragmentation = [&](int i) {
+    NodeView v = cluster.View(i);
+    return out.workload.empty() ? 0.0 : out.workload.Fragmentation(v, SlotsOf(v), CpuLeft(v));
+  };
+  for (int i = 0; i < cluster.num_nodes(); ++i) {
+    node_frag[i] = node_fragmentation(i);
+    frag += node_frag[i];
+  }
+  idle = static_cast<double>(out.gpu_capacity);
+  const size_t n = arrivals.size();
+  out.pod.reserve(n);
+  out.placed.reserve(n);
+  out.node.reserve(n);
+  out.arrived.reserve(n);
+  out.allocated.reserve(n);
+  out.fragmented.reserve(n);
+  out.idle.reserve(n);
+  out.failed.reserve(n);
+  out.failed_gpu.reserve(n);
+  const double cap = static_cast<double>(out.gpu_capacity);
+  // Candidates in name order: Place gives ties to the earliest candidate.
+  std::vector<int> all(cluster.num_nodes()), candidates;
+  for (int i = 0; i < cluster.num_nodes(); ++i) all[i] = i;
+  std::sort(all.begin(), all.end(),
+            [&](int a, int b) { return cluster.node(a).name < cluster.node(b).name; });
+  std::vector<int> uses(trace.size(), 0);
+  double arrived = 0.0, allocated = 0.0, failed_gpu = 0.0;
+  int32_t failed = 0;
+  for (int32_t i : arrivals) {
+    Pod pod = trace[i];
+    if (uses[i]++ > 0) pod.name = absl::StrCat(pod.name, "#", uses[i] - 1);
+    const double need = static_cast<double>(tasks[i].total_core());
+    arrived += need;
+    if (o.random_ties) Shuffle(all, rng);
+    candidates.clear();
+    for (int k : all)
+      if (QuickMayFit(pod, cluster.usage(k))) candidates.push_back(k);
+    int where = -1;
+    if (!candidates.empty()) {
+      PlaceResult r = cluster.Place(pod, *strategy, /*commit=*/true, &candidates);
+      if (r.placed) where = cluster.FindNode(r.allocation.node);
+    }
+    if (where >= 0) {
+      allocated += need;
+      idle -= need;
+      frag -= node_frag[where];
+      node_frag[where] = node_fragmentation(where);
+      frag += node_frag[where];
+      if (observer != nullptr) observer->OnBound(cluster.node(where), pod);
+    } else {
+      ++failed;
+      failed_gpu += need;
+    }
+    out.pod.push_back(i);
+    out.placed.push_back(where >= 0 ? 1 : 0);
+    out.node.push_back(where);
+    out.arrived.push_back(arrived / cap);
+    out.allocated.push_back(allocated / cap);
+    out.fragmented.push_back(std::max(0.0, frag) / cap);
+    out.idle.push_back(idle / cap);
+    out.failed.push_back(failed);
+    out.failed_gpu.push_back(failed_gpu / cap);
+  }
+  return out;
+}
+
+}  // namespace gpufleet

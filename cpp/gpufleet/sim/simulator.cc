@@ -1,0 +1,283 @@
+#include "gpufleet/sim/simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <queue>
+
+#include "absl/strings/str_format.h"
+#include "gpufleet/core/status_macros.h"
+
+namespace gpufleet::sim {
+namespace {
+
+// Relative slack when comparing event times computed along different float paths.
+constexpr double kEps = 1e-9;
+
+absl::Status ValidateJob(const JobSpec& s, size_t index, const GpuPool& pool) {
+  auto bad = [&](const std::string& why) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("job %d (row %d): %s", s.id, index, why));
+  };
+  if (!std::isfinite(s.submit_time) || s.submit_time < 0) return bad("submit_time must be >= 0");
+  if (s.num_gpu < 1) return bad("num_gpu must be >= 1");
+  if (!std::isfinite(s.duration) || s.duration <= 0) return bad("duration must be > 0");
+  if (!s.speed.empty() && static_cast<int>(s.speed.size()) != pool.num_models())
+    return bad(absl::StrFormat("has %d speeds for %d GPU models", s.speed.size(),
+                               pool.num_models()));
+  bool fits = false;
+  for (int m = 0; m < pool.num_models(); ++m) {
+    double v = s.speed.empty() ? 1.0 : s.speed[m];
+    if (!std::isfinite(v) || v < 0) return bad("speeds must be finite and >= 0");
+    const GpuModel& gm = pool.model(m);
+    if (v > 0 && gm.count >= s.num_gpu && (gm.memory_gib <= 0 || s.memory_gib <= gm.memory_gib))
+      fits = true;
+  }
+  if (!fits)
+    return bad(absl::StrFormat(
+        "needs %d GPUs of one model it can run on; the largest group has %d GPUs", s.num_gpu,
+        pool.max_count()));
+  return absl::OkStatus();
+}
+
+struct FinishEntry {
+  double time;
+  int job;
+  uint32_t version;
+  bool operator>(const FinishEntry& o) const {
+    return time != o.time ? time > o.time : job > o.job;
+  }
+};
+
+class Run {
+ public:
+  Run(const GpuPool& pool, std::vector<JobSpec> specs, Policy& policy, const SimOptions& options)
+      : pool_(pool), policy_(policy), options_(options) {
+    jobs_.resize(specs.size());
+    for (size_t i = 0; i < specs.size(); ++i) jobs_[i].spec = std::move(specs[i]);
+    planned_.assign(jobs_.size(), -1);
+    view_.jobs = &jobs_;
+    view_.pool = &pool_;
+    view_.running = &running_;
+    view_.tiresias_compat = options.tiresias_compat;
+    view_.restore_delay = options.restore_delay;
+  }
+
+  absl::StatusOr<SimResult> Go() {
+    std::vector<int> order(jobs_.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      return jobs_[a].spec.submit_time < jobs_[b].spec.submit_time;
+    });
+    RETURN_IF_ERROR(policy_.Init(view_));
+    const double interval = options_.scheduling_interval;
+    size_t next_arrival = 0;
+    int64_t active = 0, finished = 0, points = 0;
+    double next_tick = options_.tick > 0 ? 0 : kNever;
+    double wakeup = kNever;
+    bool dirty = false;  // an arrival or completion since the last scheduling point
+    std::vector<Assignment> plan;
+    SimResult result;
+    while (next_arrival < order.size() || active > 0) {
+      double t_arrival =
+          next_arrival < order.size() ? jobs_[order[next_arrival]].spec.submit_time : kNever;
+      double t_event = std::min(t_arrival, NextFinish());
+      double t_point = std::min(wakeup, active > 0 ? next_tick : kNever);
+      if (interval > 0) {
+        // Scheduling points only on the interval grid (rounded up), when something changed.
+        if (dirty) t_point = std::min(t_point, view_.now);
+        t_point = t_point == kNever ? kNever : std::ceil(t_point / interval - 1e-12) * interval;
+      } else {
+        t_point = std::min(t_point, t_event);
+      }
+      double t = std::min(t_event, t_point);
+      if (t == kNever)
+        return absl::FailedPreconditionError(absl::StrFormat(
+            "policy left %d jobs pending on an idle cluster at t=%g", active, view_.now));
+      busy_gpu_seconds_ += (t - view_.now) * busy_gpus_;
+      view_.now = t;
+      // Completions (the finishing job's counters are brought up to t on its own).
+      while (!finish_heap_.empty() && finish_heap_.top().time <= t + kEps * std::max(1.0, t)) {
+        FinishEntry e = finish_heap_.top();
+        finish_heap_.pop();
+        Job& j = jobs_[e.job];
+        if (j.state != JobState::kRunning || j.version != e.version) continue;
+        AdvanceJob(j, t);
+        j.work_done = j.spec.duration;
+        j.end_time = t;
+        j.state = JobState::kDone;
+        RemoveRunning(e.job);
+        --active;
+        ++finished;
+        dirty = true;
+        policy_.OnFinish(e.job, view_);
+      }
+      // Arrivals.
+      while (next_arrival < order.size() && jobs_[order[next_arrival]].spec.submit_time <= t) {
+        int i = order[next_arrival++];
+        Job& j = jobs_[i];
+        j.state = JobState::kPending;
+        j.wait_since = j.spec.submit_time;
+        j.last_update = t;
+        ++active;
+        dirty = true;
+        policy_.OnArrival(i, view_);
+      }
+      if (t < t_point) continue;
+      dirty = false;
+      while (next_tick <= t) next_tick += options_.tick;
+      for (int i : running_) AdvanceJob(jobs_[i], t);
+      plan.clear();
+      policy_.Schedule(view_, &plan);
+      RETURN_IF_ERROR(Apply(plan));
+      wakeup = policy_.NextWakeup(view_);
+      if (!(wakeup > t)) wakeup = kNever;
+      ++points;
+      if (options_.record_timeseries) Sample(active, &result.timeseries);
+      if (options_.progress && points % options_.progress_every == 0) options_.progress(finished);
+    }
+    if (options_.progress) options_.progress(finished);
+    result.summary = Summarize(jobs_, pool_.total_gpus(), busy_gpu_seconds_);
+    result.scheduling_points = points;
+    result.jobs = std::move(jobs_);
+    return result;
+  }
+
+ private:
+  double NextFinish() {
+    while (!finish_heap_.empty()) {
+      const FinishEntry& e = finish_heap_.top();
+      const Job& j = jobs_[e.job];
+      if (j.state == JobState::kRunning && j.version == e.version) return e.time;
+      finish_heap_.pop();
+    }
+    return kNever;
+  }
+
+  void AdvanceJob(Job& j, double t) {
+    double elapsed = t - j.last_update;
+    if (elapsed <= 0) return;
+    double progress_from = std::max(j.last_update, j.stall_until);
+    if (t > progress_from) j.work_done += (t - progress_from) * j.Speed(j.model);
+    j.work_done = std::min(j.work_done, j.spec.duration);
+    j.run_time += elapsed;
+    j.gpu_time += elapsed * j.spec.num_gpu;
+    j.service += elapsed * j.spec.num_gpu * pool_.model(j.model).perf_factor;
+    j.last_update = t;
+  }
+
+  void PushFinish(int i) {
+    Job& j = jobs_[i];
+    ++j.version;
+    double start = std::max(view_.now, j.stall_until);
+    double finish = start + j.RemainingWork() / j.Speed(j.model);
+    if (options_.tiresias_compat) finish = std::ceil(finish - kEps * std::max(1.0, finish));
+    finish_heap_.push({finish, i, j.version});
+  }
+
+  void RemoveRunning(int i) {
+    Job& j = jobs_[i];
+    int pos = j.running_pos;
+    int last = running_.back();
+    running_[pos] = last;
+    jobs_[last].running_pos = pos;
+    running_.pop_back();
+    j.running_pos = -1;
+    busy_gpus_ -= j.spec.num_gpu;
+    ++j.version;
+  }
+
+  absl::Status Apply(const std::vector<Assignment>& plan) {
+    std::vector<int>& used = used_scratch_;
+    used.assign(pool_.num_models(), 0);
+    for (const Assignment& a : plan) {
+      if (a.job < 0 || a.job >= static_cast<int>(jobs_.size()) || a.model < 0 ||
+          a.model >= pool_.num_models())
+        return absl::InternalError("policy returned an out-of-range assignment");
+      const Job& j = jobs_[a.job];
+      if (j.state != JobState::kPending && j.state != JobState::kRunning)
+        return absl::InternalError(absl::StrFormat("policy assigned job %d, which is not active",
+                                                   j.spec.id));
+      if (planned_[a.job] >= 0 || !j.CanRunOn(a.model))
+        return absl::InternalError(absl::StrFormat("policy assigned job %d twice or to a model "
+                                                   "it cannot run on", j.spec.id));
+      planned_[a.job] = a.model;
+      used[a.model] += j.spec.num_gpu;
+      if (used[a.model] > pool_.model(a.model).count)
+        return absl::InternalError(
+            absl::StrFormat("policy over-committed model %s", pool_.model(a.model).name));
+    }
+    // Preemptions and migrations first (they free GPUs), iterating over a copy because
+    // RemoveRunning reorders running_.
+    stop_scratch_.assign(running_.begin(), running_.end());
+    for (int i : stop_scratch_) {
+      Job& j = jobs_[i];
+      int m = planned_[i];
+      if (m < 0) {
+        RemoveRunning(i);
+        j.state = JobState::kPending;
+        j.wait_since = view_.now;
+        j.model = -1;
+        ++j.preemptions;
+      } else if (m != j.model) {
+        j.model = m;
+        j.stall_until = view_.now + options_.restore_delay;
+        ++j.migrations;
+        PushFinish(i);
+      }
+    }
+    for (const Assignment& a : plan) {
+      Job& j = jobs_[a.job];
+      planned_[a.job] = -1;
+      if (j.state != JobState::kPending) continue;
+      j.state = JobState::kRunning;
+      j.model = a.model;
+      j.queueing_delay += view_.now - j.wait_since;
+      j.last_update = view_.now;
+      if (j.first_start < 0) j.first_start = view_.now;
+      if (j.work_done > 0 || j.preemptions > 0) j.stall_until = view_.now + options_.restore_delay;
+      j.running_pos = static_cast<int>(running_.size());
+      running_.push_back(a.job);
+      busy_gpus_ += j.spec.num_gpu;
+      PushFinish(a.job);
+    }
+    return absl::OkStatus();
+  }
+
+  void Sample(int64_t active, std::vector<TimeSample>* out) {
+    TimeSample s{view_.now, static_cast<int>(running_.size()),
+                 static_cast<int>(active - running_.size()), busy_gpus_};
+    if (!out->empty() && out->back().time == s.time)
+      out->back() = s;
+    else
+      out->push_back(s);
+  }
+
+  const GpuPool& pool_;
+  Policy& policy_;
+  const SimOptions& options_;
+  std::vector<Job> jobs_;
+  std::vector<int> running_;
+  std::vector<int> planned_;
+  std::vector<int> used_scratch_, stop_scratch_;
+  std::priority_queue<FinishEntry, std::vector<FinishEntry>, std::greater<FinishEntry>>
+      finish_heap_;
+  SimView view_;
+  int busy_gpus_ = 0;
+  double busy_gpu_seconds_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<SimResult> Simulate(const GpuPool& pool, std::vector<JobSpec> jobs, Policy& policy,
+                                   const SimOptions& options) {
+  if (!(options.restore_delay >= 0) || !(options.tick >= 0) ||
+      !(options.scheduling_interval >= 0) || options.progress_every < 1)
+    return absl::InvalidArgumentError(
+        "simulate: restore_delay, tick and scheduling_interval must be >= 0, progress_every >= 1");
+  for (size_t i = 0; i < jobs.size(); ++i) RETURN_IF_ERROR(ValidateJob(jobs[i], i, pool));
+  Run run(pool, std::move(jobs), policy, options);
+  return run.Go();
+}
+
+}  // namespace gpufleet::sim

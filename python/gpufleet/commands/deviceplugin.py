@@ -1,0 +1,97 @@
+"""`gpufleet deviceplugin`: serve GPUs to the kubelet (device plugin API v1beta1)."""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+from typing import Any
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "deviceplugin", help="serve this node's GPUs to the kubelet (device plugin API v1beta1)",
+        description="Kubelet device plugin. whole: one device per GPU (UUID). shared: each GPU as "
+                    "--replicas IDs or as memory units; Allocate then applies the pod's "
+                    "Koordinator or gpushare annotation (visible GPUs + MPS limits).")
+    p.add_argument("--resource-name", default="nvidia.com/gpu",
+                   help="extended resource (default %(default)s; e.g. aliyun.com/gpu-mem for shared)")
+    p.add_argument("--mode", choices=["whole", "shared"], default="whole")
+    share = p.add_mutually_exclusive_group()
+    share.add_argument("--replicas", type=int, help="shared: IDs per GPU")
+    share.add_argument("--memory-unit", help="shared: bytes per ID as a quantity (default 1Gi)")
+    p.add_argument("--socket-dir", default="/var/lib/kubelet/device-plugins")
+    p.add_argument("--kubelet-socket", help="default: SOCKET_DIR/kubelet.sock")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--devices", metavar="FILE", help="device specs file instead of NVML")
+    src.add_argument("--replay", metavar="NVML_JSON", help="recorded NVML answers instead of NVML")
+    p.add_argument("--node-name", default=os.environ.get("NODE_NAME"),
+                   help="shared mode: read pods bound to this node from the API server "
+                        "(default $NODE_NAME); without it, IDs map straight to GPUs")
+    p.add_argument("--mps-pipe-dir", default=None,
+                   help="shared: mount this host MPS pipe directory into containers that get MPS "
+                        "limits (e.g. /tmp/nvidia-mps; the MPS daemon must run on the node)")
+    p.add_argument("--health-interval", type=float, default=10.0,
+                   help="seconds between NVML health probes (0: off)")
+    p.add_argument("--log-level", default="info",
+                   choices=["critical", "error", "warning", "info", "debug"])
+    p.set_defaults(func=handler)
+
+
+def _health_loop(server: Any, nvml: Any, stop: threading.Event, interval: float) -> None:
+    from gpufleet.node.inventory import probe_health
+    handles = {}
+    for i in range(nvml.nvmlDeviceGetCount()):
+        h = nvml.nvmlDeviceGetHandleByIndex(i)
+        try:
+            handles[int(nvml.nvmlDeviceGetMinorNumber(h))] = h
+        except Exception:
+            handles[i] = h
+    while not stop.wait(interval):
+        for minor, h in handles.items():
+            try:
+                server.set_health(minor, probe_health(nvml, h))
+            except KeyError:
+                pass
+
+
+def handler(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=args.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from gpufleet.k8s.annotations import GIB, parse_quantity
+    from gpufleet.node.inventory import NvmlUnavailable, load_devices_file, load_nvml, read_inventory
+    nvml = None
+    try:
+        if args.devices:
+            inv = load_devices_file(args.devices)
+        else:
+            if args.replay:
+                from gpufleet.node.nvml_replay import ReplayNvml
+                nvml = ReplayNvml.from_json(args.replay)
+            else:
+                nvml = load_nvml()
+            inv = read_inventory(nvml)
+        from gpufleet.k8s.deviceplugin.pods import KubernetesPodSource
+        from gpufleet.k8s.deviceplugin.server import DevicePluginServer, serve
+        kw: dict[str, Any] = {}
+        if args.mode == "shared":
+            if args.replicas is not None:
+                kw["replicas"] = args.replicas
+            else:
+                kw["memory_unit_bytes"] = parse_quantity(args.memory_unit) if args.memory_unit else GIB
+        pods = KubernetesPodSource(args.node_name) if args.mode == "shared" and args.node_name else None
+        server = DevicePluginServer(args.resource_name, inv.devices, args.mode, pods, args.socket_dir,
+                                    nvlink_groups=inv.nvlink_groups, mps_pipe_dir=args.mps_pipe_dir, **kw)
+    except (NvmlUnavailable, OSError, ValueError, ImportError) as e:
+        print(f"gpufleet deviceplugin: {e}", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    if nvml is not None and args.health_interval > 0:
+        threading.Thread(target=_health_loop, args=(server, nvml, stop, args.health_interval),
+                         daemon=True).start()
+    serve(server, stop, args.kubelet_socket)
+    return 0

@@ -1,0 +1,140 @@
+"""`gpufleet node inventory|run|profile`: node-side tools (NVML inventory, MPS runner, profiler)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("node", help="node-side tools: GPU inventory, run under MPS, profile",
+                              description="Node-side tools for GPU machines.")
+    sub = p.add_subparsers(dest="node_command", metavar="{inventory,run,profile}")
+    sub.required = True
+
+    inv = sub.add_parser("inventory", help="print this node's GPUs as device spec entries")
+    inv.add_argument("--json", action="store_true", help="JSON instead of YAML")
+    inv.add_argument("--replay", metavar="NVML_JSON",
+                     help="read recorded NVML answers instead of the live driver")
+    inv.set_defaults(func=inventory_cmd)
+
+    run = sub.add_parser("run", help="run a command under NVIDIA MPS with an allocation's limits",
+                         description="Run CMD with the environment of an allocation (Koordinator "
+                         "device-allocated JSON, or an annotations object with either style) under "
+                         "NVIDIA MPS. Example: gpufleet node run --allocation "
+                         "'{\"gpu\":[{\"minor\":0,\"resources\":{\"koordinator.sh/gpu-core\":\"50\"}}]}' -- python train.py")
+    run.add_argument("--allocation", required=True, metavar="JSON|@FILE")
+    run.add_argument("--devices", metavar="FILE", help="device specs (default: read NVML)")
+    run.add_argument("--pipe-dir", help="CUDA_MPS_PIPE_DIRECTORY (default /tmp/nvidia-mps)")
+    run.add_argument("--log-dir", help="CUDA_MPS_LOG_DIRECTORY (default /tmp/nvidia-mps-log)")
+    run.add_argument("--print-env", action="store_true",
+                     help="print the variables that would be set and exit (no MPS needed)")
+    run.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD [ARGS...]")
+    run.set_defaults(func=run_cmd)
+
+    prof = sub.add_parser("profile", help="time a script's step() and report peak GPU memory")
+    prof.add_argument("script", help="Python file defining step() (and optionally setup())")
+    prof.add_argument("--steps", type=int, default=20, help="timed steps (default %(default)s)")
+    prof.add_argument("--warmup", type=int, default=3, help="untimed steps (default %(default)s)")
+    prof.add_argument("--device", type=int, default=None, help="GPU index for memory readings")
+    prof.add_argument("--json", action="store_true")
+    prof.set_defaults(func=profile_cmd)
+
+
+def _dump(doc: Any, as_json: bool) -> str:
+    if not as_json:
+        try:
+            import yaml
+            return yaml.safe_dump(doc, sort_keys=False)
+        except ImportError:
+            pass
+    return json.dumps(doc, indent=2)
+
+
+def inventory_cmd(args: argparse.Namespace) -> int:
+    from gpufleet.node.inventory import NvmlUnavailable, read_inventory
+    nvml = None
+    if args.replay:
+        from gpufleet.node.nvml_replay import ReplayNvml
+        nvml = ReplayNvml.from_json(args.replay)
+    try:
+        inv = read_inventory(nvml)
+    except NvmlUnavailable as e:
+        print(f"gpufleet node inventory: no GPU inventory: {e}", file=sys.stderr)
+        return 2
+    print(_dump(inv.to_dict(), args.json), end="" if not args.json else "\n")
+    return 0
+
+
+def _read_arg(value: str) -> str:
+    if value.startswith("@"):
+        with open(value[1:]) as f:
+            return f.read()
+    return value
+
+
+def run_cmd(args: argparse.Namespace) -> int:
+    from gpufleet.k8s.annotations import parse_allocation_text
+    from gpufleet.node import mps
+    from gpufleet.node.inventory import NvmlUnavailable, load_devices_file, read_inventory
+    cmd = list(args.cmd)
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    cfg = mps.MpsConfig()
+    if args.pipe_dir:
+        cfg.pipe_dir = args.pipe_dir
+    if args.log_dir:
+        cfg.log_dir = args.log_dir
+    try:
+        alloc = parse_allocation_text(_read_arg(args.allocation))
+        if not args.print_env:
+            if not cmd:
+                raise ValueError("no command given (gpufleet node run --allocation ... -- CMD)")
+            mps.find_control()  # fail fast, before reading NVML
+        devices = load_devices_file(args.devices) if args.devices else read_inventory()
+        if args.print_env:
+            from gpufleet.node.env import container_env
+            env = container_env(alloc, devices.devices)
+            env.update(cfg.env())
+            for k in sorted(env):
+                print(f"{k}={env[k]}")
+            return 0
+        return mps.run_under_mps(alloc, cmd, devices.devices, cfg)
+    except (mps.MpsUnavailable, NvmlUnavailable) as e:
+        print(f"gpufleet node run: {e}", file=sys.stderr)
+        return 2
+    except (OSError, ValueError, RuntimeError) as e:
+        print(f"gpufleet node run: {e}", file=sys.stderr)
+        return 2
+
+
+def profile_cmd(args: argparse.Namespace) -> int:
+    import runpy
+    from dataclasses import asdict
+
+    from gpufleet.node.profiler import profile
+    try:
+        ns = runpy.run_path(args.script, run_name="__gpufleet_profile__")
+    except (OSError, SyntaxError) as e:
+        print(f"gpufleet node profile: cannot load {args.script}: {e}", file=sys.stderr)
+        return 2
+    step = ns.get("step")
+    if not callable(step):
+        print(f"gpufleet node profile: {args.script} defines no step() function", file=sys.stderr)
+        return 2
+    if callable(ns.get("setup")):
+        ns["setup"]()
+    try:
+        res = profile(step, warmup=args.warmup, iters=args.steps, device=args.device)
+    except ValueError as e:
+        print(f"gpufleet node profile: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(asdict(res)))
+    else:
+        peak = "n/a (no torch CUDA or NVML)" if res.peak_memory_bytes is None else \
+            f"{res.peak_memory_bytes / 2**20:.1f} MiB ({res.memory_source})"
+        print(f"iterations/s: {res.iterations_per_s:.3f}\npeak memory:  {peak}\n"
+              f"gpu model:    {res.gpu_model or 'n/a'}\nsteps:        {res.iterations} in {res.seconds:.3f} s")
+    return 0

@@ -1,0 +1,137 @@
+"""`gpufleet simulate`: run a job-time policy over a trace (or an openb GPU-sharing replay) and
+print the summary (JSON with --json; keys in docs/simulator.md)."""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+JOB_FORMATS = ("tiresias", "gavel", "philly", "synthetic")
+FORMATS = ("openb",) + JOB_FORMATS
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("simulate", help="simulate a scheduling policy on a trace and print the summary")
+    p.add_argument("--trace", help="trace file (synthetic: optional unified-schema CSV; generated if absent)")
+    p.add_argument("--format", choices=FORMATS, help="trace format")
+    p.add_argument("--nodes", help="openb node list CSV (openb format)")
+    p.add_argument("--cluster", help="GPUs: 'N', 'v100:4,k80:4', a Tiresias cluster CSV or a Gavel "
+                                     "cluster-spec JSON (job formats)")
+    p.add_argument("--policy", help="policy name or spec, e.g. 'dlas-gpu(queue_limits=[3250,7200])'")
+    p.add_argument("--seed", type=int, default=0, help="seed (openb arrival order, synthetic traces, ties)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--list-policies", action="store_true", help="list the policies and exit")
+    p.add_argument("--throughputs", help="Gavel throughput JSON (gavel format)")
+    p.add_argument("--num-jobs", type=int, default=500, help="jobs to generate (synthetic, no --trace)")
+    p.add_argument("--tiresias-compat", action="store_true", help="Tiresias-simulator-compatible mode")
+    p.add_argument("--restore-delay", type=float, default=0.0, help="checkpoint/restore delay, s")
+    p.add_argument("--jobs-csv", help="also write the per-job results to this CSV")
+    p.set_defaults(func=run)
+
+
+def _replay():
+    try:
+        from gpufleet import replay
+    except ImportError:
+        return None
+    return replay
+
+
+def list_policies() -> list[tuple[str, str, str]]:
+    from gpufleet.sim import policy_description, policy_names
+    rows = [("job", n, policy_description(n)) for n in policy_names()]
+    replay = _replay()
+    if replay is not None and hasattr(replay, "policy_names"):
+        describe = getattr(replay, "policy_description", lambda n: "")
+        rows += [("openb", n, describe(n)) for n in replay.policy_names()]
+    return rows
+
+
+def _cluster(spec: str) -> Any:
+    path = Path(spec)
+    if path.suffix in (".csv", ".json") and path.exists():
+        from gpufleet import traces as T
+        if path.suffix == ".csv":
+            return T.load_tiresias_cluster(path)
+        return T.load_gavel_cluster_spec(path)[0]
+    return spec
+
+
+def _jobs(args: argparse.Namespace):
+    from gpufleet import traces as T
+    if args.format == "synthetic" and not args.trace:
+        return T.synthetic_jobs(args.num_jobs, seed=args.seed)
+    if not args.trace:
+        raise ValueError(f"--trace is required for --format {args.format}")
+    if args.format == "gavel":
+        if not args.throughputs:
+            raise ValueError("--format gavel needs --throughputs FILE (Gavel's simulation_throughputs.json)")
+        return T.gavel_as_jobs(T.load_gavel_trace(args.trace), args.throughputs, missing="drop")
+    return T.to_jobs(T.load_trace(args.trace, args.format), args.format)
+
+
+def _clean(v: Any) -> Any:
+    if hasattr(v, "item"):
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def _print(summary: dict[str, Any], as_json: bool) -> None:
+    summary = {k: _clean(v) for k, v in summary.items()}
+    if as_json:
+        json.dump(summary, sys.stdout, indent=2)
+        print()
+        return
+    width = max(len(k) for k in summary)
+    for k, v in summary.items():
+        print(f"{k:<{width}}  {v:,.4g}" if isinstance(v, float) else f"{k:<{width}}  {v}")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.list_policies:
+        for kind, name, desc in list_policies():
+            print(f"{kind:<6} {name:<16} {desc}")
+        return 0
+    if not args.format or not args.policy:
+        print("gpufleet simulate: --format and --policy are required (or --list-policies)", file=sys.stderr)
+        return 2
+    try:
+        if args.format == "openb":
+            replay = _replay()
+            if replay is None:
+                print("gpufleet simulate: the openb replay (gpufleet.replay) is not available", file=sys.stderr)
+                return 2
+            if not args.trace or not args.nodes:
+                print("gpufleet simulate: --format openb needs --trace PODS.csv and --nodes NODES.csv",
+                      file=sys.stderr)
+                return 2
+            from gpufleet import traces as T
+            result = replay.replay_openb(T.load_openb_nodes(args.nodes), T.load_openb_pods(args.trace),
+                                         policy=args.policy, seed=args.seed)
+            _print(dict(result.summary), args.json)
+            return 0
+        from gpufleet.sim import simulate
+        jobs = _jobs(args)
+        if args.cluster:
+            cluster = _cluster(args.cluster)
+        elif args.format == "synthetic":
+            cluster = {"v100": 16, "p100": 16, "k80": 16}
+        else:
+            print(f"gpufleet simulate: --format {args.format} needs --cluster (e.g. 8 or 'v100:4,k80:4')",
+                  file=sys.stderr)
+            return 2
+        result = simulate(jobs, cluster, args.policy, seed=args.seed, tiresias_compat=args.tiresias_compat,
+                          restore_delay=args.restore_delay)
+    except (KeyError, ValueError, OSError) as e:
+        msg = e.args[0] if isinstance(e, KeyError) and e.args else e
+        print(f"gpufleet simulate: {msg}", file=sys.stderr)
+        return 1
+    if args.jobs_csv:
+        result.jobs.to_csv(args.jobs_csv, index=False)
+    _print(result.summary, args.json)
+    return 0

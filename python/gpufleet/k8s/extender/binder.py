@@ -1,0 +1,67 @@
+"""Binders: what "bind" does outside gpufleet once devices are reserved.
+
+In a cluster the annotations must reach the pod *before* the Binding is created, because the
+kubelet (and the device plugin behind it) reads them as soon as the pod lands on the node.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+class Binder(Protocol):
+    # True when bind() may block on I/O, so the app runs it off the event loop.
+    blocking: bool
+
+    def bind(self, namespace: str, name: str, uid: str, node: str,
+             annotations: dict[str, str]) -> None:
+        """Raise on failure; the caller then unreserves the devices."""
+
+
+@dataclass
+class BindRecord:
+    namespace: str
+    name: str
+    uid: str
+    node: str
+    annotations: dict[str, str]
+
+
+class MemoryBinder:
+    """Records bindings (tests and scenario mode). `fail_next` makes the next n binds raise."""
+    blocking = False
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.records: dict[str, BindRecord] = {}
+        self.fail_next = 0
+
+    def bind(self, namespace: str, name: str, uid: str, node: str,
+             annotations: dict[str, str]) -> None:
+        with self._lock:
+            if self.fail_next > 0:
+                self.fail_next -= 1
+                raise RuntimeError("injected binder failure")
+            self.records[f"{namespace}/{name}"] = BindRecord(namespace, name, uid, node,
+                                                             dict(annotations))
+
+
+class KubeBinder:
+    """Patches the pod's annotations, then creates the Binding, with the official client."""
+    blocking = True
+
+    def __init__(self, core_v1: Any) -> None:
+        self.api = core_v1
+
+    def bind(self, namespace: str, name: str, uid: str, node: str,
+             annotations: dict[str, str]) -> None:
+        from kubernetes import client  # lazy: only needed in a real cluster
+
+        self.api.patch_namespaced_pod(name, namespace, {"metadata": {"annotations": annotations}})
+        body = client.V1Binding(
+            metadata=client.V1ObjectMeta(name=name, namespace=namespace, uid=uid or None),
+            target=client.V1ObjectReference(api_version="v1", kind="Node", name=node))
+        # _preload_content=False: the client cannot deserialise the Binding reply (a known bug
+        # of the generated code) although the call succeeded.
+        self.api.create_namespaced_binding(namespace, body, _preload_content=False)

@@ -1,0 +1,251 @@
+"""Kubernetes Pod / Node JSON (their ordinary camelCase form) -> gpufleet pod arguments / node specs.
+
+Everything here is pure data shuffling with no gpufleet import, so it is cheap to test and the
+error messages can name the object and the field that was wrong.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from . import quantity
+
+# Pod annotations gpufleet reads.
+ANN_SCOPE = "gpufleet.io/topology-scope"          # none | pcie | numa
+ANN_GPU_MODELS = "gpufleet.io/gpu-models"         # comma separated, e.g. "A100,H100"
+# Node annotations / labels gpufleet reads.
+ANN_DEVICES = "gpufleet.io/devices"               # JSON list of device specs
+ANN_GPU_SHARING = "gpufleet.io/gpu-sharing"       # mixed | whole | shared
+ANN_NVLINK = "gpufleet.io/nvlink-groups"          # JSON list of lists of minors
+LABEL_GPU_MEMORY = "nvidia.com/gpu.memory"        # GPU feature discovery, MiB per GPU
+LABEL_GPU_PRODUCT = "nvidia.com/gpu.product"
+NVIDIA_GPU = "nvidia.com/gpu"
+ALIYUN_GPU_COUNT = "aliyun.com/gpu-count"
+ALIYUN_GPU_MEM = "aliyun.com/gpu-mem"
+KOORD_CORE = "koordinator.sh/gpu-core"
+KOORD_MEMORY = "koordinator.sh/gpu-memory"
+KOORD_RATIO = "koordinator.sh/gpu-memory-ratio"
+
+_MIB = 1 << 20
+
+
+class ConvertError(ValueError):
+    """A Kubernetes object that cannot be read; the message names the object and the field."""
+
+
+@dataclass
+class PodArgs:
+    """Arguments for gpufleet.Pod plus the identity the extender keys its caches by."""
+    name: str                      # "namespace/name", the key inside gpufleet
+    namespace: str
+    pod_name: str
+    uid: str
+    requests: dict[str, str]
+    node_selector: dict[str, str] = field(default_factory=dict)
+    tolerations: list[dict[str, Any]] = field(default_factory=list)
+    gpu_models: list[str] = field(default_factory=list)
+    scope: str = "none"
+    priority: int = 0
+    node_name: str = ""
+    annotations: dict[str, str] = field(default_factory=dict)
+
+    def kwargs(self) -> dict[str, Any]:
+        return dict(name=self.name, requests=self.requests, node_selector=self.node_selector,
+                    tolerations=self.tolerations, gpu_models=self.gpu_models or None,
+                    scope=self.scope, priority=self.priority)
+
+    @property
+    def uses_gpushare(self) -> bool:
+        return ALIYUN_GPU_MEM in self.requests
+
+
+def _obj(value: Any, what: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConvertError(f"{what}: expected an object, got {type(value).__name__}")
+    return value
+
+
+def _list(value: Any, what: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ConvertError(f"{what}: expected a list, got {type(value).__name__}")
+    return value
+
+
+def _str_map(value: Any, what: str) -> dict[str, str]:
+    out = {}
+    for k, v in _obj(value, what).items():
+        if not isinstance(v, str):
+            raise ConvertError(f"{what}.{k}: expected a string, got {type(v).__name__}")
+        out[str(k)] = v
+    return out
+
+
+def _container_requests(c: dict[str, Any], what: str) -> dict[str, Decimal]:
+    res = _obj(c.get("resources"), f"{what}.resources")
+    requests = _obj(res.get("requests"), f"{what}.resources.requests")
+    limits = _obj(res.get("limits"), f"{what}.resources.limits")
+    out: dict[str, Decimal] = {}
+    # Kubernetes defaults a missing request to the limit (extended resources may only be set as
+    # limits, and then request == limit).
+    for name in set(requests) | set(limits):
+        raw = requests[name] if name in requests else limits[name]
+        try:
+            out[name] = quantity.parse(raw)
+        except ValueError as e:
+            src = "requests" if name in requests else "limits"
+            raise ConvertError(f"{what}.resources.{src}.{name}: {e}") from None
+    return out
+
+
+def effective_requests(pod: dict[str, Any], what: str = "pod") -> dict[str, str]:
+    """Sum of containers, max with each init container, plus overhead (Kubernetes' rule)."""
+    spec = _obj(pod.get("spec"), f"{what}.spec")
+    total: dict[str, Decimal] = {}
+    for i, c in enumerate(_list(spec.get("containers"), f"{what}.spec.containers")):
+        cw = f"{what}.spec.containers[{i}]"
+        for k, v in _container_requests(_obj(c, cw), cw).items():
+            total[k] = total.get(k, Decimal(0)) + v
+    for i, c in enumerate(_list(spec.get("initContainers"), f"{what}.spec.initContainers")):
+        cw = f"{what}.spec.initContainers[{i}]"
+        for k, v in _container_requests(_obj(c, cw), cw).items():
+            total[k] = max(total.get(k, Decimal(0)), v)
+    for k, raw in _obj(spec.get("overhead"), f"{what}.spec.overhead").items():
+        try:
+            total[k] = total.get(k, Decimal(0)) + quantity.parse(raw)
+        except ValueError as e:
+            raise ConvertError(f"{what}.spec.overhead.{k}: {e}") from None
+    return {k: quantity.format_quantity(v) for k, v in sorted(total.items()) if v != 0}
+
+
+def pod_args(pod: Any) -> PodArgs:
+    """Read a Kubernetes Pod object. Raises ConvertError naming the pod and the field."""
+    if not isinstance(pod, dict):
+        raise ConvertError(f"Pod: expected an object, got {type(pod).__name__}")
+    meta = _obj(pod.get("metadata"), "Pod.metadata")
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise ConvertError("Pod.metadata.name: missing or not a string")
+    ns = meta.get("namespace") or "default"
+    if not isinstance(ns, str):
+        raise ConvertError(f"pod {name}: metadata.namespace is not a string")
+    what = f"pod {ns}/{name}"
+    uid = meta.get("uid") or ""
+    if not isinstance(uid, str):
+        raise ConvertError(f"{what}: metadata.uid is not a string")
+    annotations = _str_map(meta.get("annotations"), f"{what}: metadata.annotations")
+    spec = _obj(pod.get("spec"), f"{what}: spec")
+    tolerations = []
+    for i, t in enumerate(_list(spec.get("tolerations"), f"{what}: spec.tolerations")):
+        t = _obj(t, f"{what}: spec.tolerations[{i}]")
+        tolerations.append({k: str(t[k]) for k in ("key", "operator", "value", "effect") if t.get(k)})
+    priority = spec.get("priority") or 0
+    if not isinstance(priority, int) or isinstance(priority, bool):
+        raise ConvertError(f"{what}: spec.priority is not an integer")
+    scope = annotations.get(ANN_SCOPE, "none").strip().lower() or "none"
+    if scope not in ("none", "pcie", "numa"):
+        raise ConvertError(f"{what}: annotation {ANN_SCOPE}={scope!r} is not none, pcie or numa")
+    models = [m.strip() for m in annotations.get(ANN_GPU_MODELS, "").split(",") if m.strip()]
+    node_name = spec.get("nodeName") or ""
+    return PodArgs(
+        name=f"{ns}/{name}", namespace=ns, pod_name=name, uid=uid,
+        requests=effective_requests(pod, what),
+        node_selector=_str_map(spec.get("nodeSelector"), f"{what}: spec.nodeSelector"),
+        tolerations=tolerations, gpu_models=models, scope=scope, priority=priority,
+        node_name=node_name if isinstance(node_name, str) else "", annotations=annotations)
+
+
+def _gpu(minor: int, memory_bytes: int, model: str = "") -> dict[str, Any]:
+    dev: dict[str, Any] = {
+        "type": "gpu", "minor": minor, "health": True,
+        "resources": {KOORD_CORE: "100", KOORD_MEMORY: str(memory_bytes), KOORD_RATIO: "100"},
+    }
+    if model:
+        dev["model"] = model
+    return dev
+
+
+def _count(alloc: dict[str, Any], name: str, what: str) -> int:
+    if name not in alloc:
+        return 0
+    try:
+        return int(quantity.parse(alloc[name]))
+    except ValueError as e:
+        raise ConvertError(f"{what}: status.allocatable.{name}: {e}") from None
+
+
+def node_spec(node: Any, gpushare_unit_bytes: int = _MIB) -> dict[str, Any]:
+    """Read a Kubernetes Node object into a gpufleet node spec (see Cluster.add_node)."""
+    if not isinstance(node, dict):
+        raise ConvertError(f"Node: expected an object, got {type(node).__name__}")
+    meta = _obj(node.get("metadata"), "Node.metadata")
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise ConvertError("Node.metadata.name: missing or not a string")
+    what = f"node {name}"
+    labels = _str_map(meta.get("labels"), f"{what}: metadata.labels")
+    annotations = _str_map(meta.get("annotations"), f"{what}: metadata.annotations")
+    status = _obj(node.get("status"), f"{what}: status")
+    alloc = _obj(status.get("allocatable") or status.get("capacity"), f"{what}: status.allocatable")
+    spec = _obj(node.get("spec"), f"{what}: spec")
+    taints = []
+    for i, t in enumerate(_list(spec.get("taints"), f"{what}: spec.taints")):
+        t = _obj(t, f"{what}: spec.taints[{i}]")
+        taints.append({"key": str(t.get("key", "")), "value": str(t.get("value", "")),
+                       "effect": str(t.get("effect", ""))})
+    out: dict[str, Any] = {
+        "name": name, "labels": labels, "taints": taints,
+        "cpu": str(alloc.get("cpu", "0")), "memory": str(alloc.get("memory", "0")),
+        "pods": _count(alloc, "pods", what) or 110,
+        "devices": _node_devices(what, alloc, labels, annotations, gpushare_unit_bytes),
+    }
+    if ANN_GPU_SHARING in annotations:
+        out["gpu_sharing"] = annotations[ANN_GPU_SHARING]
+    if ANN_NVLINK in annotations:
+        try:
+            out["nvlink_groups"] = json.loads(annotations[ANN_NVLINK])
+        except ValueError as e:
+            raise ConvertError(f"{what}: annotation {ANN_NVLINK}: invalid JSON: {e}") from None
+    return out
+
+
+def _node_devices(what: str, alloc: dict[str, Any], labels: dict[str, str],
+                  annotations: dict[str, str], unit_bytes: int) -> list[dict[str, Any]]:
+    # (a) an explicit inventory written by the gpufleet node agent wins.
+    if ANN_DEVICES in annotations:
+        try:
+            devices = json.loads(annotations[ANN_DEVICES])
+        except ValueError as e:
+            raise ConvertError(f"{what}: annotation {ANN_DEVICES}: invalid JSON: {e}") from None
+        if not isinstance(devices, list) or not all(isinstance(d, dict) for d in devices):
+            raise ConvertError(f"{what}: annotation {ANN_DEVICES}: expected a list of objects")
+        return devices
+    model = labels.get(LABEL_GPU_PRODUCT, "")
+    # (b) the NVIDIA device plugin's count with GPU feature discovery's per-GPU memory label.
+    n = _count(alloc, NVIDIA_GPU, what)
+    if n > 0:
+        if LABEL_GPU_MEMORY not in labels:
+            raise ConvertError(f"{what}: status.allocatable.{NVIDIA_GPU}={n} but label "
+                               f"{LABEL_GPU_MEMORY} (MiB per GPU) is missing")
+        try:
+            mib = int(labels[LABEL_GPU_MEMORY])
+        except ValueError:
+            raise ConvertError(f"{what}: label {LABEL_GPU_MEMORY}={labels[LABEL_GPU_MEMORY]!r} "
+                               "is not an integer number of MiB") from None
+        if mib <= 0:
+            raise ConvertError(f"{what}: label {LABEL_GPU_MEMORY} must be positive")
+        return [_gpu(i, mib * _MIB, model) for i in range(n)]
+    # (c) gpushare: a GPU count and the node's total memory units, split evenly.
+    count = _count(alloc, ALIYUN_GPU_COUNT, what)
+    units = _count(alloc, ALIYUN_GPU_MEM, what)
+    if count > 0:
+        if units <= 0:
+            raise ConvertError(f"{what}: status.allocatable.{ALIYUN_GPU_COUNT}={count} but "
+                               f"{ALIYUN_GPU_MEM} is missing or zero")
+        return [_gpu(i, units // count * unit_bytes, model) for i in range(count)]
+    return []

@@ -1,0 +1,262 @@
+"""GPU inventory of this node from NVML, in the scenario's device-spec format.
+
+NVML is `pynvml` (package nvidia-ml-py), imported lazily; any object with the same functions
+can be injected (tests replay recorded answers with `nvml_replay.ReplayNvml`).
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpufleet.k8s.annotations import RES_GPU_CORE, RES_GPU_MEMORY, RES_GPU_MEMORY_RATIO, format_bytes
+
+_TOPOLOGY_MULTIPLE = 20  # NVML_TOPOLOGY_MULTIPLE: common ancestor is a PCIe switch (or closer)
+_ERROR_GPU_IS_LOST = 15
+_NVLINK_LINKS = 18  # NVLink links per GPU on Hopper/Blackwell; older parts have fewer
+
+
+class NvmlUnavailable(RuntimeError):
+    """No NVML library, no driver, or no GPU on this machine."""
+
+
+@dataclass
+class NodeInventory:
+    devices: list[dict[str, Any]] = field(default_factory=list)
+    nvlink_groups: list[list[int]] = field(default_factory=list)
+    driver_version: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"devices": self.devices}
+        if self.nvlink_groups:
+            out["nvlink_groups"] = self.nvlink_groups
+        if self.driver_version:
+            out["driver_version"] = self.driver_version
+        return out
+
+
+_VENDOR = re.compile(r"^(NVIDIA|Tesla|GeForce|Quadro)\s+", re.IGNORECASE)
+
+
+def normalize_model(name: str) -> str:
+    """"NVIDIA H100 80GB HBM3" -> "H100", "Tesla T4" -> "T4", "NVIDIA A100-SXM4-80GB" -> "A100",
+    "NVIDIA GeForce RTX 4090" -> "RTX4090", "NVIDIA RTX A6000" -> "RTXA6000"."""
+    s = name.strip()
+    while (m := _VENDOR.match(s)):
+        s = s[m.end():]
+    parts = [p for p in re.split(r"[\s\-_]+", s) if p]
+    if not parts:
+        return name.strip()
+    if parts[0].upper() in ("RTX", "GTX") and len(parts) > 1:
+        return parts[0].upper() + parts[1]
+    return parts[0]
+
+
+def _text(v: Any) -> str:
+    return v.decode() if isinstance(v, (bytes, bytearray)) else str(v)
+
+
+def normalize_bus_id(bus_id: Any) -> str:
+    """NVML's "00000000:16:00.0" -> sysfs-style "0000:16:00.0" (lower case)."""
+    s = _text(bus_id).strip().lower()
+    dom, _, rest = s.partition(":")
+    return f"{dom[-4:]}:{rest}" if rest else s
+
+
+def load_nvml() -> Any:
+    """Imports and initialises pynvml, or raises NvmlUnavailable with a readable reason."""
+    try:
+        import pynvml  # type: ignore[import-not-found]
+    except ImportError as e:
+        raise NvmlUnavailable("pynvml is not installed (pip install nvidia-ml-py)") from e
+    try:
+        pynvml.nvmlInit()
+    except Exception as e:  # NVMLError_LibraryNotFound / DriverNotLoaded / ...
+        raise NvmlUnavailable(f"NVML could not start ({e}); no NVIDIA driver or GPU here?") from e
+    return pynvml
+
+
+def _try(nvml: Any, fn: str, *args: Any) -> Any:
+    """Optional query: None when this NVML/GPU does not support it."""
+    f = getattr(nvml, fn, None)
+    if f is None:
+        return None
+    try:
+        return f(*args)
+    except nvml.NVMLError:
+        return None
+
+
+def _numa_node(nvml: Any, handle: Any, bus_id: str, sysfs: str) -> int | None:
+    n = _try(nvml, "nvmlDeviceGetNumaNodeId", handle)
+    if n is None:
+        try:
+            with open(os.path.join(sysfs, "bus/pci/devices", bus_id, "numa_node")) as f:
+                n = int(f.read().strip())
+        except (OSError, ValueError):
+            return None
+    return int(n) if n is not None and int(n) >= 0 else None
+
+
+def _socket_of_numa(node: int, sysfs: str) -> int | None:
+    """Package id of the first CPU of a NUMA node, from sysfs."""
+    try:
+        with open(os.path.join(sysfs, f"devices/system/node/node{node}/cpulist")) as f:
+            first = int(re.split(r"[-,]", f.read().strip())[0])
+        with open(os.path.join(sysfs, f"devices/system/cpu/cpu{first}/topology/physical_package_id")) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def probe_health(nvml: Any, handle: Any) -> bool:
+    """False when NVML says the GPU is lost or a memory row remap failed / is pending a reset."""
+    try:
+        nvml.nvmlDeviceGetMemoryInfo(handle)
+    except nvml.NVMLError as e:
+        if getattr(e, "value", None) == _ERROR_GPU_IS_LOST:
+            return False
+    rows = _try(nvml, "nvmlDeviceGetRemappedRows", handle)
+    if rows is not None and len(rows) >= 4 and (rows[2] or rows[3]):
+        return False
+    pending = _try(nvml, "nvmlDeviceGetRetiredPagesPendingStatus", handle)
+    return not pending  # older GPUs (no row remapping) retire pages instead
+
+
+class _UnionFind:
+    def __init__(self) -> None:
+        self.parent: dict[Any, Any] = {}
+
+    def find(self, x: Any) -> Any:
+        self.parent.setdefault(x, x)
+        while self.parent[x] != x:
+            self.parent[x] = self.parent[self.parent[x]]
+            x = self.parent[x]
+        return x
+
+    def union(self, a: Any, b: Any) -> None:
+        self.parent[self.find(a)] = self.find(b)
+
+
+def _nvlink_groups(nvml: Any, handles: dict[int, Any], bus_of: dict[int, str]) -> list[list[int]]:
+    """GPUs joined by active NVLinks, directly or through a shared NVSwitch (a remote end that
+    is not one of our GPUs). Groups of one are dropped."""
+    gpu_by_bus = {b: m for m, b in bus_of.items()}
+    uf = _UnionFind()
+    for minor, h in handles.items():
+        for link in range(_NVLINK_LINKS):
+            if not _try(nvml, "nvmlDeviceGetNvLinkState", h, link):
+                continue
+            remote = _try(nvml, "nvmlDeviceGetNvLinkRemotePciInfo", h, link)
+            if remote is None:
+                continue
+            rbus = normalize_bus_id(remote.busId)
+            uf.union(("gpu", minor), ("gpu", gpu_by_bus[rbus]) if rbus in gpu_by_bus else ("switch", rbus))
+    groups: dict[Any, list[int]] = {}
+    for minor in handles:
+        if ("gpu", minor) in uf.parent:
+            groups.setdefault(uf.find(("gpu", minor)), []).append(minor)
+    return sorted(sorted(g) for g in groups.values() if len(g) > 1)
+
+
+def _pcie_ids(nvml: Any, handles: dict[int, Any], bus_of: dict[int, str]) -> dict[int, str]:
+    """Label per GPU for "behind the same PCIe switch": GPUs whose common ancestor is a switch
+    share a label, "pci<domain>:<bus>" of the lowest bus in the group."""
+    uf = _UnionFind()
+    minors = sorted(handles)
+    for i, a in enumerate(minors):
+        uf.find(a)
+        for b in minors[i + 1:]:
+            level = _try(nvml, "nvmlDeviceGetTopologyCommonAncestor", handles[a], handles[b])
+            if level is not None and int(level) <= _TOPOLOGY_MULTIPLE:
+                uf.union(a, b)
+    groups: dict[int, list[int]] = {}
+    for m in minors:
+        groups.setdefault(uf.find(m), []).append(m)
+    out: dict[int, str] = {}
+    for members in groups.values():
+        dom, bus = min(bus_of[m] for m in members).split(":")[:2]
+        for m in members:
+            out[m] = f"pci{dom}:{bus}"
+    return out
+
+
+def read_inventory(nvml: Any = None, *, sysfs: str = "/sys") -> NodeInventory:
+    """Reads every GPU NVML reports. `nvml` defaults to pynvml (initialised here and shut down
+    afterwards); an injected object is used as is. Raises NvmlUnavailable without a GPU."""
+    own = nvml is None
+    if own:
+        nvml = load_nvml()
+    try:
+        return _read(nvml, sysfs)
+    except nvml.NVMLError as e:
+        raise NvmlUnavailable(f"NVML query failed: {e}") from e
+    finally:
+        if own:
+            try:
+                nvml.nvmlShutdown()
+            except Exception:
+                pass
+
+
+def _read(nvml: Any, sysfs: str) -> NodeInventory:
+    count = nvml.nvmlDeviceGetCount()
+    if count == 0:
+        raise NvmlUnavailable("NVML reports no GPUs")
+    handles: dict[int, Any] = {}
+    raw: dict[int, dict[str, Any]] = {}
+    for i in range(count):
+        h = nvml.nvmlDeviceGetHandleByIndex(i)
+        minor = _try(nvml, "nvmlDeviceGetMinorNumber", h)
+        minor = int(minor) if minor is not None else i
+        bus = normalize_bus_id(nvml.nvmlDeviceGetPciInfo(h).busId)
+        handles[minor] = h
+        mem = _try(nvml, "nvmlDeviceGetMemoryInfo", h)  # fails on a lost GPU
+        raw[minor] = {"uuid": _text(nvml.nvmlDeviceGetUUID(h)),
+                      "name": _text(nvml.nvmlDeviceGetName(h)),
+                      "memory": int(mem.total) if mem is not None else None, "bus": bus,
+                      "numa": _numa_node(nvml, h, bus, sysfs), "health": probe_health(nvml, h)}
+    bus_of = {m: r["bus"] for m, r in raw.items()}
+    pcie = _pcie_ids(nvml, handles, bus_of)
+    devices = []
+    for minor in sorted(raw):
+        r = raw[minor]
+        topo: dict[str, Any] = {}
+        if r["numa"] is not None:
+            sock = _socket_of_numa(r["numa"], sysfs)
+            # Without sysfs assume one NUMA node per socket (the common 2-socket layout).
+            topo["socketID"] = sock if sock is not None else r["numa"]
+            topo["nodeID"] = r["numa"]
+        topo["pcieID"] = pcie[minor]
+        topo["busID"] = r["bus"]
+        res = {RES_GPU_CORE: "100", RES_GPU_MEMORY_RATIO: "100"}
+        if r["memory"] is not None:
+            res[RES_GPU_MEMORY] = format_bytes(r["memory"])
+        devices.append({"type": "gpu", "minor": minor, "id": r["uuid"],
+                        "model": normalize_model(r["name"]), "health": r["health"],
+                        "resources": {k: res[k] for k in (RES_GPU_CORE, RES_GPU_MEMORY,
+                                                          RES_GPU_MEMORY_RATIO) if k in res},
+                        "topology": topo})
+    driver = _try(nvml, "nvmlSystemGetDriverVersion")
+    return NodeInventory(devices, _nvlink_groups(nvml, handles, bus_of),
+                         _text(driver) if driver is not None else None)
+
+
+def load_devices_file(path: str) -> NodeInventory:
+    """Reads device specs from a YAML/JSON file: a list of entries, or a mapping with `devices`
+    (and optionally `nvlink_groups`), e.g. the output of `gpufleet node inventory --json`."""
+    with open(path) as f:
+        text = f.read()
+    try:
+        import json
+        doc = json.loads(text)
+    except ValueError:
+        import yaml  # YAML only when the file is not JSON
+        doc = yaml.safe_load(text)
+    if isinstance(doc, list):
+        return NodeInventory([d for d in doc if isinstance(d, dict)])
+    if not isinstance(doc, dict) or not isinstance(doc.get("devices"), list):
+        raise ValueError(f"{path}: expected a list of devices or a mapping with 'devices'")
+    return NodeInventory(doc["devices"], [list(g) for g in doc.get("nvlink_groups") or []],
+                         doc.get("driver_version"))

@@ -1,0 +1,219 @@
+"""The openb GPU-sharing replay (Weng et al., "Beware of Fragmentation: Scheduling GPU-Sharing
+Workloads with Fragmentation Gradient Descent", USENIX ATC 2023, Section 6).
+
+Pods of an openb trace arrive one at a time in a seeded random order and are placed at once by a
+placement strategy (or fail); nothing departs. When the trace is used up, pods drawn from it at
+random keep arriving until the arrived GPU requests reach ``stop_at`` times the cluster's GPUs.
+The native core (``gpufleet._core``) does the whole replay; this module converts the tables and
+shapes the result. See ``docs/replay.md`` for definitions and the measured figures.
+
+Data: Alibaba ``cluster-trace-gpu-v2023`` (https://github.com/alibaba/clusterdata), loaded with
+:func:`gpufleet.traces.load_openb_nodes` / :func:`gpufleet.traces.load_openb_pods`, or generated
+with :func:`gpufleet.traces.synthetic_openb`.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from gpufleet import _core
+
+__all__ = ["POLICIES", "PUBLISHED_ALLOC_AT_100", "ReplayResult", "compare_with_published",
+           "plot_alloc", "policy_names", "replay_many", "replay_openb"]
+
+#: The six policies of the study, in the paper's order (registered placement strategies).
+POLICIES: tuple[str, ...] = ("random", "dotprod", "gpu-clustering", "gpu-packing", "bestfit", "fgd")
+
+#: GPU allocation ratio (%) at 100% arrived workload, mean of 10 seeds, default trace, as published
+#: by Weng et al. (USENIX ATC 2023).
+PUBLISHED_ALLOC_AT_100: dict[str, float] = {
+    "fgd": 95.2, "bestfit": 92.9, "gpu-packing": 91.8, "gpu-clustering": 91.7, "dotprod": 90.6,
+    "random": 86.3,
+}
+
+_NODE_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "model")
+_POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec")
+
+
+def policy_names() -> list[str]:
+    """The replay's policies (each a registered placement strategy), in the paper's order."""
+    known = set(_core.strategies())
+    return [p for p in POLICIES if p in known]
+
+
+@dataclass
+class ReplayResult:
+    """One replay. ``timeseries`` has a row per arrival; ``summary`` uses snake_case keys.
+
+    Timeseries columns: ``pod`` (row of the input pods; resampled pods repeat rows), ``name``,
+    ``placed``, ``node`` (name, ``None`` when failed), ``arrived`` / ``allocated`` / ``fragmented``
+    / ``idle`` / ``failed_gpu`` (GPU share over cluster GPUs, 1.0 = 100%), ``failed`` (count),
+    ``frag_ratio`` (fragmented / idle share).
+    """
+
+    summary: dict[str, Any]
+    timeseries: pd.DataFrame
+    workload: list[dict[str, Any]]
+    cluster: Any = field(repr=False)
+
+    def at(self, arrived: float) -> pd.Series:
+        """The row when arrived demand first reaches ``arrived`` (e.g. 1.0), else the last row."""
+        return _row_at(self.timeseries, arrived)
+
+    def plot(self, ax=None, **kwargs):
+        """Allocation ratio (%) against arrived workload (%), as in the paper's Figure 7."""
+        return plot_alloc({self.summary["policy"]: self}, ax=ax, **kwargs)
+
+
+def _row_at(ts: pd.DataFrame, arrived: float) -> pd.Series:
+    idx = int(np.searchsorted(ts["arrived"].to_numpy(), arrived - 1e-12, side="left"))
+    return ts.iloc[min(idx, len(ts) - 1)]
+
+
+def _columns(frame: pd.DataFrame, names: Iterable[str], what: str) -> None:
+    missing = [c for c in names if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{what} table lacks column(s) {', '.join(missing)}; "
+                         f"expected {', '.join(names)} (see gpufleet.traces.load_openb_{what})")
+
+
+def _spec(value: Any) -> list[str]:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return []
+    if isinstance(value, str):
+        return [m.strip() for m in value.split("|") if m.strip()]
+    return [str(m) for m in value]
+
+
+def replay_openb(nodes: pd.DataFrame, pods: pd.DataFrame, policy: str = "fgd", seed: int = 0,
+                 stop_at: float = 1.3, *, coverage: float = 0.95, random_ties: bool = False,
+                 **params: Any) -> ReplayResult:
+    """Replay ``pods`` on ``nodes`` with placement strategy ``policy``; see the module doc.
+
+    ``params`` go to the strategy (e.g. ``integer_scores=True`` for fgd, or ``workload=[[cpu_milli,
+    core_percent, gpu_count, weight], ...]`` to replace the trace's own typical pods).
+    ``coverage`` is the share of pods the typical-pod workload covers (0.95 in the paper);
+    Equal scores go to the node with the smallest name, as in the paper's simulator;
+    ``random_ties=True`` sends them to a random node instead (upstream kube-scheduler).
+    Bad rows raise ``ValueError`` naming the row and field; unknown policies raise ``KeyError``.
+    """
+    _columns(nodes, _NODE_COLUMNS, "nodes")
+    _columns(pods, _POD_COLUMNS, "pods")
+    if seed < 0:
+        raise ValueError(f"seed must be >= 0, got {seed}")
+    raw = _core._replay_openb(
+        [str(n) for n in nodes["name"]], nodes["cpu_milli"].astype(np.int64).tolist(),
+        nodes["memory_mib"].astype(np.int64).tolist(), nodes["num_gpu"].astype(np.int64).tolist(),
+        ["" if m is None or (isinstance(m, float) and np.isnan(m)) else str(m) for m in nodes["model"]],
+        [str(n) for n in pods["name"]], pods["cpu_milli"].astype(np.int64).tolist(),
+        pods["memory_mib"].astype(np.int64).tolist(), pods["num_gpu"].astype(np.int64).tolist(),
+        pods["gpu_milli"].astype(np.int64).tolist(), [_spec(s) for s in pods["gpu_spec"]],
+        policy, params or None, int(seed), float(stop_at), float(coverage), bool(random_ties))
+    node_names = np.asarray([str(n) for n in nodes["name"]], dtype=object)
+    node_idx = raw["node"]
+    where = np.where(node_idx >= 0, node_names[np.maximum(node_idx, 0)] if len(node_names) else None, None)
+    idle = raw["idle"]
+    ts = pd.DataFrame({
+        "pod": raw["pod"],
+        "name": np.asarray(pods["name"], dtype=object)[raw["pod"]] if len(raw["pod"]) else [],
+        "placed": raw["placed"].astype(bool),
+        "node": where,
+        "arrived": raw["arrived"],
+        "allocated": raw["allocated"],
+        "fragmented": raw["fragmented"],
+        "idle": idle,
+        "frag_ratio": np.divide(raw["fragmented"], idle, out=np.zeros_like(idle), where=idle > 0),
+        "failed": raw["failed"],
+        "failed_gpu": raw["failed_gpu"],
+    })
+    summary = _summary(ts, policy, seed, stop_at, raw["gpu_capacity"])
+    return ReplayResult(summary=summary, timeseries=ts, workload=raw["workload"], cluster=raw["cluster"])
+
+
+def _summary(ts: pd.DataFrame, policy: str, seed: int, stop_at: float, gpus: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"policy": policy, "seed": int(seed), "stop_at": float(stop_at),
+                           "cluster_gpus": int(gpus), "arrivals": int(len(ts))}
+    if len(ts) == 0:
+        return out
+    for label, level in (("100", 1.0), ("130", 1.3)):
+        row = _row_at(ts, level)
+        out[f"arrived_at_{label}"] = float(row["arrived"])
+        out[f"alloc_ratio_at_{label}"] = float(row["allocated"])
+        out[f"frag_ratio_at_{label}"] = float(row["frag_ratio"])
+        out[f"frag_gpus_at_{label}"] = float(row["fragmented"] * gpus)
+    last = ts.iloc[-1]
+    out["final_alloc_ratio"] = float(last["allocated"])
+    out["failed_pods"] = int(last["failed"])
+    out["failed_gpu_share"] = float(last["failed_gpu"])
+    return out
+
+
+def replay_many(nodes: pd.DataFrame, pods: pd.DataFrame, policies: Iterable[str] | str = POLICIES,
+                seeds: Iterable[int] = range(10), *, progress: bool = True,
+                **kwargs: Any) -> pd.DataFrame:
+    """Replays every policy with every seed; one summary row per run (tqdm progress bar).
+
+    ``df.groupby("policy").mean(numeric_only=True)`` gives the paper's means over seeds.
+    """
+    policy_list = [policies] if isinstance(policies, str) else list(policies)
+    runs = [(p, s) for p in policy_list for s in seeds]
+    iterator: Iterable[tuple[str, int]] = runs
+    if progress:
+        from tqdm.auto import tqdm
+        iterator = tqdm(runs, desc="openb replay", unit="run")
+    rows = [replay_openb(nodes, pods, policy=p, seed=s, **kwargs).summary for p, s in iterator]
+    return pd.DataFrame(rows)
+
+
+def plot_alloc(results: dict[str, ReplayResult], ax=None, upto: float = 1.3):
+    """GPU allocation ratio (%) against arrived GPU workload (%) per policy, with the diagonal."""
+    import matplotlib.pyplot as plt
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 4))
+    for name, res in results.items():
+        ts = res.timeseries[res.timeseries["arrived"] <= upto + 1e-9]
+        ax.plot(100 * ts["arrived"], 100 * ts["allocated"], label=name)
+    ax.plot([0, 100 * upto], [0, 100 * upto], color="grey", linestyle=":", linewidth=1)
+    ax.set_xlabel("arrived GPU workload (% of cluster GPUs)")
+    ax.set_ylabel("GPU allocation ratio (%)")
+    ax.legend()
+    return ax
+
+
+def compare_with_published(nodes: pd.DataFrame, pods: pd.DataFrame, seeds: Iterable[int] = range(10),
+                           **kwargs: Any) -> pd.DataFrame:
+    """Mean over ``seeds`` per policy next to the published allocation ratios at 100% (in %)."""
+    df = replay_many(nodes, pods, POLICIES, seeds, **kwargs)
+    table = df.groupby("policy", sort=False).agg(
+        alloc_at_100=("alloc_ratio_at_100", "mean"), std_at_100=("alloc_ratio_at_100", "std"),
+        alloc_at_130=("alloc_ratio_at_130", "mean"), frag_ratio_at_100=("frag_ratio_at_100", "mean"),
+        failed_pods=("failed_pods", "mean"))
+    for c in ("alloc_at_100", "std_at_100", "alloc_at_130", "frag_ratio_at_100"):
+        table[c] *= 100
+    table["published_at_100"] = pd.Series(PUBLISHED_ALLOC_AT_100)
+    table["difference"] = table["alloc_at_100"] - table["published_at_100"]
+    return table
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m gpufleet.replay --nodes NODES.csv --pods PODS.csv [--seeds 10]``: the table."""
+    import argparse
+
+    from gpufleet.traces import load_openb_nodes, load_openb_pods
+
+    parser = argparse.ArgumentParser(prog="python -m gpufleet.replay", description=main.__doc__)
+    parser.add_argument("--nodes", required=True, help="openb_node_list_*.csv")
+    parser.add_argument("--pods", required=True, help="openb_pod_list_*.csv")
+    parser.add_argument("--seeds", type=int, default=10, help="seeds 0..N-1 (default 10)")
+    args = parser.parse_args(argv)
+    table = compare_with_published(load_openb_nodes(args.nodes), load_openb_pods(args.pods),
+                                   seeds=range(args.seeds))
+    print(table.round(2).to_string())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Installs whatever is missing for gpufleet on a Debian/Ubuntu machine, and nothing twice:
+#   1. system packages (compiler, Abseil, GoogleTest, Google Benchmark, nlohmann-json) when root;
+#   2. a virtual environment in .venv with the Python build and test dependencies;
+#   3. gpufleet itself, editable, compiled by scikit-build-core (incremental after the first time).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v g++ >/dev/null 2>&1 || need_apt+=(g++ make)
+for pkg in libabsl-dev libgtest-dev libbenchmark-dev nlohmann-json3-dev; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
+done
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need_apt+=(python3-venv)
+python3 -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+  || need_apt+=(python3-dev)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "setup: installing system packages: ${need_apt[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+  else
+    echo "setup: missing system packages: ${need_apt[*]}" >&2
+    echo "setup: run this script as root, or: sudo apt-get install ${need_apt[*]}" >&2
+    exit 1
+  fi
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv"
+  python3 -m venv .venv
+fi
+PY=.venv/bin/python
+
+# Dependencies are installed again only when pyproject.toml changes.
+stamp=.venv/.gpufleet-deps-$(sha1sum pyproject.toml | cut -c1-12)
+if [ ! -f "$stamp" ]; then
+  echo "setup: installing Python dependencies"
+  $PY -m pip install -q --upgrade pip
+  $PY -m pip install -q "scikit-build-core>=1.1" "pybind11>=3.0" "cmake>=3.24" "ninja>=1.11"
+  $PY - <<'PYEOF' > .venv/requirements.txt
+import tomllib
+p = tomllib.load(open("pyproject.toml", "rb"))["project"]
+deps = list(p["dependencies"])
+for extra in ("plot", "k8s", "node", "lp", "test"):
+    deps += p.get("optional-dependencies", {}).get(extra, [])
+print("\n".join(sorted(set(deps))))
+PYEOF
+  $PY -m pip install -q -r .venv/requirements.txt
+  rm -f .venv/.gpufleet-deps-*
+  touch "$stamp"
+fi
+
+echo "setup: building gpufleet"
+PATH="$PWD/.venv/bin:$PATH" $PY -m pip install -q --no-build-isolation --no-deps -e . 
+$PY -c 'import gpufleet; print("setup: gpufleet", gpufleet.__version__, "ready")'

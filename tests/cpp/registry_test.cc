@@ -1,0 +1,171 @@
+// Registries by name: the expected placement strategies exist, no name is registered twice,
+// unknown names list the known ones, and "name(key=value, ...)" specs parse into JSON parameters.
+#include "gpufleet/core/registry.h"
+
+#include <memory>
+#include <string>
+
+#include "gpufleet/placement/strategy.h"
+#include "gtest/gtest.h"
+#include "test_util.h"
+
+namespace gpufleet {
+namespace {
+
+using test::IsError;
+using test::IsOk;
+
+TEST(RegistryTest, ExpectedStrategiesExist) {
+  const auto& registry = Registry<PlacementStrategy>::Global();
+  for (const char* name : {"binpack", "spread", "topology"}) {
+    SCOPED_TRACE(name);
+    EXPECT_TRUE(registry.Contains(name));
+    EXPECT_FALSE(registry.Description(name).empty());
+    auto s = MakeStrategy(name);
+    ASSERT_TRUE(IsOk(s));
+    EXPECT_NE(s->get(), nullptr);
+  }
+  std::vector<std::string> names = StrategyNames();
+  EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
+  EXPECT_GE(names.size(), 3u);
+}
+
+TEST(RegistryTest, NoDuplicateNames) {
+  EXPECT_TRUE(Registry<PlacementStrategy>::Global().DuplicateNames().empty());
+}
+
+TEST(RegistryTest, UnknownStrategyListsKnownNames) {
+  auto s = MakeStrategy("bestfit");
+  EXPECT_TRUE(IsError(s, absl::StatusCode::kNotFound,
+                      {"unknown placement strategy \"bestfit\"", "binpack", "spread", "topology"}));
+}
+
+TEST(RegistryTest, StrategiesRejectUnknownParameters) {
+  EXPECT_TRUE(IsError(MakeStrategy("binpack(weight=2)"), absl::StatusCode::kInvalidArgument,
+                      {"binpack: unknown parameter \"weight\""}));
+  EXPECT_TRUE(IsError(MakeStrategy("spread(x=1)"), absl::StatusCode::kInvalidArgument,
+                      {"spread: unknown parameter \"x\""}));
+  EXPECT_TRUE(IsError(MakeStrategy("topology("), absl::StatusCode::kInvalidArgument,
+                      {"missing closing parenthesis"}));
+  EXPECT_TRUE(IsOk(MakeStrategy("binpack()")));
+}
+
+struct Widget {
+  static constexpr char kKind[] = "widget";
+  int size = 0;
+};
+
+absl::StatusOr<std::unique_ptr<Widget>> MakeWidget(const Json& p) {
+  absl::Status known = CheckKnownParams(p, "widget", {"size"});
+  if (!known.ok()) return known;
+  auto size = Param<int>(p, "widget", "size", 1);
+  if (!size.ok()) return size.status();
+  auto w = std::make_unique<Widget>();
+  w->size = *size;
+  return w;
+}
+
+GPUFLEET_REGISTER(Widget, "registered-by-macro", "a test widget", MakeWidget);
+
+TEST(RegistryTest, MacroRegistersGlobally) {
+  EXPECT_TRUE(Registry<Widget>::Global().Contains("registered-by-macro"));
+  EXPECT_EQ(Registry<Widget>::Global().Description("registered-by-macro"), "a test widget");
+  EXPECT_EQ(Registry<Widget>::Global().Description("absent"), "");
+}
+
+TEST(RegistryTest, RegisterCreateAndDuplicates) {
+  Registry<Widget> r;
+  EXPECT_TRUE(r.Register("b", "second", MakeWidget));
+  EXPECT_TRUE(r.Register("a", "first", MakeWidget));
+  EXPECT_FALSE(r.Register("a", "again", MakeWidget));
+  EXPECT_EQ(r.DuplicateNames(), std::vector<std::string>{"a"});
+  EXPECT_EQ(r.Description("a"), "first");  // the first registration stays
+  EXPECT_EQ(r.Names(), (std::vector<std::string>{"a", "b"}));
+
+  auto w = r.Create("a", Json{{"size", 7}});
+  ASSERT_TRUE(IsOk(w));
+  EXPECT_EQ((*w)->size, 7);
+  auto d = r.Create("b", Json());  // null parameters read as {}
+  ASSERT_TRUE(IsOk(d));
+  EXPECT_EQ((*d)->size, 1);
+  EXPECT_TRUE(IsError(r.Create("c"), absl::StatusCode::kNotFound,
+                      {"unknown widget \"c\"; known: a, b"}));
+  EXPECT_TRUE(IsError(r.Create("a", Json::array({1})), absl::StatusCode::kInvalidArgument,
+                      {"widget \"a\": parameters must be an object"}));
+  EXPECT_TRUE(IsError(r.Create("a", Json{{"size", "big"}}), absl::StatusCode::kInvalidArgument,
+                      {"widget: parameter \"size\" has the wrong type", "\"big\""}));
+  EXPECT_TRUE(IsError(r.Create("a", Json{{"colour", 1}}), absl::StatusCode::kInvalidArgument,
+                      {"widget: unknown parameter \"colour\"; known: size"}));
+}
+
+TEST(RegistryTest, ParseSpecWithListsAndStrings) {
+  auto spec = ParseSpec("las(queue_limits=[3250,7200], x=\"a\")");
+  ASSERT_TRUE(IsOk(spec));
+  EXPECT_EQ(spec->first, "las");
+  EXPECT_EQ(spec->second, (Json{{"queue_limits", {3250, 7200}}, {"x", "a"}}));
+
+  auto plain = ParseSpec("  fifo ");
+  ASSERT_TRUE(IsOk(plain));
+  EXPECT_EQ(plain->first, "fifo");
+  EXPECT_EQ(plain->second, Json::object());
+
+  auto empty_args = ParseSpec("srtf()");
+  ASSERT_TRUE(IsOk(empty_args));
+  EXPECT_EQ(empty_args->first, "srtf");
+  EXPECT_EQ(empty_args->second, Json::object());
+
+  auto mixed = ParseSpec(
+      "gittins(bins = 10, rate=0.5, on=true, mode=fast, text=\"a,b\", nested={\"k\":[1,2]})");
+  ASSERT_TRUE(IsOk(mixed));
+  EXPECT_EQ(mixed->first, "gittins");
+  EXPECT_EQ(mixed->second, (Json{{"bins", 10},
+                                 {"rate", 0.5},
+                                 {"on", true},
+                                 {"mode", "fast"},
+                                 {"text", "a,b"},
+                                 {"nested", {{"k", {1, 2}}}}}));
+}
+
+TEST(RegistryTest, ParseSpecErrorsQuoteTheSpec) {
+  struct Bad {
+    const char* spec;
+    const char* why;
+  };
+  const Bad cases[] = {
+      {"", "empty name"},
+      {"   ", "empty name"},
+      {"(x=1)", "empty name"},
+      {"las(x=1", "missing closing parenthesis"},
+      {"las(x)", "\"x\" is not key=value"},
+      {"las(=1)", "empty key"},
+      {"las(x=[1,2)", "unbalanced brackets or quotes"},
+      {"las(x=\"a)", "unbalanced brackets or quotes"},
+      {"las(x=1,,y=2)", "is not key=value"},
+  };
+  for (const Bad& b : cases) {
+    SCOPED_TRACE(b.spec);
+    EXPECT_TRUE(IsError(ParseSpec(b.spec), absl::StatusCode::kInvalidArgument,
+                        {std::string("spec \"") + b.spec + "\"", b.why}));
+  }
+}
+
+TEST(RegistryTest, CheckKnownParamsAndParam) {
+  EXPECT_TRUE(IsOk(CheckKnownParams(Json::object(), "las", {"queue_limits"})));
+  EXPECT_TRUE(IsOk(CheckKnownParams(Json{{"queue_limits", 1}}, "las", {"queue_limits"})));
+  EXPECT_TRUE(IsError(CheckKnownParams(Json{{"queue_limit", 1}}, "las", {"queue_limits", "x"}),
+                      absl::StatusCode::kInvalidArgument,
+                      {"las: unknown parameter \"queue_limit\"; known: queue_limits, x"}));
+  EXPECT_TRUE(IsOk(CheckKnownParams(Json(), "las", {"x"})));
+  EXPECT_TRUE(IsError(CheckKnownParams(Json::array({1, 2}), "las", {"x"}),
+                      absl::StatusCode::kInvalidArgument, {"las: parameters must be an object"}));
+  Json p = {{"limits", {1, 2}}, {"name", "q"}};
+  auto limits = Param<std::vector<int>>(p, "las", "limits", {});
+  ASSERT_TRUE(IsOk(limits));
+  EXPECT_EQ(*limits, (std::vector<int>{1, 2}));
+  EXPECT_EQ(Param<int>(p, "las", "absent", 42).value(), 42);
+  EXPECT_TRUE(IsError(Param<int>(p, "las", "name", 0), absl::StatusCode::kInvalidArgument,
+                      {"las: parameter \"name\" has the wrong type"}));
+}
+
+}  // namespace
+}  // namespace gpufleet

@@ -1,0 +1,303 @@
+// The openb GPU-sharing policies and replay (Weng et al., USENIX ATC 2023): each strategy's choice
+// on small hand-made nodes, the fragmentation measure on a worked example, and the replay's
+// determinism, invariants and input errors.
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpufleet/accounting/cluster_state.h"
+#include "gpufleet/placement/fgd.h"
+#include "gpufleet/placement/fragmentation.h"
+#include "gpufleet/placement/observer.h"
+#include "gpufleet/placement/strategy.h"
+#include "gpufleet/sim/openb_replay.h"
+#include "gtest/gtest.h"
+
+namespace gpufleet {
+namespace {
+
+ClusterState MakeCluster(const std::vector<OpenbNode>& rows) {
+  ClusterState c;
+  for (const OpenbNode& r : rows) {
+    auto n = OpenbNodeToNode(r);
+    EXPECT_TRUE(n.ok()) << n.status();
+    EXPECT_TRUE(c.AddNode(*n).ok());
+  }
+  return c;
+}
+
+Pod MakePod(const std::string& name, int64_t cpu, int num_gpu, int milli) {
+  auto p = OpenbPodToPod({name, cpu, 1024, num_gpu, milli, {}});
+  EXPECT_TRUE(p.ok()) << p.status();
+  return *p;
+}
+
+// Puts `core` percent of GPU `minor` of `node` under a pod, bypassing any strategy.
+void Occupy(ClusterState& c, const std::string& pod, const std::string& node, int minor,
+            int64_t core, int64_t cpu = 1000) {
+  Allocation a;
+  a.pod = pod;
+  a.node = node;
+  a.cpu_milli = cpu;
+  a.devices.push_back({"gpu", minor, core, 0});
+  ASSERT_TRUE(c.Reserve(a).ok());
+  ASSERT_TRUE(c.Commit(pod).ok());
+}
+
+std::unique_ptr<PlacementStrategy> Strategy(const std::string& spec) {
+  auto s = MakeStrategy(spec);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return *std::move(s);
+}
+
+std::vector<int> Minors(const Allocation& a) {
+  std::vector<int> out;
+  for (const auto& g : a.devices) out.push_back(g.minor);
+  return out;
+}
+
+TEST(ReplayStrategies, AllRegistered) {
+  for (const char* name : {"random", "dotprod", "gpu-clustering", "gpu-packing", "bestfit", "fgd"})
+    EXPECT_TRUE(Registry<PlacementStrategy>::Global().Contains(name)) << name;
+  EXPECT_TRUE(Registry<PlacementStrategy>::Global().DuplicateNames().empty());
+}
+
+TEST(ReplayStrategies, BestFitTakesTheNodeAndGpuLeftFullest) {
+  ClusterState c = MakeCluster({{"a", 32000, 65536, 2, "T4"}, {"b", 96000, 65536, 8, "G2"}});
+  Occupy(c, "old", "a", 1, 60);
+  auto s = Strategy("bestfit");
+  PlaceResult r = c.Place(MakePod("p", 4000, 1, 300), *s);
+  ASSERT_TRUE(r.placed) << r.reason;
+  EXPECT_EQ(r.allocation.node, "a");
+  EXPECT_EQ(Minors(r.allocation), std::vector<int>{1});  // 40 free beats an idle GPU
+}
+
+TEST(ReplayStrategies, DotProdTakesTheSmallestAlignment) {
+  ClusterState c = MakeCluster({{"big", 96000, 65536, 8, "G2"}, {"small", 16000, 65536, 1, "P100"}});
+  auto s = Strategy("dotprod");
+  // Free (cpu, gpu) x request is smaller on the small node: the pod packs there.
+  EXPECT_GT(c.Score(MakePod("p", 4000, 1, 1000), 1, *s), c.Score(MakePod("p", 4000, 1, 1000), 0, *s));
+  PlaceResult r = c.Place(MakePod("p", 4000, 1, 1000), *s);
+  ASSERT_TRUE(r.placed);
+  EXPECT_EQ(r.allocation.node, "small");
+}
+
+TEST(ReplayStrategies, GpuPackingPrefersUsedGpusThenUsedNodes) {
+  ClusterState c = MakeCluster({{"idle", 64000, 65536, 2, "T4"}, {"used", 64000, 65536, 2, "T4"}});
+  Occupy(c, "old", "used", 1, 50);
+  auto s = Strategy("gpu-packing");
+  PlaceResult shared = c.Place(MakePod("shared", 1000, 1, 300), *s);
+  ASSERT_TRUE(shared.placed);
+  EXPECT_EQ(shared.allocation.node, "used");
+  EXPECT_EQ(Minors(shared.allocation), std::vector<int>{1});
+  // A whole GPU: the used node's idle GPU (tier 2, score 49) beats the idle node (tier 3, 31).
+  EXPECT_EQ(c.Score(MakePod("whole", 1000, 1, 1000), c.FindNode("used"), *s), 49.0);
+  EXPECT_EQ(c.Score(MakePod("whole", 1000, 1, 1000), c.FindNode("idle"), *s), 31.0);
+  // CPU-only pods score 0 everywhere.
+  EXPECT_EQ(c.Score(MakePod("cpu", 1000, 0, 0), 0, *s), 0.0);
+}
+
+TEST(ReplayStrategies, GpuClusteringGroupsRequestKinds) {
+  ClusterState c = MakeCluster({{"a", 64000, 65536, 4, "G2"}, {"b", 64000, 65536, 4, "G2"},
+                                {"c", 64000, 65536, 4, "G2"}});
+  auto s = Strategy("gpu-clustering");
+  auto* observer = dynamic_cast<PlacementObserver*>(s.get());
+  ASSERT_NE(observer, nullptr);
+  Pod shared = MakePod("s0", 1000, 1, 500), whole = MakePod("w0", 1000, 1, 1000);
+  Occupy(c, "s0", "a", 0, 50);
+  observer->OnBound(c.node(0), shared);
+  Occupy(c, "w0", "b", 0, 100);
+  observer->OnBound(c.node(1), whole);
+  PlaceResult r1 = c.Place(MakePod("s1", 1000, 1, 200), *s);
+  ASSERT_TRUE(r1.placed);
+  EXPECT_EQ(r1.allocation.node, "a");
+  PlaceResult r2 = c.Place(MakePod("w1", 1000, 1, 1000), *s);
+  ASSERT_TRUE(r2.placed);
+  EXPECT_EQ(r2.allocation.node, "b");
+  // A 2-GPU pod is a kind no node holds yet: the idle node (tier 3) wins.
+  PlaceResult r3 = c.Place(MakePod("m", 1000, 2, 1000), *s);
+  ASSERT_TRUE(r3.placed);
+  EXPECT_EQ(r3.allocation.node, "c");
+}
+
+TEST(ReplayStrategies, RandomIsSeededAndFeasible) {
+  std::vector<OpenbNode> rows;
+  for (int i = 0; i < 20; ++i) rows.push_back({"n" + std::to_string(i), 8000, 65536, 1, "T4"});
+  rows.push_back({"tiny", 500, 65536, 1, "T4"});  // too little CPU for every pod below
+  auto run = [&](const std::string& spec) {
+    ClusterState c = MakeCluster(rows);
+    auto s = Strategy(spec);
+    std::vector<std::string> nodes;
+    for (int i = 0; i < 10; ++i) {
+      PlaceResult r = c.Place(MakePod("p" + std::to_string(i), 1000, 1, 200), *s);
+      EXPECT_TRUE(r.placed);
+      EXPECT_NE(r.allocation.node, "tiny");
+      nodes.push_back(r.allocation.node);
+    }
+    return nodes;
+  };
+  EXPECT_EQ(run("random(seed=7)"), run("random(seed=7)"));
+  EXPECT_NE(run("random(seed=7)"), run("random(seed=8)"));
+}
+
+// Worked example: tasks {50% of one GPU, cpu 0} and {one whole GPU, cpu 8000}, equal weights;
+// a node with GPUs free 100% and 30%. For the 50% task the 30% GPU is a fragment (30); for the
+// whole-GPU task too (30): fragmentation 0.5 * 30 + 0.5 * 30 = 30. With only 4000 CPU left the
+// whole-GPU task cannot run, so all 130 free are fragments for it: 0.5 * 30 + 0.5 * 130 = 80.
+TEST(Fragmentation, WorkedExample) {
+  auto w = GpuWorkload::FromJson(Json::parse("[[0, 50, 1, 1], [8000, 100, 1, 1]]"));
+  ASSERT_TRUE(w.ok()) << w.status();
+  ClusterState c = MakeCluster({{"n", 64000, 65536, 2, "T4"}});
+  Occupy(c, "old", "n", 1, 70, 0);
+  NodeView v = c.View(0);
+  GpuSlots s = SlotsOf(v);
+  ASSERT_EQ(s.n, 2);
+  EXPECT_DOUBLE_EQ(w->Fragmentation(v, s, 64000), 30.0);
+  EXPECT_DOUBLE_EQ(w->Fragmentation(v, s, 4000), 80.0);
+  // A CPU-only task can use no GPU: all free share is a fragment for it.
+  auto cpu_only = GpuWorkload::FromJson(Json::parse("[[1000, 0, 0, 1]]"));
+  ASSERT_TRUE(cpu_only.ok());
+  EXPECT_DOUBLE_EQ(cpu_only->Fragmentation(v, s, 64000), 130.0);
+  // Typical pods: the most frequent shapes covering the requested share, renormalised.
+  std::vector<ShareTask> tasks(6);
+  for (int i = 0; i < 6; ++i) tasks[i] = {1000, i < 4 ? 50 : 100, 1, {}};
+  GpuWorkload typical = GpuWorkload::FromTasks(tasks, 0.6);
+  ASSERT_EQ(typical.entries().size(), 1u);
+  EXPECT_EQ(typical.entries()[0].task.core, 50);
+  EXPECT_DOUBLE_EQ(typical.entries()[0].weight, 1.0);
+  EXPECT_EQ(GpuWorkload::FromTasks(tasks, 0.95).entries().size(), 2u);
+}
+
+TEST(Fragmentation, RejectsBadWorkloads) {
+  EXPECT_FALSE(GpuWorkload::FromJson(Json::parse("[[0, 50, 1, -1]]")).ok());
+  EXPECT_FALSE(GpuWorkload::FromJson(Json::parse("[[0, 50, 2, 1]]")).ok());  // shared multi-GPU
+  EXPECT_FALSE(GpuWorkload::FromJson(Json::parse("[]")).ok());
+  EXPECT_FALSE(GpuWorkload::FromJson(Json::parse("{}")).ok());
+  EXPECT_FALSE(MakeStrategy("fgd(workload=[[0, 150, 1, 1]])").ok());
+  EXPECT_FALSE(MakeStrategy("fgd(typo=1)").ok());
+}
+
+// FGD picks the GPU that keeps fragmentation lowest, not the fullest one: with only 50% tasks
+// expected, a 50% pod on the 60%-free GPU strands 10%, on the idle GPU it strands nothing.
+TEST(Fgd, ChoosesTheGpuThatLeavesLeastFragmentation) {
+  auto w = GpuWorkload::FromJson(Json::parse("[[0, 50, 1, 1]]"));
+  ASSERT_TRUE(w.ok());
+  for (bool integer : {true, false}) {
+    ClusterState c = MakeCluster({{"n", 64000, 65536, 2, "T4"}});
+    Occupy(c, "old", "n", 1, 40);
+    auto fgd = MakeFgd(*w, integer);
+    PlaceResult r = c.Place(MakePod("p", 1000, 1, 500), *fgd);
+    ASSERT_TRUE(r.placed);
+    EXPECT_EQ(Minors(r.allocation), std::vector<int>{0});
+    ClusterState c2 = MakeCluster({{"n", 64000, 65536, 2, "T4"}});
+    Occupy(c2, "old", "n", 1, 40);
+    auto bestfit = Strategy("bestfit");
+    EXPECT_EQ(Minors(c2.Place(MakePod("p", 1000, 1, 500), *bestfit).allocation), std::vector<int>{1});
+  }
+}
+
+TEST(Fgd, PrefersTheNodeWhereFragmentationGrowsLeast) {
+  // Node "half" has a 50%-free GPU that exactly fits the pod; "idle" would be cut to 50%, which
+  // the expected whole-GPU tasks cannot use.
+  auto w = GpuWorkload::FromJson(Json::parse("[[0, 100, 1, 1]]"));
+  ASSERT_TRUE(w.ok());
+  ClusterState c = MakeCluster({{"idle", 64000, 65536, 1, "T4"}, {"half", 64000, 65536, 1, "T4"}});
+  Occupy(c, "old", "half", 0, 50);
+  auto fgd = MakeFgd(*w, false);
+  EXPECT_GT(c.Score(MakePod("p", 1000, 1, 500), 1, *fgd), c.Score(MakePod("p", 1000, 1, 500), 0, *fgd));
+  PlaceResult r = c.Place(MakePod("p", 1000, 1, 500), *fgd);
+  ASSERT_TRUE(r.placed);
+  EXPECT_EQ(r.allocation.node, "half");
+}
+
+std::vector<OpenbNode> SmallNodes() {
+  std::vector<OpenbNode> nodes;
+  for (int i = 0; i < 12; ++i)
+    nodes.push_back({"node-" + std::to_string(100 + i), 32000 + 8000 * (i % 3), 262144,
+                     i % 3 == 0 ? 8 : 2, i % 2 ? "T4" : "G2"});
+  return nodes;
+}
+
+std::vector<OpenbPod> SmallPods() {
+  std::vector<OpenbPod> pods;
+  const int milli[] = {250, 500, 1000, 810, 1000, 470, 0};
+  for (int i = 0; i < 60; ++i) {
+    int m = milli[i % 7];
+    int gpus = m == 0 ? 0 : (i % 13 == 0 ? 2 : 1);
+    if (gpus == 2) m = 1000;
+    pods.push_back({"pod-" + std::to_string(i), 2000 + 1000 * (i % 5), 4096, gpus, m, {}});
+  }
+  return pods;
+}
+
+TEST(OpenbReplay, DeterministicAndConsistent) {
+  for (const char* policy : {"random", "dotprod", "gpu-clustering", "gpu-packing", "bestfit", "fgd"}) {
+    OpenbReplayOptions o;
+    o.policy = policy;
+    o.seed = 3;
+    auto a = ReplayOpenb(SmallNodes(), SmallPods(), o);
+    auto b = ReplayOpenb(SmallNodes(), SmallPods(), o);
+    ASSERT_TRUE(a.ok()) << a.status();
+    ASSERT_TRUE(b.ok());
+    EXPECT_EQ(a->pod, b->pod) << policy;
+    EXPECT_EQ(a->node, b->node) << policy;
+    EXPECT_TRUE(a->cluster == b->cluster) << policy;
+    EXPECT_TRUE(a->cluster.CheckInvariants().ok()) << policy;
+    ASSERT_FALSE(a->arrived.empty());
+    EXPECT_LE(a->arrived.back(), o.stop_at + 1e-9);
+    for (size_t i = 0; i < a->arrived.size(); ++i) {
+      EXPECT_LE(a->allocated[i], a->arrived[i] + 1e-9);
+      EXPECT_NEAR(a->allocated[i] + a->idle[i], 1.0, 1e-9);
+      EXPECT_LE(a->fragmented[i], a->idle[i] + 1e-9);
+      if (i > 0) EXPECT_GE(a->arrived[i], a->arrived[i - 1]);
+    }
+    EXPECT_EQ(a->failed.back(),
+              static_cast<int>(std::count(a->placed.begin(), a->placed.end(), 0)));
+    EXPECT_EQ(a->cluster.num_allocations(),
+              static_cast<int>(std::count(a->placed.begin(), a->placed.end(), 1)));
+    o.seed = 4;
+    auto c = ReplayOpenb(SmallNodes(), SmallPods(), o);
+    ASSERT_TRUE(c.ok());
+    EXPECT_NE(a->pod, c->pod) << policy;
+  }
+}
+
+TEST(OpenbReplay, ResamplesUpToTheTarget) {
+  OpenbReplayOptions o;
+  o.policy = "bestfit";
+  o.stop_at = 2.0;
+  auto r = ReplayOpenb(SmallNodes(), SmallPods(), o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_GT(r->pod.size(), SmallPods().size());  // the trace alone is below 200% of 48 GPUs
+  EXPECT_GT(r->arrived.back(), 1.9);
+  EXPECT_LE(r->arrived.back(), 2.0 + 1e-9);
+}
+
+TEST(OpenbReplay, BadInputIsAnErrorNamingTheRow) {
+  OpenbReplayOptions o;
+  auto pods = SmallPods();
+  pods[5].gpu_milli = 1005;
+  auto r = ReplayOpenb(SmallNodes(), pods, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("pod row 5"), std::string::npos) << r.status();
+  EXPECT_NE(r.status().message().find("gpu_milli"), std::string::npos);
+  pods = SmallPods();
+  pods[7].name = pods[6].name;
+  EXPECT_FALSE(ReplayOpenb(SmallNodes(), pods, o).ok());
+  auto nodes = SmallNodes();
+  nodes[2].cpu_milli = -1;
+  r = ReplayOpenb(nodes, SmallPods(), o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("node row 2"), std::string::npos);
+  o.policy = "no-such-policy";
+  EXPECT_EQ(ReplayOpenb(SmallNodes(), SmallPods(), o).status().code(), absl::StatusCode::kNotFound);
+  o.policy = "fgd";
+  o.stop_at = 0;
+  EXPECT_FALSE(ReplayOpenb(SmallNodes(), SmallPods(), o).ok());
+  o.stop_at = 1.3;
+  EXPECT_FALSE(ReplayOpenb({{"cpu-only", 8000, 1024, 0, ""}}, SmallPods(), o).ok());
+}
+
+}  // namespace
+}  // namespace gpufleet

@@ -1,0 +1,126 @@
+// The simulator mechanism: progress, events, preemption accounting, restore delay, validation.
+#include <gtest/gtest.h>
+
+#include "gpufleet/sim/simulator.h"
+
+namespace gpufleet::sim {
+namespace {
+
+GpuPool Pool(const Json& spec) { return GpuPool::FromJson(spec).value(); }
+
+JobSpec J(int64_t id, double submit, int gpus, double duration, std::vector<double> speed = {}) {
+  JobSpec s;
+  s.id = id;
+  s.submit_time = submit;
+  s.num_gpu = gpus;
+  s.duration = duration;
+  s.speed = std::move(speed);
+  return s;
+}
+
+SimResult RunSim(const GpuPool& pool, std::vector<JobSpec> jobs, const std::string& policy,
+              SimOptions o = {}) {
+  auto p = MakePolicy(policy);
+  EXPECT_TRUE(p.ok()) << p.status();
+  auto r = Simulate(pool, std::move(jobs), **p, o);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return *std::move(r);
+}
+
+TEST(SimSimulator, FifoQueuesBehindBusyCluster) {
+  GpuPool pool = Pool({{"v100", 4}});
+  auto r = RunSim(pool, {J(1, 0, 4, 100), J(2, 10, 2, 50), J(3, 20, 2, 30)}, "fifo");
+  EXPECT_DOUBLE_EQ(r.jobs[0].end_time, 100);
+  EXPECT_DOUBLE_EQ(r.jobs[1].end_time, 150);
+  EXPECT_DOUBLE_EQ(r.jobs[2].end_time, 130);
+  EXPECT_DOUBLE_EQ(r.jobs[1].queueing_delay, 90);
+  EXPECT_DOUBLE_EQ(r.summary.makespan, 150);
+  EXPECT_DOUBLE_EQ(r.summary.avg_jct, (100 + 140 + 110) / 3.0);
+  // 4 GPUs busy 0-100, 4 busy 100-130, 2 busy 130-150 out of 4 x 150.
+  EXPECT_NEAR(r.summary.gpu_utilization, (400 + 120 + 40) / 600.0, 1e-12);
+}
+
+TEST(SimSimulator, StrictFifoBlocksAndBackfillDoesNot) {
+  GpuPool pool = Pool({{"v100", 4}});
+  std::vector<JobSpec> jobs = {J(1, 0, 2, 100), J(2, 1, 4, 10), J(3, 2, 2, 10)};
+  auto strict = RunSim(pool, jobs, "fifo");
+  auto backfill = RunSim(pool, jobs, "fifo(backfill=true)");
+  EXPECT_DOUBLE_EQ(strict.jobs[2].first_start, 110);
+  EXPECT_DOUBLE_EQ(backfill.jobs[2].first_start, 2);
+}
+
+TEST(SimSimulator, SpeedScalesRunTime) {
+  GpuPool pool = Pool(Json::array({{{"name", "k80"}, {"count", 1}}}));
+  auto r = RunSim(pool, {J(1, 0, 1, 100, {0.25})}, "fifo");
+  EXPECT_DOUBLE_EQ(r.jobs[0].end_time, 400);
+}
+
+TEST(SimSimulator, PreemptionCountsAndRestoreDelay) {
+  GpuPool pool = Pool({{"v100", 1}});
+  std::vector<JobSpec> jobs = {J(1, 0, 1, 100), J(2, 10, 1, 20)};
+  auto r = RunSim(pool, jobs, "srtf");
+  EXPECT_EQ(r.jobs[0].preemptions, 1);
+  EXPECT_DOUBLE_EQ(r.jobs[1].end_time, 30);
+  EXPECT_DOUBLE_EQ(r.jobs[0].end_time, 120);
+  SimOptions o;
+  o.restore_delay = 5;
+  auto delayed = RunSim(pool, jobs, "srtf", o);
+  EXPECT_DOUBLE_EQ(delayed.jobs[0].end_time, 125);
+  EXPECT_EQ(delayed.summary.preemptions, 1);
+}
+
+TEST(SimSimulator, TimeseriesTracksBusyGpus) {
+  GpuPool pool = Pool({{"v100", 4}});
+  auto r = RunSim(pool, {J(1, 0, 4, 100), J(2, 10, 2, 50)}, "fifo");
+  ASSERT_GE(r.timeseries.size(), 3u);
+  EXPECT_EQ(r.timeseries[0].busy_gpus, 4);
+  EXPECT_EQ(r.timeseries[1].pending_jobs, 1);
+  EXPECT_EQ(r.timeseries.back().busy_gpus, 0);
+}
+
+TEST(SimSimulator, RejectsJobsThatCanNeverRun) {
+  GpuPool pool = Pool({{"v100", 4}, {"k80", 8}});
+  auto p = MakePolicy("fifo");
+  ASSERT_TRUE(p.ok());
+  auto r = Simulate(pool, {J(7, 0, 16, 10)}, **p, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("job 7"), std::string::npos);
+  EXPECT_FALSE(Simulate(pool, {J(1, 0, 1, -5)}, **p, {}).ok());
+  EXPECT_FALSE(Simulate(pool, {J(1, 0, 1, 5, {1.0})}, **p, {}).ok());  // 1 speed, 2 models
+  EXPECT_FALSE(Simulate(pool, {J(1, 0, 1, 5, {0.0, 0.0})}, **p, {}).ok());
+}
+
+TEST(SimSimulator, PoolErrorsNameTheModel) {
+  auto neg = GpuPool::FromJson({{"v100", -1}});
+  ASSERT_FALSE(neg.ok());
+  EXPECT_NE(neg.status().message().find("v100"), std::string::npos);
+  EXPECT_FALSE(GpuPool::FromJson(Json::object()).ok());
+  EXPECT_FALSE(GpuPool::FromJson({{"v100", {{"count", 2}, {"colour", "red"}}}}).ok());
+  EXPECT_FALSE(GpuPool::FromJson("eight").ok());
+}
+
+TEST(SimSimulator, SchedulingIntervalDelaysStartsToTheGrid) {
+  GpuPool pool = Pool({{"v100", 2}});
+  std::vector<JobSpec> jobs = {J(1, 0, 2, 95), J(2, 7, 2, 10)};
+  SimOptions o;
+  o.scheduling_interval = 60;
+  auto r = RunSim(pool, jobs, "fifo", o);
+  EXPECT_DOUBLE_EQ(r.jobs[0].first_start, 0);
+  EXPECT_DOUBLE_EQ(r.jobs[0].end_time, 95);    // completions keep their exact time
+  EXPECT_DOUBLE_EQ(r.jobs[1].first_start, 120);  // freed at 95, next point at 120
+  EXPECT_EQ(r.scheduling_points, 3);  // 0 (arrival), 60 (arrival at 7), 120 (completion at 95)
+  auto every_event = RunSim(pool, jobs, "fifo");
+  EXPECT_DOUBLE_EQ(every_event.jobs[1].first_start, 95);
+  // Busy GPU-seconds count the idle gap: 2 x 95 + 2 x 10 over 2 x 130.
+  EXPECT_NEAR(r.summary.gpu_utilization, 210.0 / 260.0, 1e-12);
+}
+
+TEST(SimSimulator, Percentile) {
+  EXPECT_DOUBLE_EQ(Percentile({1, 2, 3, 4}, 50), 2.5);
+  EXPECT_DOUBLE_EQ(Percentile({5, 1, 3}, 100), 5);
+  EXPECT_DOUBLE_EQ(Percentile({5, 1, 3}, 0), 1);
+}
+
+}  // namespace
+}  // namespace gpufleet::sim
