@@ -9,6 +9,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "gpufleet/engine/plugin.h"
 #include "gpufleet/engine/scheduler.h"
 
 namespace gpufleet::engine {
@@ -65,8 +66,24 @@ std::vector<Job> MakeJobs(int tasks) {
   return jobs;
 }
 
-std::unique_ptr<Scheduler> Build(int nodes, int tasks) {
+// Turns node equivalence classes off, to measure what they save (same decisions, full scans).
+class NoNodeClasses : public Plugin {
+ public:
+  std::string name() const override { return "bench-no-node-classes"; }
+  void OnSessionOpen(Session& s) override { s.DisableNodeClasses(); }
+};
+GPUFLEET_REGISTER(Plugin, "bench-no-node-classes", "benchmark only",
+                  [](const Json&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
+                    return std::unique_ptr<Plugin>(new NoNodeClasses());
+                  });
+
+std::unique_ptr<Scheduler> Build(int nodes, int tasks, bool classes = true) {
   auto s = std::make_unique<Scheduler>();
+  if (!classes) {
+    Json conf = DefaultConfigJson();
+    conf["tiers"][1]["plugins"].push_back({{"name", "bench-no-node-classes"}});
+    (void)s->Configure(conf);
+  }
   for (int i = 0; i < nodes; ++i) (void)s->cluster().AddNode(MakeNode(i));
   for (int q = 0; q < 10; ++q) (void)s->AddQueue(Queue{absl::StrCat("q", q), 1.0 + q % 3});
   for (const Job& j : MakeJobs(tasks)) (void)s->SubmitJob(j);
@@ -78,7 +95,7 @@ void BM_EngineCycle(benchmark::State& state) {
   int64_t binds = 0;
   for (auto _ : state) {
     state.PauseTiming();
-    auto s = Build(nodes, tasks);
+    auto s = Build(nodes, tasks, state.range(2) != 0);
     state.ResumeTiming();
     auto r = s->RunCycle();
     benchmark::DoNotOptimize(r);
@@ -104,7 +121,8 @@ void BM_PlaceBaseline(benchmark::State& state) {
   state.counters["binds"] = static_cast<double>(placed);
 }
 
-BENCHMARK(BM_EngineCycle)->Args({1000, 10000})->Args({5000, 50000})->Unit(benchmark::kMillisecond)->Iterations(3);
+// Args: nodes, tasks, node classes on (1) / off (0).
+BENCHMARK(BM_EngineCycle)->Args({1000, 10000, 1})->Args({5000, 50000, 1})->Args({1000, 10000, 0})->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_PlaceBaseline)->Args({1000, 10000})->Args({5000, 50000})->Unit(benchmark::kMillisecond)->Iterations(3);
 
 }  // namespace

@@ -110,6 +110,16 @@ TEST(EngineScenarioTest, GangWithMinAvailableBelowSize) {
   EXPECT_EQ(BindsPerJob(*r), (std::map<std::string, int>{{"elastic", 5}}));
 }
 
+TEST(EngineScenarioTest, WithoutGangPluginTasksPlaceOneByOne) {
+  // Gang is policy: a configuration without it places what fits, and the cycle still succeeds.
+  Json conf = {{"actions", "allocate"}, {"tiers", {{{"plugins", {"priority", "predicates", "nodeorder"}}}}}};
+  auto s = Make({{"nodes", {GpuNode("n1", 2)}}, {"jobs", {GangJob("j", 4, 1)}}}, conf);
+  auto r = s->RunCycle();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(BindsPerJob(*r), (std::map<std::string, int>{{"j", 2}}));
+  EXPECT_NE(r->pending.at("j").find("2 tasks running; more wait"), std::string::npos) << r->pending.at("j");
+}
+
 TEST(EngineScenarioTest, InvalidGangIsReported) {
   auto s = Make({{"nodes", {GpuNode("n1", 8)}},
                  {"jobs", {GangJob("short", 2, 1, "default", 0, {{"min_available", 3}})}}});
@@ -208,6 +218,26 @@ TEST(EngineScenarioTest, DeviceShareSharedGpusAndStrategies) {
   EXPECT_TRUE(r->binds.empty());
   EXPECT_NE(r->pending.at("late").find("0/1 nodes are available"), std::string::npos)
       << r->pending.at("late");
+}
+
+TEST(EngineScenarioTest, DeviceShareStrategyChoosesTheCards) {
+  // Two half-GPU tasks on one 2-GPU node: binpack shares one card, spread uses both.
+  Json job = {{"name", "halves"}, {"replicas", 2},
+              {"requests", {{"koordinator.sh/gpu-core", 50}, {"koordinator.sh/gpu-memory-ratio", 50}}}};
+  Json scenario = {{"nodes", {GpuNode("n1", 2)}}, {"jobs", {job}}};
+  auto cards = [&](const std::string& strategy) {
+    Json conf = Config("allocate");
+    conf["tiers"][1]["plugins"][4] = {{"name", "deviceshare"}, {"arguments", {{"strategy", strategy}}}};
+    auto s = Make(scenario, conf);
+    auto r = s->RunCycle();
+    EXPECT_TRUE(r.ok());
+    std::set<int> minors;
+    for (const auto& b : r->binds) minors.insert(b.allocation.devices.at(0).minor);
+    EXPECT_EQ(r->binds.size(), 2u);
+    return minors.size();
+  };
+  EXPECT_EQ(cards("binpack"), 1u);
+  EXPECT_EQ(cards("spread"), 2u);
 }
 
 TEST(EngineScenarioTest, BackfillPlacesBestEffortTasks) {

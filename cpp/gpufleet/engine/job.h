@@ -17,7 +17,7 @@ struct Job {
   std::string queue = "default";
   int priority = 0;
   int min_available = 1;
-  int64_t creation = 0;  // submission order; earlier jobs win ties
+  int64_t creation = 0;  // earlier jobs win ties; 0: the scheduler stamps submission order
   std::vector<Pod> tasks;
 };
 

@@ -1,5 +1,6 @@
 #include "gpufleet/engine/scheduler.h"
 
+#include <algorithm>
 #include <set>
 
 #include "absl/strings/str_format.h"
@@ -94,7 +95,12 @@ absl::Status Scheduler::SubmitJob(const Job& job) {
   if (jobs_.count(job.name))
     return absl::AlreadyExistsError(absl::StrFormat("job %s already exists", job.name));
   RETURN_IF_ERROR(CheckTasks(job, nullptr));
+  if (job.creation < 0)
+    return absl::InvalidArgumentError(absl::StrFormat("job %s: creation must be >= 0", job.name));
   jobs_[job.name] = job;
+  // Without an explicit creation time, jobs are ordered by submission.
+  if (job.creation == 0) jobs_[job.name].creation = last_creation_ + 1;
+  last_creation_ = std::max(last_creation_, jobs_[job.name].creation);
   for (const Pod& p : job.tasks) task_owner_[p.name] = job.name;
   waiting_[job.name] = 0;
   return absl::OkStatus();
@@ -105,6 +111,7 @@ absl::Status Scheduler::UpdateJob(const Job& job) {
   if (it == jobs_.end()) return absl::NotFoundError(absl::StrFormat("job %s does not exist", job.name));
   Job& old = it->second;
   RETURN_IF_ERROR(CheckTasks(job, &old));
+  const int64_t creation = job.creation == 0 ? old.creation : job.creation;
   bool running = false;
   for (const Pod& p : old.tasks) running |= state_.FindAllocation(p.name) != nullptr;
   if (running && (job.queue != old.queue || job.tasks != old.tasks))
@@ -113,6 +120,7 @@ absl::Status Scheduler::UpdateJob(const Job& job) {
   for (const Pod& p : old.tasks) task_owner_.erase(p.name);
   for (const Pod& p : job.tasks) task_owner_[p.name] = job.name;
   old = job;
+  old.creation = creation;
   return absl::OkStatus();
 }
 
@@ -171,11 +179,11 @@ absl::StatusOr<CycleResult> Scheduler::RunCycle() {
   for (auto& p : plugins) p->OnSessionClose(session);
   CycleResult result = session.Close();
 
-  // Adopt the session's accounting only if it is sound: no device over-committed, no gang
-  // partly running.
+  // Adopt the session's accounting only if it is sound: no device over-committed, and no job
+  // whose tasks changed left running without being ready (a partial gang, when gang is on).
   RETURN_IF_ERROR(session.state().CheckInvariants());
   for (const JobInfo& j : session.jobs())
-    if (j.occupied != j.occupied_at_open && j.occupied > 0 && j.occupied < j.min_available())
+    if (j.occupied != j.occupied_at_open && j.occupied > 0 && !session.JobReady(j))
       return absl::InternalError(absl::StrFormat(
           "cycle %d would leave job %s partly running (%d of min_available %d); nothing applied",
           cycle_, j.name(), j.occupied, j.min_available()));

@@ -49,6 +49,7 @@ class Scheduler {
   std::vector<Queue> Queues() const;
 
   // Task names must be unique across jobs and must not name a pod the accounting already holds.
+  // A job without a creation time (0) gets one after every job submitted before it.
   absl::Status SubmitJob(const Job& job);
   // Priority and min_available may change at any time; queue and tasks only while nothing runs.
   absl::Status UpdateJob(const Job& job);
@@ -73,6 +74,7 @@ class Scheduler {
   std::map<std::string, int> waiting_;
   std::set<std::string> admitted_;
   int cycle_ = 0;
+  int64_t last_creation_ = 0;
 };
 
 }  // namespace gpufleet::engine

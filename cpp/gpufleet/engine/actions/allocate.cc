@@ -23,7 +23,8 @@ class Allocate : public Action {
   std::string name() const override { return "allocate"; }
   void Execute(Session& s) override {
     const int target = s.TargetJob();
-    if (target >= 0 && Wants(s, s.job(target))) PlaceJob(s, target, TaskKind::kWithRequests, true);
+    if (target >= 0 && Wants(s, s.job(target)) && !s.Overused(s.queue(s.job(target).queue)))
+      PlaceJob(s, target, TaskKind::kWithRequests, true);
     std::vector<std::deque<int>> jobs(s.queues().size());
     for (const QueueInfo& q : s.queues()) {
       std::vector<int> ids;
