@@ -3,6 +3,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -205,6 +206,49 @@ void InitCore(py::module_& m) {
              return f.ok() ? s.Filter(p, NodeIndex(s, node)) : f;
            },
            py::arg("pod"), py::arg("node"))
+      .def("filter_nodes",
+           [](const ClusterState& s, py::handle pod, const std::vector<std::string>& nodes) {
+             Pod p = PodFrom(pod);
+             py::array_t<int8_t> codes(static_cast<py::ssize_t>(nodes.size()));
+             std::vector<std::string> reasons(nodes.size());
+             auto w = codes.mutable_unchecked<1>();
+             {
+               py::gil_scoped_release release;
+               for (size_t k = 0; k < nodes.size(); ++k) {
+                 int i = s.FindNode(nodes[k]);
+                 if (i < 0) {
+                   w(k) = -1;
+                   continue;
+                 }
+                 FitResult f = FitsNodeConstraints(p, s.node(i));
+                 if (f.ok()) f = s.Filter(p, i);
+                 w(k) = static_cast<int8_t>(f.code);
+                 reasons[k] = std::move(f.reason);
+               }
+             }
+             return py::make_tuple(codes, reasons);
+           },
+           py::arg("pod"), py::arg("nodes"),
+           "Filter many nodes in one native call: (codes, reasons). Codes: 0 Ok, 1 Unschedulable, "
+           "2 UnschedulableAndUnresolvable, -1 unknown node.")
+      .def("score_nodes",
+           [](const ClusterState& s, py::handle pod, const std::vector<std::string>& nodes,
+              const std::string& strategy) {
+             Pod p = PodFrom(pod);
+             const PlacementStrategy& st = StrategyFor(strategy);
+             py::array_t<double> out(static_cast<py::ssize_t>(nodes.size()));
+             auto w = out.mutable_unchecked<1>();
+             {
+               py::gil_scoped_release release;
+               for (size_t k = 0; k < nodes.size(); ++k) {
+                 int i = s.FindNode(nodes[k]);
+                 w(k) = i < 0 ? std::numeric_limits<double>::quiet_NaN() : s.Score(p, i, st);
+               }
+             }
+             return out;
+           },
+           py::arg("pod"), py::arg("nodes"), py::arg("strategy") = "binpack",
+           "Scores in [0, 100] for many nodes in one native call; NaN for an unknown node.")
       .def("score",
            [](const ClusterState& s, py::handle pod, const std::string& node,
               const std::string& strategy) {

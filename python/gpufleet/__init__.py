@@ -18,6 +18,7 @@ from gpufleet._core import (
     strategy_description,
 )
 from gpufleet import replay
+from gpufleet.engine import CycleResult, Engine, register_plugin
 from gpufleet.replay import ReplayResult, replay_many, replay_openb
 from gpufleet.scenario import Scenario, load_scenario
 from gpufleet.sim import SimResult, simulate
@@ -27,8 +28,10 @@ __version__ = "0.1.0"
 __all__ = [
     "Allocation",
     "Cluster",
+    "CycleResult",
     "DeviceGrant",
     "DeviceRequest",
+    "Engine",
     "FitResult",
     "Pod",
     "ReplayResult",
@@ -38,6 +41,7 @@ __all__ = [
     "load_scenario",
     "parse_milli",
     "parse_quantity",
+    "register_plugin",
     "replay",
     "replay_many",
     "replay_openb",

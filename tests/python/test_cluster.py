@@ -240,3 +240,20 @@ def test_strategies_are_registered():
     assert gpufleet._core.registry_duplicates() == []
     with pytest.raises(KeyError, match="unknown placement strategy \"nope\""):
         Cluster().place(Pod("p"), "nope")
+
+
+def test_batch_filter_and_score_match_single_calls():
+    c = Cluster()
+    c.add_node(gpu_node("a", count=1))
+    c.add_node(gpu_node("b", count=2))
+    c.add_node({"name": "cpu", "cpu": "8", "memory": "16Gi"})
+    c.reserve(Pod("held", {"nvidia.com/gpu": "1"}), "a")
+    pod = Pod("p", {"nvidia.com/gpu": "1"})
+    names = ["a", "b", "cpu", "ghost"]
+    codes, reasons = c.filter_nodes(pod, names)
+    assert codes.tolist() == [1, 0, 2, -1]
+    assert reasons[0] == c.filter(pod, "a").reason == "Insufficient gpu devices"
+    assert reasons[2] == c.filter(pod, "cpu").reason
+    scores = c.score_nodes(pod, names, "spread")
+    assert scores[1] == pytest.approx(c.score(pod, "b", "spread"))
+    assert np.isnan(scores[3])

@@ -80,19 +80,17 @@ class Extender:
             pod = None
         if pod is not None:
             cluster = st.cluster
-            with st.lock:
-                for n in names:
-                    try:  # one native call per node; unknown nodes are the rare case
-                        r = cluster.filter(pod, n)
-                    except KeyError:
-                        failed[n] = UNKNOWN_NODE
-                        continue
-                    if r.ok:
-                        passed.append(n)
-                    elif r.code == "UnschedulableAndUnresolvable":
-                        unresolvable[n] = r.reason
-                    else:
-                        failed[n] = r.reason
+            with st.lock:  # one native call for all nodes
+                codes, reasons = cluster.filter_nodes(pod, names)
+            for n, code, reason in zip(names, codes.tolist(), reasons):
+                if code == 0:
+                    passed.append(n)
+                elif code == 2:
+                    unresolvable[n] = reason
+                elif code == 1:
+                    failed[n] = reason
+                else:
+                    failed[n] = UNKNOWN_NODE
         out: dict[str, Any] = {"Nodes": None, "NodeNames": None, "FailedNodes": failed,
                                "FailedAndUnresolvableNodes": unresolvable, "Error": ""}
         if items is None:
@@ -117,14 +115,10 @@ class Extender:
             return [{"Host": n, "Score": 0} for n in names]
         out = []
         cluster, strategy = st.cluster, st.strategy
-        with st.lock:
-            for n in names:
-                # The scheduler only sends nodes that passed every filter, so no fit check here.
-                try:
-                    score = _scale(cluster.score(pod, n, strategy))
-                except (ValueError, KeyError):   # unknown node
-                    score = 0
-                out.append({"Host": n, "Score": score})
+        with st.lock:  # the scheduler only sends nodes that passed every filter
+            scores = cluster.score_nodes(pod, names, strategy)
+        for n, score in zip(names, scores.tolist()):
+            out.append({"Host": n, "Score": 0 if score != score else _scale(score)})  # NaN: unknown
         return out
 
     # ---- bind --------------------------------------------------------------------------------
