@@ -12,7 +12,8 @@ ctest --test-dir build/py --output-on-failure -j "$jobs"
 
 echo "== C++ tests (AddressSanitizer + UndefinedBehaviorSanitizer)"
 cmake -S . -B build/asan -G Ninja -DGPUFLEET_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=Debug \
-  -DGPUFLEET_SANITIZE=ON -DCMAKE_CXX_FLAGS=-O1 >/dev/null
+  -DGPUFLEET_SANITIZE=ON -DCMAKE_CXX_FLAGS=-O1 -DCMAKE_UNITY_BUILD=ON \
+  -DCMAKE_UNITY_BUILD_BATCH_SIZE=8 >/dev/null
 cmake --build build/asan -j "$jobs" --target gpufleet_tests
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build/asan --output-on-failure -j "$jobs"

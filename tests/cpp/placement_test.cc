@@ -31,7 +31,7 @@ using test::Scenario;
 using Names = std::vector<std::string>;
 
 // gpushare's bind example: four 16276 MiB cards with 12207, 8138, 4069 and 16276 MiB free.
-constexpr char kGpushareNode[] =
+constexpr char kGpushareBindNode[] =
     R"({"name":"n1","cpu":"32","memory":"64Gi","gpus":{"count":4,"memory":"16276Mi"}})";
 const std::vector<std::string> kGpushareBound = {
     R"({"pod":"u0","node":"n1","devices":[{"minor":0,"memory":"4069Mi"}]})",
@@ -74,7 +74,7 @@ std::string GpuPod(const std::string& name, int count, const std::string& extra 
 TEST(PlacementTest, GpushareBindPicksTheBestFitCard) {
   RunScenarioTable({
       {.name = "binpack: least free fitting card",
-       .nodes = {kGpushareNode},
+       .nodes = {kGpushareBindNode},
        .bound = kGpushareBound,
        .pods = {{kGpuMem8138, {.node = "n1", .devices = {"gpu/1"}}},
                 {R"({"name":"q","requests":{"aliyun.com/gpu-mem":"8138"}})",
@@ -85,12 +85,12 @@ TEST(PlacementTest, GpushareBindPicksTheBestFitCard) {
                  {.reason = "0/1 nodes are available: 1 Insufficient GPU memory in one device"}}},
        .strategy = "binpack"},
       {.name = "topology: single cards follow binpack",
-       .nodes = {kGpushareNode},
+       .nodes = {kGpushareBindNode},
        .bound = kGpushareBound,
        .pods = {{kGpuMem8138, {.node = "n1", .devices = {"gpu/1"}}}},
        .strategy = "topology"},
       {.name = "spread: most free card",
-       .nodes = {kGpushareNode},
+       .nodes = {kGpushareBindNode},
        .bound = kGpushareBound,
        .pods = {{kGpuMem8138, {.node = "n1", .devices = {"gpu/3"}}},
                 {R"({"name":"q","requests":{"aliyun.com/gpu-mem":"8138"}})",
@@ -101,7 +101,7 @@ TEST(PlacementTest, GpushareBindPicksTheBestFitCard) {
 
 TEST(PlacementTest, GpushareBindGrantsExactlyTheRequestedMemory) {
   CheckedCluster c;
-  ASSERT_OK(c.AddNodeJson(kGpushareNode));
+  ASSERT_OK(c.AddNodeJson(kGpushareBindNode));
   for (const std::string& b : kGpushareBound) ASSERT_OK(c.Reserve(MakeAllocation(b)));
   PlaceResult r = c.Place(MakePod(kGpuMem8138));
   ASSERT_TRUE(r.placed) << r.reason;

@@ -8,7 +8,7 @@ namespace {
 
 GpuPool Pool(const Json& spec) { return GpuPool::FromJson(spec).value(); }
 
-JobSpec J(int64_t id, double submit, int gpus, double duration, std::vector<double> speed = {}) {
+JobSpec SimJob(int64_t id, double submit, int gpus, double duration, std::vector<double> speed = {}) {
   JobSpec s;
   s.id = id;
   s.submit_time = submit;
@@ -29,7 +29,7 @@ SimResult RunSim(const GpuPool& pool, std::vector<JobSpec> jobs, const std::stri
 
 TEST(SimSimulator, FifoQueuesBehindBusyCluster) {
   GpuPool pool = Pool({{"v100", 4}});
-  auto r = RunSim(pool, {J(1, 0, 4, 100), J(2, 10, 2, 50), J(3, 20, 2, 30)}, "fifo");
+  auto r = RunSim(pool, {SimJob(1, 0, 4, 100), SimJob(2, 10, 2, 50), SimJob(3, 20, 2, 30)}, "fifo");
   EXPECT_DOUBLE_EQ(r.jobs[0].end_time, 100);
   EXPECT_DOUBLE_EQ(r.jobs[1].end_time, 150);
   EXPECT_DOUBLE_EQ(r.jobs[2].end_time, 130);
@@ -42,7 +42,7 @@ TEST(SimSimulator, FifoQueuesBehindBusyCluster) {
 
 TEST(SimSimulator, StrictFifoBlocksAndBackfillDoesNot) {
   GpuPool pool = Pool({{"v100", 4}});
-  std::vector<JobSpec> jobs = {J(1, 0, 2, 100), J(2, 1, 4, 10), J(3, 2, 2, 10)};
+  std::vector<JobSpec> jobs = {SimJob(1, 0, 2, 100), SimJob(2, 1, 4, 10), SimJob(3, 2, 2, 10)};
   auto strict = RunSim(pool, jobs, "fifo");
   auto backfill = RunSim(pool, jobs, "fifo(backfill=true)");
   EXPECT_DOUBLE_EQ(strict.jobs[2].first_start, 110);
@@ -51,13 +51,13 @@ TEST(SimSimulator, StrictFifoBlocksAndBackfillDoesNot) {
 
 TEST(SimSimulator, SpeedScalesRunTime) {
   GpuPool pool = Pool(Json::array({{{"name", "k80"}, {"count", 1}}}));
-  auto r = RunSim(pool, {J(1, 0, 1, 100, {0.25})}, "fifo");
+  auto r = RunSim(pool, {SimJob(1, 0, 1, 100, {0.25})}, "fifo");
   EXPECT_DOUBLE_EQ(r.jobs[0].end_time, 400);
 }
 
 TEST(SimSimulator, PreemptionCountsAndRestoreDelay) {
   GpuPool pool = Pool({{"v100", 1}});
-  std::vector<JobSpec> jobs = {J(1, 0, 1, 100), J(2, 10, 1, 20)};
+  std::vector<JobSpec> jobs = {SimJob(1, 0, 1, 100), SimJob(2, 10, 1, 20)};
   auto r = RunSim(pool, jobs, "srtf");
   EXPECT_EQ(r.jobs[0].preemptions, 1);
   EXPECT_DOUBLE_EQ(r.jobs[1].end_time, 30);
@@ -71,7 +71,7 @@ TEST(SimSimulator, PreemptionCountsAndRestoreDelay) {
 
 TEST(SimSimulator, TimeseriesTracksBusyGpus) {
   GpuPool pool = Pool({{"v100", 4}});
-  auto r = RunSim(pool, {J(1, 0, 4, 100), J(2, 10, 2, 50)}, "fifo");
+  auto r = RunSim(pool, {SimJob(1, 0, 4, 100), SimJob(2, 10, 2, 50)}, "fifo");
   ASSERT_GE(r.timeseries.size(), 3u);
   EXPECT_EQ(r.timeseries[0].busy_gpus, 4);
   EXPECT_EQ(r.timeseries[1].pending_jobs, 1);
@@ -82,13 +82,13 @@ TEST(SimSimulator, RejectsJobsThatCanNeverRun) {
   GpuPool pool = Pool({{"v100", 4}, {"k80", 8}});
   auto p = MakePolicy("fifo");
   ASSERT_TRUE(p.ok());
-  auto r = Simulate(pool, {J(7, 0, 16, 10)}, **p, {});
+  auto r = Simulate(pool, {SimJob(7, 0, 16, 10)}, **p, {});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find("job 7"), std::string::npos);
-  EXPECT_FALSE(Simulate(pool, {J(1, 0, 1, -5)}, **p, {}).ok());
-  EXPECT_FALSE(Simulate(pool, {J(1, 0, 1, 5, {1.0})}, **p, {}).ok());  // 1 speed, 2 models
-  EXPECT_FALSE(Simulate(pool, {J(1, 0, 1, 5, {0.0, 0.0})}, **p, {}).ok());
+  EXPECT_FALSE(Simulate(pool, {SimJob(1, 0, 1, -5)}, **p, {}).ok());
+  EXPECT_FALSE(Simulate(pool, {SimJob(1, 0, 1, 5, {1.0})}, **p, {}).ok());  // 1 speed, 2 models
+  EXPECT_FALSE(Simulate(pool, {SimJob(1, 0, 1, 5, {0.0, 0.0})}, **p, {}).ok());
 }
 
 TEST(SimSimulator, PoolErrorsNameTheModel) {
@@ -102,7 +102,7 @@ TEST(SimSimulator, PoolErrorsNameTheModel) {
 
 TEST(SimSimulator, SchedulingIntervalDelaysStartsToTheGrid) {
   GpuPool pool = Pool({{"v100", 2}});
-  std::vector<JobSpec> jobs = {J(1, 0, 2, 95), J(2, 7, 2, 10)};
+  std::vector<JobSpec> jobs = {SimJob(1, 0, 2, 95), SimJob(2, 7, 2, 10)};
   SimOptions o;
   o.scheduling_interval = 60;
   auto r = RunSim(pool, jobs, "fifo", o);

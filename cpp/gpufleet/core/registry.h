@@ -100,7 +100,7 @@ absl::Status CheckKnownParams(const Json& params, const std::string& owner,
 #define GPUFLEET_REGISTRY_CONCAT_(a, b) GPUFLEET_REGISTRY_CONCAT_INNER_(a, b)
 // GPUFLEET_REGISTER(PlacementStrategy, "binpack", "best fit", [](const Json& p) {...});
 #define GPUFLEET_REGISTER(Type, name, description, factory)                      \
-  static const bool GPUFLEET_REGISTRY_CONCAT_(gpufleet_registered_, __LINE__) = \
+  static const bool GPUFLEET_REGISTRY_CONCAT_(gpufleet_registered_, __COUNTER__) = \
       ::gpufleet::Registry<Type>::Global().Register(name, description, factory)
 
 }  // namespace gpufleet
