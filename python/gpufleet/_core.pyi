@@ -159,6 +159,10 @@ class Cluster:
         """
     def filter(self, pod: typing.Any, node: str) -> FitResult:
         ...
+    def filter_nodes(self, pod: typing.Any, nodes: collections.abc.Sequence[str]) -> tuple[numpy.typing.NDArray[numpy.int8], list[str]]:
+        """
+        Filter many nodes in one native call: (codes, reasons). Codes: 0 Ok, 1 Unschedulable, 2 UnschedulableAndUnresolvable, -1 unknown node.
+        """
     def has_node(self, arg0: str) -> bool:
         ...
     def node(self, arg0: str) -> typing.Any:
@@ -191,6 +195,10 @@ class Cluster:
         """
     def score(self, pod: typing.Any, node: str, strategy: str = 'binpack') -> float:
         ...
+    def score_nodes(self, pod: typing.Any, nodes: collections.abc.Sequence[str], strategy: str = 'binpack') -> numpy.typing.NDArray[numpy.float64]:
+        """
+        Scores in [0, 100] for many nodes in one native call; NaN for an unknown node.
+        """
     def set_device_health(self, node: str, minor: typing.SupportsInt | typing.SupportsIndex, healthy: bool, type: str = 'gpu') -> None:
         ...
     def snapshot(self) -> str:
