@@ -28,10 +28,7 @@ class Binpack : public PlacementStrategy {
                      std::vector<int>* chosen) const override {
     return ChooseByOrder(
         v, r.count, domains,
-        [&](int a, int b) {
-          if (v.free_memory(a) != v.free_memory(b)) return v.free_memory(a) < v.free_memory(b);
-          return v.free_core(a) < v.free_core(b);
-        },
+        BestFitLess(v),
         [&](const std::vector<int>& a, const std::vector<int>& b) {
           return FreeSum(v, a) < FreeSum(v, b);
         },

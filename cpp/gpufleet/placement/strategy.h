@@ -45,6 +45,15 @@ std::vector<std::string> StrategyNames();
 // Picks `count` devices per domain by `better` (a strict weak order on local indices, ties broken
 // by lower minor) and returns the best domain's pick by `domain_better` on the picked sets (equal
 // picks go to the lower minors). Shared by binpack and spread, and usable by new strategies.
+// gpushare's best fit: less free memory first, then less free core. Shared by binpack and
+// topology.
+inline auto BestFitLess(const NodeView& v) {
+  return [&v](int a, int b) {
+    if (v.free_memory(a) != v.free_memory(b)) return v.free_memory(a) < v.free_memory(b);
+    return v.free_core(a) < v.free_core(b);
+  };
+}
+
 template <typename DeviceLess, typename SetLess>
 bool ChooseByOrder(const NodeView& node, int count, const std::vector<std::vector<int>>& domains,
                    DeviceLess better, SetLess domain_better, std::vector<int>* chosen);

@@ -48,10 +48,7 @@ class Topology : public PlacementStrategy {
   bool ChooseDevices(const NodeView& v, const DeviceRequest& r,
                      const std::vector<std::vector<int>>& domains,
                      std::vector<int>* chosen) const override {
-    auto best_fit = [&](int a, int b) {
-      if (v.free_memory(a) != v.free_memory(b)) return v.free_memory(a) < v.free_memory(b);
-      return v.free_core(a) < v.free_core(b);
-    };
+    const auto best_fit = BestFitLess(v);
     if (r.count == 1)
       return ChooseByOrder(v, 1, domains, best_fit,
                            [&](const std::vector<int>&, const std::vector<int>&) { return false; },
