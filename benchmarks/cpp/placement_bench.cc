@@ -73,8 +73,11 @@ std::vector<Pod> MixedPods() {
   };
 }
 
+// range(1) = 1 reuses unchanged nodes' scores per pod shape (the default, NodeScoreCache);
+// 0 filters and scores every node for every pod.
 void BM_Place(benchmark::State& state, const char* strategy_name) {
   ClusterState s = MakeCluster(static_cast<int>(state.range(0)), 42);
+  s.set_score_cache(state.range(1) != 0);
   auto strategy = MakeStrategy(strategy_name).value();
   std::vector<Pod> pods = MixedPods();
   size_t k = 0, placed = 0;
@@ -93,9 +96,18 @@ void BM_Place(benchmark::State& state, const char* strategy_name) {
       benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
-BENCHMARK_CAPTURE(BM_Place, binpack, "binpack")->Arg(1000)->Arg(5000)->Arg(10000)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_Place, spread, "spread")->Arg(1000)->Arg(5000)->Arg(10000)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_Place, topology, "topology")->Arg(5000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Place, binpack, "binpack")
+    ->ArgsProduct({{1000, 5000, 10000}, {0, 1}})
+    ->ArgNames({"nodes", "cache"})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Place, spread, "spread")
+    ->ArgsProduct({{1000, 5000, 10000}, {0, 1}})
+    ->ArgNames({"nodes", "cache"})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Place, topology, "topology")
+    ->ArgsProduct({{5000}, {0, 1}})
+    ->ArgNames({"nodes", "cache"})
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace gpufleet

@@ -59,6 +59,7 @@ absl::Status ClusterState::AddNode(const Node& node) {
     healthy_gpu_.push_back(d.type == kGpu && d.healthy);
   }
   usage_.emplace_back();
+  node_version_.push_back(0);
   node_index_[node.name] = index;
   RefreshUsage(index);
   return absl::OkStatus();
@@ -84,6 +85,8 @@ absl::Status ClusterState::RemoveNode(const std::string& name) {
     if (n > index) --n;
   nodes_.erase(nodes_.begin() + index);
   usage_.erase(usage_.begin() + index);
+  node_version_.erase(node_version_.begin() + index);
+  score_cache_.Clear();
   first_device_.erase(first_device_.begin() + index);
   for (size_t i = index; i < first_device_.size(); ++i) first_device_[i] -= (end - begin);
   node_index_.erase(name);
@@ -113,6 +116,7 @@ absl::Status ClusterState::SetDeviceHealth(const std::string& node, const std::s
 }
 
 void ClusterState::RefreshUsage(int i) {
+  node_version_[i] = ++version_counter_;
   NodeUsage& u = usage_[i];
   const Node& n = nodes_[i];
   int64_t cpu = u.cpu_used, mem = u.memory_used, pods = u.pods_used;
@@ -345,6 +349,59 @@ std::vector<const Allocation*> ClusterState::Allocations() const {
   return out;
 }
 
+// What Place works out once per pod instead of once per node.
+struct ClusterState::PlaceShape {
+  const DeviceRequest* gpu = nullptr;
+  bool simple = false;             // GPUs only, any model, no scope: the exact fast path applies
+  bool check_constraints = false;  // the pod has a node selector
+  bool needs_plan = false;
+
+  PlaceShape(const Pod& pod, const PlacementStrategy& strategy) {
+    gpu = pod.Find(kGpu);
+    const bool gpu_only = pod.devices.size() == (gpu ? 1u : 0u);
+    simple = gpu_only && pod.gpu_models.empty() && pod.scope == TopologyScope::kNone;
+    check_constraints = !pod.node_selector.empty();
+    needs_plan = strategy.ScoreNeedsPlan();
+  }
+};
+
+double ClusterState::PlaceScore(const Pod& pod, int i, const PlacementStrategy& strategy,
+                                const PlaceShape& shape, Allocation* plan) const {
+  const NodeUsage& u = usage_[i];
+  if (!QuickMayFit(pod, u)) return NodeScoreCache::kInfeasible;
+  if ((shape.check_constraints || u.has_taints) && !FitsNodeConstraints(pod, nodes_[i]).ok())
+    return NodeScoreCache::kInfeasible;
+  if (shape.needs_plan) {
+    if (!Plan(pod, i, strategy, plan).ok()) return NodeScoreCache::kInfeasible;
+    return strategy.ScoreNode(View(i), pod, plan->devices);
+  }
+  const bool fast = shape.simple && (shape.gpu == nullptr || shape.gpu->count == 1 ||
+                                     !u.has_nvlink);
+  if (fast) {
+    if (shape.gpu != nullptr && !FastGpuFit(i, *shape.gpu)) return NodeScoreCache::kInfeasible;
+  } else if (!Filter(pod, i).ok()) {
+    return NodeScoreCache::kInfeasible;
+  }
+  return strategy.ScoreNode(View(i), pod, {});
+}
+
+std::string ClusterState::NoFitReason(const Pod& pod, const std::vector<int>* candidates) const {
+  const int total = candidates ? static_cast<int>(candidates->size()) : num_nodes();
+  std::map<std::string, int> reasons;
+  for (int k = 0; k < total; ++k) {
+    int i = candidates ? (*candidates)[k] : k;
+    FitResult f = FitsNodeConstraints(pod, nodes_[i]);
+    if (f.ok()) f = Filter(pod, i);
+    if (f.ok()) f = FitResult::Unschedulable("no devices satisfy the request");
+    ++reasons[f.reason];
+  }
+  std::vector<std::string> parts;
+  for (const auto& [reason, count] : reasons) parts.push_back(absl::StrCat(count, " ", reason));
+  std::string reason = absl::StrFormat("0/%d nodes are available", total);
+  if (!parts.empty()) absl::StrAppend(&reason, ": ", absl::StrJoin(parts, ", "));
+  return reason;
+}
+
 PlaceResult ClusterState::Place(const Pod& pod, const PlacementStrategy& strategy, bool commit,
                                 const std::vector<int>* candidates) {
   PlaceResult result;
@@ -352,57 +409,57 @@ PlaceResult ClusterState::Place(const Pod& pod, const PlacementStrategy& strateg
     result.reason = absl::StrFormat("pod %s is already placed", pod.name);
     return result;
   }
-  const int total = candidates ? static_cast<int>(candidates->size()) : num_nodes();
+  const PlaceShape shape(pod, strategy);
   int best = -1;
   double best_score = -1.0;
   Allocation best_plan, plan;
-  const bool needs_plan = strategy.ScoreNeedsPlan();
-  // The common request (GPUs only, any model, no scope, no selector) takes an exact fast path.
-  const DeviceRequest* gpu = pod.Find(kGpu);
-  const bool gpu_only = pod.devices.size() == (gpu ? 1u : 0u);
-  const bool simple = gpu_only && pod.gpu_models.empty() && pod.scope == TopologyScope::kNone;
-  const bool check_constraints = !pod.node_selector.empty();
-  for (int k = 0; k < total; ++k) {
-    int i = candidates ? (*candidates)[k] : k;
-    const NodeUsage& u = usage_[i];
-    if (!QuickMayFit(pod, u)) continue;
-    if ((check_constraints || u.has_taints) && !FitsNodeConstraints(pod, nodes_[i]).ok()) continue;
-    double score;
-    if (needs_plan) {
-      if (!Plan(pod, i, strategy, &plan).ok()) continue;
-      score = strategy.ScoreNode(View(i), pod, plan.devices);
-      if (score > best_score) best_plan = plan;
-    } else {
-      bool fast = simple && (gpu == nullptr || gpu->count == 1 || !u.has_nvlink);
-      if (fast) {
-        if (gpu != nullptr && !FastGpuFit(i, *gpu)) continue;
-      } else if (!Filter(pod, i).ok()) {
-        continue;
+  bool have_plan = false;
+  if (candidates == nullptr && score_cache_enabled_ && strategy.Deterministic()) {
+    // Only nodes changed since this shape was last placed are scored again.
+    const int n = num_nodes();
+    NodeScoreCache::Entry& e = score_cache_.Get(strategy.instance_id(), pod, n);
+    const uint64_t* version = node_version_.data();
+    uint64_t* seen = e.seen.data();
+    double* score = e.score.data();
+    for (int i = 0; i < n; ++i) {
+      if (seen[i] != version[i]) {
+        score[i] = PlaceScore(pod, i, strategy, shape, &plan);
+        seen[i] = version[i];
       }
-      score = strategy.ScoreNode(View(i), pod, {});
     }
-    if (score > best_score) {
-      best_score = score;
-      best = i;
+    // Two tight passes (the maximum, then its first node) instead of one loop with a branchy
+    // carried dependency: at 5,000 nodes this is most of a cached placement's time.
+    double top = best_score;
+    for (int i = 0; i < n; ++i) top = score[i] > top ? score[i] : top;
+    if (top > best_score) {
+      for (int i = 0; i < n; ++i) {
+        if (score[i] == top) {
+          best = i;
+          break;
+        }
+      }
+      best_score = top;
     }
-  }
-  if (best < 0) {
-    // Only now pay for exact reasons: "0/N nodes are available: 3 Insufficient cpu, ...".
-    std::map<std::string, int> reasons;
+  } else {
+    const int total = candidates ? static_cast<int>(candidates->size()) : num_nodes();
     for (int k = 0; k < total; ++k) {
       int i = candidates ? (*candidates)[k] : k;
-      FitResult f = FitsNodeConstraints(pod, nodes_[i]);
-      if (f.ok()) f = Filter(pod, i);
-      if (f.ok()) f = FitResult::Unschedulable("no devices satisfy the request");
-      ++reasons[f.reason];
+      double score = PlaceScore(pod, i, strategy, shape, &plan);
+      if (score > best_score) {
+        best_score = score;
+        best = i;
+        // A strategy with random draws must keep the plan it was scored with.
+        if (shape.needs_plan) best_plan = plan;
+      }
     }
-    std::vector<std::string> parts;
-    for (const auto& [reason, count] : reasons) parts.push_back(absl::StrCat(count, " ", reason));
-    result.reason = absl::StrFormat("0/%d nodes are available", total);
-    if (!parts.empty()) absl::StrAppend(&result.reason, ": ", absl::StrJoin(parts, ", "));
+    have_plan = shape.needs_plan;
+  }
+  if (best < 0) {
+    // Only now pay for exact reasons.
+    result.reason = NoFitReason(pod, candidates);
     return result;
   }
-  if (!needs_plan) {
+  if (!have_plan) {
     FitResult f = Plan(pod, best, strategy, &best_plan);
     if (!f.ok()) {
       result.reason = f.reason;

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "gpufleet/accounting/allocation.h"
 #include "gpufleet/accounting/fit.h"
+#include "gpufleet/accounting/node_score_cache.h"
 #include "gpufleet/accounting/node_view.h"
 #include "gpufleet/core/node.h"
 #include "gpufleet/core/pod.h"
@@ -92,9 +93,17 @@ class ClusterState {
   int num_allocations() const { return static_cast<int>(allocations_.size()); }
 
   // Filter every node (or `candidates`), score the feasible ones, reserve the best (and commit it
-  // when `commit`). Ties go to the earlier node.
+  // when `commit`). Ties go to the earlier node. Over all nodes with a deterministic strategy,
+  // the scores of nodes unchanged since the last pod of the same shape are reused (exactly the
+  // same answer, see NodeScoreCache); `set_score_cache(false)` always scans afresh.
   PlaceResult Place(const Pod& pod, const PlacementStrategy& strategy, bool commit = true,
                     const std::vector<int>* candidates = nullptr);
+  void set_score_cache(bool enabled) {
+    score_cache_enabled_ = enabled;
+    if (!enabled) score_cache_.Clear();
+  }
+  // Bumped on every change to the node (usage, health); never 0.
+  uint64_t node_version(int i) const { return node_version_[i]; }
 
   // --- Checks ----------------------------------------------------------------------------------
   // Every device's used <= capacity, usage equals the sum of allocations, summaries are current.
@@ -111,6 +120,13 @@ class ClusterState {
 
  private:
   void RefreshUsage(int node);
+  struct PlaceShape;
+  // Place's per-node step: the node's score for `pod`, or NodeScoreCache::kInfeasible. Fills
+  // `plan` when the strategy scores from a plan.
+  double PlaceScore(const Pod& pod, int node, const PlacementStrategy& strategy,
+                    const PlaceShape& shape, Allocation* plan) const;
+  // Why no node fits, as kube-scheduler words it: "0/N nodes are available: 3 Insufficient cpu".
+  std::string NoFitReason(const Pod& pod, const std::vector<int>* candidates) const;
   // Exact fit of an unconstrained GPU request (no models, no scope, no NVLink) from the SoA
   // arrays; the hot path of Place.
   bool FastGpuFit(int node, const DeviceRequest& gpu) const;
@@ -128,6 +144,10 @@ class ClusterState {
   std::vector<int64_t> capacity_core_;
   std::vector<int64_t> capacity_memory_;
   std::vector<uint8_t> healthy_gpu_;  // 1 for a healthy GPU, 0 for anything else
+  std::vector<uint64_t> node_version_;
+  uint64_t version_counter_ = 0;
+  NodeScoreCache score_cache_;
+  bool score_cache_enabled_ = true;
   absl::flat_hash_map<std::string, Allocation> allocations_;
   std::function<int64_t()> clock_;
 };

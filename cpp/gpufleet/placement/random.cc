@@ -19,6 +19,8 @@ class RandomFit : public PlacementStrategy {
     return std::uniform_real_distribution<double>(0.0, 100.0)(rng_);
   }
 
+  bool Deterministic() const override { return false; }
+
   bool ChooseDevices(const NodeView& v, const DeviceRequest& r,
                      const std::vector<std::vector<int>>& domains,
                      std::vector<int>* chosen) const override {

@@ -5,6 +5,8 @@
 #ifndef GPUFLEET_PLACEMENT_STRATEGY_H_
 #define GPUFLEET_PLACEMENT_STRATEGY_H_
 
+#include <atomic>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,7 @@ namespace gpufleet {
 class PlacementStrategy {
  public:
   static constexpr char kKind[] = "placement strategy";
+  PlacementStrategy() : instance_id_(NextInstanceId()) {}
   virtual ~PlacementStrategy() = default;
 
   // Node score in [0, 100], higher is better; `plan` holds the devices this strategy would choose
@@ -36,6 +39,23 @@ class PlacementStrategy {
   // True when ScoreNode reads `plan`; otherwise the mechanism may score from node totals alone
   // and plan devices only on the winning node (the fast path for big clusters).
   virtual bool ScoreNeedsPlan() const { return false; }
+
+  // True when a node's score and device choice depend only on that node's state and the pod's
+  // request (no random draws, no clock). Lets ClusterState::Place keep a node's score for a pod
+  // shape until the node changes (see NodeScoreCache); a strategy with a seeded generator must
+  // answer false, or a reused score would skip a draw.
+  virtual bool Deterministic() const { return true; }
+
+  // Unique per object for the process lifetime (addresses can be reused; ids are not), so cached
+  // scores are never taken for another strategy's.
+  uint64_t instance_id() const { return instance_id_; }
+
+ private:
+  static uint64_t NextInstanceId() {
+    static std::atomic<uint64_t> next{1};
+    return next.fetch_add(1, std::memory_order_relaxed);
+  }
+  uint64_t instance_id_;
 };
 
 // Builds a registered strategy from "name" or "name(k=v,...)".
