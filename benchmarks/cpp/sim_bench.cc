@@ -61,12 +61,15 @@ std::vector<JobSpec> Synthetic(int n, int gpus, uint64_t seed, double load) {
   return jobs;
 }
 
+// `devices`: give every start real devices (the default DeviceLedger with binpack) or count GPUs
+// only; the timing of the simulated jobs is the same, so the difference is the ledger's cost.
 void RunPolicy(benchmark::State& state, const std::vector<JobSpec>& jobs, int gpus,
-               const std::string& policy, double interval = 0) {
+               const std::string& policy, double interval = 0, bool devices = true) {
   GpuPool pool = GpuPool::FromJson({{"gpu", gpus}}).value();
   SimOptions o;
   o.record_timeseries = false;
   o.scheduling_interval = interval;
+  o.placement = devices ? "binpack" : "";
   double avg = 0;
   for (auto _ : state) {
     auto p = MakePolicy(policy).value();
@@ -77,21 +80,23 @@ void RunPolicy(benchmark::State& state, const std::vector<JobSpec>& jobs, int gp
   state.counters["jobs"] = static_cast<double>(jobs.size());
   state.counters["avg_jct"] = avg;
   state.counters["interval_s"] = interval;
+  state.counters["devices"] = devices;
 }
 
+// range(0): 1 = real devices (default), 0 = GPU counts only.
 void BM_Tiresias9600(benchmark::State& state, const char* policy) {
   static const auto jobs = Tiresias9600();
   if (jobs.size() != 9600) {
     state.SkipWithError("60_job.csv not found (set GPUFLEET_SHARED_DATA)");
     return;
   }
-  RunPolicy(state, jobs, 1280, policy);
+  RunPolicy(state, jobs, 1280, policy, 0, state.range(0) != 0);
 }
-BENCHMARK_CAPTURE(BM_Tiresias9600, fifo, "fifo")->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Tiresias9600, dlas_gpu, "dlas-gpu")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Tiresias9600, fifo, "fifo")->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Tiresias9600, dlas_gpu, "dlas-gpu")->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
 
 // range(2): scheduling interval in seconds (0 = on every arrival and completion);
-// range(3): offered load in percent.
+// range(3): offered load in percent; range(4): 1 = real devices (default), 0 = GPU counts only.
 void BM_Synthetic(benchmark::State& state, const char* policy) {
   const int n = static_cast<int>(state.range(0));
   const int gpus = static_cast<int>(state.range(1));
@@ -103,15 +108,17 @@ void BM_Synthetic(benchmark::State& state, const char* policy) {
     cached_n = n;
     cached_load = load;
   }
-  RunPolicy(state, jobs, gpus, policy, static_cast<double>(state.range(2)));
+  RunPolicy(state, jobs, gpus, policy, static_cast<double>(state.range(2)), state.range(4) != 0);
   state.counters["load_pct"] = load;
 }
 #define GPUFLEET_SYNTH(name, policy)                                                          \
   BENCHMARK_CAPTURE(BM_Synthetic, name, policy)                                               \
-      ->Args({10000, 100, 0, 90})->Args({100000, 1000, 0, 90})->Args({100000, 1000, 60, 90}) \
-      ->Args({100000, 1000, 0, 98})->Args({1000000, 10000, 0, 90})                          \
-      ->Args({1000000, 10000, 60, 90})->Args({1000000, 10000, 0, 98})                        \
-      ->Args({1000000, 10000, 60, 98})->Unit(benchmark::kSecond)->Iterations(1)
+      ->Args({10000, 100, 0, 90, 1})->Args({100000, 1000, 0, 90, 1})                       \
+      ->Args({100000, 1000, 60, 90, 1})->Args({100000, 1000, 0, 98, 1})                     \
+      ->Args({100000, 1000, 0, 98, 0})->Args({1000000, 10000, 0, 90, 1})                    \
+      ->Args({1000000, 10000, 60, 90, 1})->Args({1000000, 10000, 0, 98, 1})                 \
+      ->Args({1000000, 10000, 0, 98, 0})->Args({1000000, 10000, 60, 98, 1})                 \
+      ->Unit(benchmark::kSecond)->Iterations(1)
 GPUFLEET_SYNTH(fifo, "fifo");
 GPUFLEET_SYNTH(las, "las");
 GPUFLEET_SYNTH(dlas_gpu, "dlas-gpu");

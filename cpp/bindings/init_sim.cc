@@ -31,7 +31,8 @@ py::dict Simulate(const py::object& cluster, Arr<int64_t> job_id, Arr<double> su
                   Arr<int64_t> num_gpu, Arr<double> duration, py::object speed,
                   py::object memory_gib, const std::string& policy_spec, bool tiresias_compat,
                   double restore_delay, double tick, double scheduling_interval,
-                  bool record_timeseries, py::object progress) {
+                  bool record_timeseries, py::object progress,
+                  const std::string& placement) {
   GpuPool pool = Unwrap(GpuPool::FromJson(Json::parse(ToJsonText(cluster))));
   const size_t n = job_id.size();
   if (submit_time.size() != static_cast<py::ssize_t>(n) ||
@@ -76,6 +77,7 @@ py::dict Simulate(const py::object& cluster, Arr<int64_t> job_id, Arr<double> su
   o.tick = tick;
   o.scheduling_interval = scheduling_interval;
   o.record_timeseries = record_timeseries;
+  o.placement = placement;
   if (!progress.is_none()) {
     o.progress = [progress](int64_t finished) {
       py::gil_scoped_acquire gil;
@@ -98,6 +100,7 @@ py::dict Simulate(const py::object& cluster, Arr<int64_t> job_id, Arr<double> su
   per_job["service"] = Column<double>(J, [](auto& j) { return j.service; });
   per_job["preemptions"] = Column<int64_t>(J, [](auto& j) { return j.preemptions; });
   per_job["migrations"] = Column<int64_t>(J, [](auto& j) { return j.migrations; });
+  per_job["max_nodes"] = Column<int64_t>(J, [](auto& j) { return j.max_nodes; });
   const auto& T = res.timeseries;
   auto ts_col = [&](auto f) {
     py::array_t<double> out(T.size());
@@ -121,6 +124,7 @@ py::dict Simulate(const py::object& cluster, Arr<int64_t> job_id, Arr<double> su
   summary["makespan"] = S.makespan;
   summary["preemptions"] = S.preemptions;
   summary["migrations"] = S.migrations;
+  if (!placement.empty()) summary["jobs_spanning_nodes"] = S.jobs_spanning_nodes;
   summary["gpu_utilization"] = S.gpu_utilization;
   py::list models;
   for (int m = 0; m < pool.num_models(); ++m) models.append(pool.model(m).name);
@@ -146,7 +150,7 @@ void InitSim(py::module_& m) {
         py::arg("policy"), py::arg("tiresias_compat") = false, py::arg("restore_delay") = 0.0,
         py::arg("tick") = 0.0, py::arg("scheduling_interval") = 0.0,
         py::arg("record_timeseries") = true,
-        py::arg("progress") = py::none(),
+        py::arg("progress") = py::none(), py::arg("placement") = "binpack",
         "Runs the job-time simulator; see gpufleet.sim.simulate for the friendly wrapper.");
 }
 

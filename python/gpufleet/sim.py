@@ -65,7 +65,10 @@ def cluster_spec(cluster: ClusterLike) -> list[dict[str, Any]]:
     dicts with a ``name``; or any object with ``num_gpus`` (a Tiresias ``ClusterSpec``).
     """
     if hasattr(cluster, "num_gpus") and not isinstance(cluster, Mapping):
-        return [{"name": "gpu", "count": int(cluster.num_gpus)}]
+        spec = {"name": "gpu", "count": int(cluster.num_gpus)}
+        if getattr(cluster, "gpus_per_node", None):
+            spec["gpus_per_node"] = int(cluster.gpus_per_node)
+        return [spec]
     if isinstance(cluster, (int, np.integer)) and not isinstance(cluster, bool):
         return [{"name": "gpu", "count": int(cluster)}]
     if isinstance(cluster, str):
@@ -169,7 +172,8 @@ def _finish_time_fairness(jobs: pd.DataFrame, ts: pd.DataFrame, total_gpus: int)
 def simulate(jobs: pd.DataFrame, cluster: ClusterLike, policy: str | Mapping[str, Any] = "fifo",
              seed: int = 0, *, tiresias_compat: bool = False, restore_delay: float = 0.0,
              tick: float = 0.0, scheduling_interval: float = 0.0, record_timeseries: bool = True, progress: bool | None = None,
-             memory_gib: np.ndarray | Sequence[float] | None = None, **policy_params: Any) -> SimResult:
+             memory_gib: np.ndarray | Sequence[float] | None = None, placement: str | None = "binpack",
+             **policy_params: Any) -> SimResult:
     """Simulate ``policy`` on ``jobs`` (unified job schema, :mod:`gpufleet.traces`) over
     ``cluster`` (see :func:`cluster_spec`).
 
@@ -189,6 +193,11 @@ def simulate(jobs: pd.DataFrame, cluster: ClusterLike, policy: str | Mapping[str
       breaks exact ties between jobs with equal submit times (they are admitted in a
       seeded order; seed=0 keeps the trace order).
     * ``progress``: tqdm bar (default: on from 20,000 jobs).
+    * ``placement``: a placement strategy (:func:`gpufleet.strategies`) that gives every start
+      real devices in the core's accounting, on nodes of ``gpus_per_node`` GPUs per model
+      (default 8; set it in the cluster spec). The jobs frame then has ``max_nodes`` (most nodes
+      a job's GPUs spanned) and the summary ``jobs_spanning_nodes``. ``None`` counts GPUs per
+      model only: the same times, less bookkeeping (the largest runs).
     """
     spec = policy_spec(policy, **policy_params)
     models = cluster_spec(cluster)
@@ -217,7 +226,7 @@ def simulate(jobs: pd.DataFrame, cluster: ClusterLike, policy: str | Mapping[str
                             frame["num_gpu"].to_numpy(np.int64), frame["duration"].to_numpy(np.float64), speed, mem,
                             spec, tiresias_compat, float(restore_delay), float(tick), float(scheduling_interval),
                             bool(record_timeseries),
-                            callback)
+                            callback, placement or "")
     finally:
         if bar is not None:
             bar.close()

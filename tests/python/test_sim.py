@@ -239,3 +239,26 @@ def test_cli_gavel(capsys):
     api = simulate(jobs, "k80:8,p100:8,v100:8", "hetero-las").summary
     assert summary["num_jobs"] == 96
     assert summary["avg_jct"] == pytest.approx(api["avg_jct"])
+
+def test_devices_are_placed_without_changing_times(capsys):
+    # Two 4-GPU nodes: jobs of 3 + 3 GPUs leave one GPU on each, so a 2-GPU job must span both.
+    jobs = pd.DataFrame({"job_id": [1, 2, 3], "submit_time": [0.0, 0.0, 1.0], "num_gpu": [3, 3, 2],
+                         "duration": [100.0, 100.0, 10.0]})
+    cluster = [{"name": "v100", "count": 8, "gpus_per_node": 4}]
+    placed = simulate(jobs, cluster, "fifo(backfill=true)")
+    counted = simulate(jobs, cluster, "fifo(backfill=true)", placement=None)
+    assert list(placed.jobs["end_time"]) == list(counted.jobs["end_time"]) == [100.0, 100.0, 11.0]
+    assert list(placed.jobs["max_nodes"]) == [1, 1, 2]
+    assert placed.summary["jobs_spanning_nodes"] == 1
+    assert list(counted.jobs["max_nodes"]) == [0, 0, 0]
+    assert "jobs_spanning_nodes" not in counted.summary
+    with pytest.raises((KeyError, ValueError), match="simulate placement"):
+        simulate(jobs, cluster, "fifo", placement="no-such-strategy")
+    with pytest.raises(ValueError, match="gpus_per_node"):
+        simulate(jobs, [{"name": "v100", "count": 8, "gpus_per_node": 0}], "fifo")
+    # A Tiresias cluster spec brings its node size.
+    spec = T.ClusterSpec(num_switch=1, nodes_per_switch=2, gpus_per_node=4, cpus_per_node=32, mem_per_node=128)
+    assert cluster_spec(spec) == [{"name": "gpu", "count": 8, "gpus_per_node": 4}]
+    assert main(["simulate", "--format", "synthetic", "--num-jobs", "40", "--policy", "las", "--json",
+                 "--placement", "spread"]) == 0
+    assert "jobs_spanning_nodes" in json.loads(capsys.readouterr().out)

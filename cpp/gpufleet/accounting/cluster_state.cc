@@ -246,9 +246,9 @@ absl::Status ClusterState::ApplyDelta(const Allocation& a, int sign, bool check_
       return absl::FailedPreconditionError(
           absl::StrFormat("node %s: pod %s would over-commit memory", a.node, a.pod));
   }
-  // Sum per device first: one allocation may name a device once only.
-  std::map<int, std::pair<int64_t, int64_t>> per_device;
-  for (const DeviceGrant& g : a.devices) {
+  // One allocation may name a device once only (grants are few: a quadratic check is cheapest).
+  for (size_t k = 0; k < a.devices.size(); ++k) {
+    const DeviceGrant& g = a.devices[k];
     int d = LocalDevice(node, g.type, g.minor);
     if (d < 0)
       return absl::NotFoundError(
@@ -256,13 +256,16 @@ absl::Status ClusterState::ApplyDelta(const Allocation& a, int sign, bool check_
     if (g.core < 0 || g.memory_bytes < 0)
       return absl::InvalidArgumentError(
           absl::StrFormat("pod %s: negative grant on %s %d", a.pod, g.type, g.minor));
-    if (!per_device.emplace(d, std::make_pair(g.core, g.memory_bytes)).second)
-      return absl::InvalidArgumentError(
-          absl::StrFormat("pod %s names %s %d twice", a.pod, g.type, g.minor));
+    for (size_t e = 0; e < k; ++e)
+      if (a.devices[e].minor == g.minor && a.devices[e].type == g.type)
+        return absl::InvalidArgumentError(
+            absl::StrFormat("pod %s names %s %d twice", a.pod, g.type, g.minor));
   }
   if (sign > 0) {
     NodeView v = View(node);
-    for (const auto& [d, grant] : per_device) {
+    for (const DeviceGrant& g : a.devices) {
+      const int d = LocalDevice(node, g.type, g.minor);
+      const std::pair<int64_t, int64_t> grant(g.core, g.memory_bytes);
       if (grant.first > v.free_core(d) || grant.second > v.free_memory(d))
         return absl::FailedPreconditionError(absl::StrFormat(
             "node %s: pod %s would over-commit %s %d (free core %d, memory %d; asks %d, %d)",

@@ -44,7 +44,7 @@ class NodeScoreCache {
   void Clear() { entries_.clear(); }
   int size() const { return static_cast<int>(entries_.size()); }
 
-  static constexpr int kMaxEntries = 16;
+  static constexpr int kMaxEntries = 32;
 
  private:
   std::vector<Entry> entries_;

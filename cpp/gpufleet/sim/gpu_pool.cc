@@ -28,6 +28,9 @@ absl::StatusOr<GpuPool> GpuPool::Create(std::vector<GpuModel> models) {
     if (m.count < 0)
       return absl::InvalidArgumentError(
           absl::StrFormat("cluster: model \"%s\" has a negative count (%d)", m.name, m.count));
+    if (m.gpus_per_node < 1)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "cluster: model \"%s\" needs gpus_per_node >= 1 (has %d)", m.name, m.gpus_per_node));
     if (m.memory_gib < 0 || !(m.perf_factor > 0))
       return absl::InvalidArgumentError(absl::StrFormat(
           "cluster: model \"%s\" needs memory_gib >= 0 and perf_factor > 0", m.name));
@@ -53,11 +56,13 @@ static absl::StatusOr<GpuModel> ModelFromJson(const std::string& name, const Jso
   }
   if (!v.is_object())
     return absl::InvalidArgumentError(owner + ": expected a GPU count or an object");
-  RETURN_IF_ERROR(CheckKnownParams(v, owner, {"name", "count", "memory_gib", "perf_factor"}));
+  RETURN_IF_ERROR(CheckKnownParams(v, owner, {"name", "count", "memory_gib", "perf_factor",
+                                         "gpus_per_node"}));
   if (!v.contains("count")) return absl::InvalidArgumentError(owner + ": missing \"count\"");
   ASSIGN_OR_RETURN(m.count, Param<int>(v, owner, "count", 0));
   ASSIGN_OR_RETURN(m.memory_gib, Param<double>(v, owner, "memory_gib", 0.0));
   ASSIGN_OR_RETURN(m.perf_factor, Param<double>(v, owner, "perf_factor", m.perf_factor));
+  ASSIGN_OR_RETURN(m.gpus_per_node, Param<int>(v, owner, "gpus_per_node", m.gpus_per_node));
   return m;
 }
 

@@ -1,7 +1,7 @@
-// The simulator's view of a cluster: GPUs counted by model. Job-time policies (Tiresias' "count"
-// placement, Gavel's per-type allocation) decide how many GPUs of which model a job holds, not
-// which devices, so the simulator keeps one free counter per model instead of the full
-// ClusterState (see docs/simulator.md for why and for what this leaves out).
+// The simulator's view of a cluster: GPUs counted by model, on nodes of `gpus_per_node`. Job-time
+// policies (Tiresias' "count" placement, Gavel's per-type allocation) decide how many GPUs of which
+// model a job holds; the simulator keeps one free counter per model for them, and (by default) a
+// DeviceLedger that gives each start real devices in the foundation's ClusterState.
 #ifndef GPUFLEET_SIM_GPU_POOL_H_
 #define GPUFLEET_SIM_GPU_POOL_H_
 
@@ -18,6 +18,7 @@ struct GpuModel {
   int count = 0;
   double memory_gib = 0;     // per GPU; 0 = unknown (no memory check)
   double perf_factor = 1.0;  // per-model constant for attained service (hetero-las)
+  int gpus_per_node = 8;     // the last node of a model holds the remainder
 };
 
 class GpuPool {

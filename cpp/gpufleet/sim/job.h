@@ -36,6 +36,7 @@ struct Job {
   double end_time = -1;
   int preemptions = 0;
   int migrations = 0;
+  int max_nodes = 0;          // most nodes its GPUs spanned in one start (device ledger only)
   uint32_t version = 0;       // bumps when its finish time changes (lazy heap entries)
   int running_pos = -1;       // index in the simulator's running list
 

@@ -31,6 +31,7 @@ Summary Summarize(const std::vector<Job>& jobs, int total_gpus, double busy_gpu_
     queueing += j.queueing_delay;
     s.preemptions += j.preemptions;
     s.migrations += j.migrations;
+    s.jobs_spanning_nodes += j.max_nodes > 1;
   }
   double total = 0;
   for (double v : jct) total += v;

@@ -15,6 +15,7 @@ struct Summary {
   double avg_queueing_delay = 0;
   double makespan = 0;  // last completion - first submission
   int64_t preemptions = 0, migrations = 0;
+  int64_t jobs_spanning_nodes = 0;  // jobs whose GPUs were ever on more than one node
   double gpu_utilization = 0;  // busy GPU-seconds / (GPUs x makespan)
 };
 

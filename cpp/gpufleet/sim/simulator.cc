@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_format.h"
 #include "gpufleet/core/status_macros.h"
+#include "gpufleet/sim/device_ledger.h"
 
 namespace gpufleet::sim {
 namespace {
@@ -51,8 +52,9 @@ struct FinishEntry {
 
 class Run {
  public:
-  Run(const GpuPool& pool, std::vector<JobSpec> specs, Policy& policy, const SimOptions& options)
-      : pool_(pool), policy_(policy), options_(options) {
+  Run(const GpuPool& pool, std::vector<JobSpec> specs, Policy& policy, const SimOptions& options,
+      DeviceLedger* ledger)
+      : pool_(pool), policy_(policy), options_(options), ledger_(ledger) {
     jobs_.resize(specs.size());
     for (size_t i = 0; i < specs.size(); ++i) jobs_[i].spec = std::move(specs[i]);
     planned_.assign(jobs_.size(), -1);
@@ -108,6 +110,7 @@ class Run {
         j.work_done = j.spec.duration;
         j.end_time = t;
         j.state = JobState::kDone;
+        if (ledger_ != nullptr) ledger_->Stop(e.job);
         RemoveRunning(e.job);
         --active;
         ++finished;
@@ -140,6 +143,7 @@ class Run {
     if (options_.progress) options_.progress(finished);
     result.summary = Summarize(jobs_, pool_.total_gpus(), busy_gpu_seconds_);
     result.scheduling_points = points;
+    if (ledger_ != nullptr) result.leftover_allocations = ledger_->num_allocations();
     result.jobs = std::move(jobs_);
     return result;
   }
@@ -232,6 +236,7 @@ class Run {
       int m = planned_[i];
       if (m < 0) {
         AdvanceJob(j, view_.now);
+        if (ledger_ != nullptr) ledger_->Stop(i);
         RemoveRunning(i);
         j.state = JobState::kPending;
         j.wait_since = view_.now;
@@ -245,8 +250,16 @@ class Run {
         j.stall_until = view_.now + options_.restore_delay;
         ++j.migrations;
         PushFinish(i);
+        if (ledger_ != nullptr) {
+          ledger_->Stop(i);
+          moved_scratch_.push_back(i);
+        }
       }
     }
+    // Devices are handed out only after every stop of this plan, so each model has the room the
+    // counts above promise.
+    for (int i : moved_scratch_) RETURN_IF_ERROR(StartDevices(i));
+    moved_scratch_.clear();
     for (const Assignment& a : plan) {
       Job& j = jobs_[a.job];
       planned_[a.job] = -1;
@@ -262,7 +275,18 @@ class Run {
       busy_gpus_ += j.spec.num_gpu;
       busy_per_model_[a.model] += j.spec.num_gpu;
       PushFinish(a.job);
+      RETURN_IF_ERROR(StartDevices(a.job));
     }
+    return absl::OkStatus();
+  }
+
+  absl::Status StartDevices(int i) {
+    if (ledger_ == nullptr) return absl::OkStatus();
+    Job& j = jobs_[i];
+    absl::StatusOr<int> nodes = ledger_->Start(i, j.spec.num_gpu, j.model);
+    if (!nodes.ok())
+      return absl::InternalError(absl::StrFormat("job %d: %s", j.spec.id, nodes.status().message()));
+    j.max_nodes = std::max(j.max_nodes, *nodes);
     return absl::OkStatus();
   }
 
@@ -281,7 +305,8 @@ class Run {
   std::vector<Job> jobs_;
   std::vector<int> running_;
   std::vector<int> planned_;
-  std::vector<int> used_scratch_, stop_scratch_;
+  std::vector<int> used_scratch_, stop_scratch_, moved_scratch_;
+  DeviceLedger* ledger_;
   std::vector<int> busy_per_model_;
   std::priority_queue<FinishEntry, std::vector<FinishEntry>, std::greater<FinishEntry>>
       finish_heap_;
@@ -299,7 +324,12 @@ absl::StatusOr<SimResult> Simulate(const GpuPool& pool, std::vector<JobSpec> job
     return absl::InvalidArgumentError(
         "simulate: restore_delay, tick and scheduling_interval must be >= 0, progress_every >= 1");
   for (size_t i = 0; i < jobs.size(); ++i) RETURN_IF_ERROR(ValidateJob(jobs[i], i, pool));
-  Run run(pool, std::move(jobs), policy, options);
+  std::unique_ptr<DeviceLedger> ledger;
+  if (!options.placement.empty()) {
+    ASSIGN_OR_RETURN(ledger, DeviceLedger::Create(pool, options.placement,
+                                                  static_cast<int>(jobs.size())));
+  }
+  Run run(pool, std::move(jobs), policy, options, ledger.get());
   return run.Go();
 }
 

@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -30,6 +31,11 @@ struct SimOptions {
   // trade a bounded scheduling latency for far fewer scheduling points.
   double scheduling_interval = 0;
   bool record_timeseries = true; // one sample per scheduling point
+  // A registered placement strategy that gives every start real devices in a ClusterState (one
+  // node per `gpus_per_node` GPUs of a model; see DeviceLedger). Empty: GPU counts only, which
+  // skips the device bookkeeping (the timing is the same either way; only where jobs run and
+  // `max_nodes` differ).
+  std::string placement = "binpack";
   // Called every `progress_every` scheduling points with the number of finished jobs.
   std::function<void(int64_t finished)> progress;
   int64_t progress_every = 1 << 14;
@@ -47,6 +53,8 @@ struct SimResult {
   std::vector<TimeSample> timeseries;
   int64_t scheduling_points = 0;
   Summary summary;
+  // Pods (named "job-index.piece") still holding devices at the end: none after a complete run.
+  int leftover_allocations = 0;
 };
 
 // Validates the jobs against the pool (every job must fit on some model) and runs to the end.

@@ -29,6 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tiresias-compat", action="store_true", help="Tiresias-simulator-compatible mode")
     p.add_argument("--restore-delay", type=float, default=0.0, help="checkpoint/restore delay, s")
     p.add_argument("--jobs-csv", help="also write the per-job results to this CSV")
+    p.add_argument("--placement", default="binpack",
+                   help="placement strategy giving each start real devices (job-time formats; "
+                        "'none' counts GPUs only)")
     p.set_defaults(func=run)
 
 
@@ -125,8 +128,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"gpufleet simulate: --format {args.format} needs --cluster (e.g. 8 or 'v100:4,k80:4')",
                   file=sys.stderr)
             return 2
+        placement = None if args.placement.lower() == "none" else args.placement
         result = simulate(jobs, cluster, args.policy, seed=args.seed, tiresias_compat=args.tiresias_compat,
-                          restore_delay=args.restore_delay)
+                          restore_delay=args.restore_delay, placement=placement)
     except (KeyError, ValueError, OSError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
         print(f"gpufleet simulate: {msg}", file=sys.stderr)

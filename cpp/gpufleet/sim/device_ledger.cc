@@ -1,0 +1,132 @@
+#include "gpufleet/sim/device_ledger.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "gpufleet/core/status_macros.h"
+
+namespace gpufleet::sim {
+namespace {
+// Room for every piece a node can hold; the pods carry no cpu or memory.
+constexpr int64_t kNodeCpuMilli = int64_t{1} << 40;
+constexpr int64_t kNodeMemory = int64_t{1} << 50;
+constexpr int64_t kDefaultGpuMemory = int64_t{80} << 30;  // when the pool does not say
+
+std::string PieceName(int job, int piece) { return absl::StrCat(job, ".", piece); }
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DeviceLedger>> DeviceLedger::Create(const GpuPool& pool,
+                                                                   const std::string& strategy,
+                                                                   int num_jobs) {
+  std::unique_ptr<DeviceLedger> l(new DeviceLedger());
+  auto made = MakeStrategy(strategy);
+  if (!made.ok())
+    return absl::Status(made.status().code(),
+                        absl::StrCat("simulate placement: ", made.status().message()));
+  l->strategy_ = *std::move(made);
+  l->models_.resize(pool.num_models());
+  for (int m = 0; m < pool.num_models(); ++m) {
+    const GpuModel& gm = pool.model(m);
+    ModelNodes& mn = l->models_[m];
+    mn.state.set_clock([] { return int64_t{0}; });  // assume times mean nothing here
+    mn.histogram.assign(gm.gpus_per_node + 1, 0);
+    for (int first = 0, k = 0; first < gm.count; first += gm.gpus_per_node, ++k) {
+      Node n;
+      n.name = absl::StrCat(gm.name, "-", k);
+      n.cpu_milli = kNodeCpuMilli;
+      n.memory_bytes = kNodeMemory;
+      n.max_pods = gm.gpus_per_node;
+      const int gpus = std::min(gm.gpus_per_node, gm.count - first);
+      for (int g = 0; g < gpus; ++g) {
+        Device d;
+        d.minor = g;
+        d.model = gm.name;
+        d.memory_bytes = gm.memory_gib > 0 ? static_cast<int64_t>(gm.memory_gib * (1 << 30))
+                                           : kDefaultGpuMemory;
+        n.devices.push_back(std::move(d));
+      }
+      RETURN_IF_ERROR(mn.state.AddNode(n));
+      mn.node_free.push_back(gpus);
+      ++mn.histogram[gpus];
+    }
+    mn.shapes.resize(gm.gpus_per_node + 1);
+    for (int k = 1; k <= gm.gpus_per_node; ++k) {
+      DeviceRequest r;
+      r.type = kGpu;
+      r.count = k;
+      r.core = 100;
+      r.memory_ratio = 100;
+      mn.shapes[k].devices.push_back(r);
+    }
+  }
+  l->pieces_.assign(num_jobs, 0);
+  l->job_model_.assign(num_jobs, -1);
+  return l;
+}
+
+void DeviceLedger::Count(ModelNodes& m, int node, int delta_free) {
+  --m.histogram[m.node_free[node]];
+  m.node_free[node] += delta_free;
+  ++m.histogram[m.node_free[node]];
+}
+
+int DeviceLedger::free_gpus(int model) const {
+  int total = 0;
+  const std::vector<int>& h = models_[model].histogram;
+  for (size_t k = 1; k < h.size(); ++k) total += static_cast<int>(k) * h[k];
+  return total;
+}
+
+int DeviceLedger::num_allocations() const {
+  int n = 0;
+  for (const ModelNodes& m : models_) n += m.state.num_allocations();
+  return n;
+}
+
+absl::StatusOr<int> DeviceLedger::Start(int job, int count, int model) {
+  if (model < 0 || model >= num_models() || count < 1 || job < 0 ||
+      job >= static_cast<int>(pieces_.size()))
+    return absl::InvalidArgumentError("device ledger: bad job, model or GPU count");
+  if (pieces_[job] > 0)
+    return absl::FailedPreconditionError(absl::StrFormat("job %d already holds GPUs", job));
+  if (free_gpus(model) < count)
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "device ledger: %d GPUs asked, %d free on that model", count, free_gpus(model)));
+  ModelNodes& m = models_[model];
+  job_model_[job] = model;
+  int remaining = count;
+  while (remaining > 0) {
+    int freest = static_cast<int>(m.histogram.size()) - 1;
+    while (m.histogram[freest] == 0) --freest;  // stops above 0: free GPUs remain
+    const int piece = std::min(remaining, freest);
+    Pod& pod = m.shapes[piece];  // reused: only the name changes between starts
+    pod.name = PieceName(job, pieces_[job]);
+    PlaceResult r = m.state.Place(pod, *strategy_);
+    if (!r.placed) {
+      Stop(job);  // cannot happen while the histogram is right; leave nothing half-placed
+      return absl::InternalError(absl::StrCat("device ledger: ", r.reason));
+    }
+    Count(m, m.state.FindNode(r.allocation.node), -piece);
+    ++pieces_[job];
+    remaining -= piece;
+  }
+  return pieces_[job];
+}
+
+void DeviceLedger::Stop(int job) {
+  if (pieces_[job] == 0) return;
+  ModelNodes& m = models_[job_model_[job]];
+  for (int k = 0; k < pieces_[job]; ++k) {
+    const std::string name = PieceName(job, k);
+    const Allocation* a = m.state.FindAllocation(name);
+    if (a == nullptr) continue;
+    const int node = m.state.FindNode(a->node);
+    const int gpus = static_cast<int>(a->devices.size());
+    (void)m.state.Release(name);
+    Count(m, node, gpus);
+  }
+  pieces_[job] = 0;
+}
+
+}  // namespace gpufleet::sim
