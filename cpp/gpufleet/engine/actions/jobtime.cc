@@ -45,6 +45,9 @@ constexpr double kUnknownDuration = 1e18;
 struct JobtimeJobInfo {
   std::map<std::string, double> throughput;  // lower-case model -> speed; empty: 1.0 everywhere
   std::optional<std::set<std::string>> allowed;  // lower-case models every task allows
+  std::vector<Pod> tasks;  // as submitted, to notice an update (cleared once finished)
+  std::map<std::string, double> raw_throughput;
+  double expected_duration = 0;
 };
 
 // Whole GPUs over all tasks, or 0 when a task asks for a shared GPU or none (not a job-time job).
@@ -58,8 +61,15 @@ int WholeGpus(const Job& job) {
   return n;
 }
 
+double Duration(const Job& job) {
+  return job.expected_duration > 0 ? job.expected_duration : kUnknownDuration;
+}
+
 JobtimeJobInfo InfoOf(const Job& job) {
   JobtimeJobInfo info;
+  info.tasks = job.tasks;
+  info.raw_throughput = job.throughput;
+  info.expected_duration = job.expected_duration;
   for (const auto& [model, speed] : job.throughput)
     info.throughput[absl::AsciiStrToLower(model)] = speed;
   for (const Pod& p : job.tasks) {
@@ -96,19 +106,29 @@ class Jobtime : public Action {
     absl::flat_hash_map<std::string, int> session_job;
     for (const JobInfo& j : s.jobs()) session_job[j.name()] = j.id;
 
-    // Counters advance with the last cycle's pool (perf factors do not change).
+    // Counters advance with the last cycle's pool (perf factors do not change). A pending job
+    // whose tasks were updated leaves and arrives again as a new job (policies read a job's GPU
+    // count once, on arrival); new speeds or durations apply in place.
     std::vector<int> active = ActiveJobs();
-    for (int i : active)
-      if (!session_job.contains(ledger_.name(i))) {
+    for (int i : active) {
+      auto it = session_job.find(ledger_.name(i));
+      const Job* spec = it == session_job.end() ? nullptr : s.job(it->second).spec;
+      if (spec == nullptr ||
+          (ledger_.job(i).state == sim::JobState::kPending && spec->tasks != info_[i].tasks)) {
         ledger_.Finish(i);
         policy_->OnFinish(i, ledger_.view());
+        info_[i] = JobtimeJobInfo();
+      } else if (spec->throughput != info_[i].raw_throughput ||
+                 spec->expected_duration != info_[i].expected_duration) {
+        info_[i] = InfoOf(*spec);
+        ledger_.job(i).spec.speed = Speeds(info_[i]);
+        ledger_.job(i).spec.duration = Duration(*spec);
       }
+    }
     active = ActiveJobs();
     for (int i : active) Reconcile(s, i, s.job(session_job.at(ledger_.name(i))));
 
-    std::vector<int> counts(models_.num_models());
-    for (int m = 0; m < models_.num_models(); ++m) counts[m] = models_.free(m) + ledger_.busy()[m];
-    absl::StatusOr<sim::GpuPool> pool = models_.Pool(counts);
+    absl::StatusOr<sim::GpuPool> pool = models_.Pool(PoolCounts(s));
     if (!pool.ok()) {
       MarkWaiting(s, session_job, "no GPU is free for job-time jobs");
       return;
@@ -177,12 +197,34 @@ class Jobtime : public Action {
     }
   }
 
+  bool Arrives(const JobInfo& j) const {
+    return j.valid && j.inqueue && ledger_.Find(j.name()) < 0 && WholeGpus(*j.spec) > 0;
+  }
+
+  // GPUs per model that job-time jobs may hold: those nothing holds, those the ledger's running
+  // jobs hold, and those of whole-GPU jobs that arrive already running (restored tasks).
+  std::vector<int> PoolCounts(const Session& s) const {
+    std::vector<int> counts(models_.num_models());
+    for (int m = 0; m < models_.num_models(); ++m) counts[m] = models_.free(m) + ledger_.busy()[m];
+    for (const JobInfo& j : s.jobs()) {
+      if (j.occupied == 0 || !Arrives(j)) continue;
+      for (int t : j.tasks) {
+        const Allocation* a = s.tasks()[t].occupies()
+                                  ? s.state().FindAllocation(s.tasks()[t].name())
+                                  : nullptr;
+        const int m = a == nullptr ? -1 : models_.ModelOf(s.state(), *a);
+        if (m < 0) continue;
+        for (const DeviceGrant& g : a->devices) counts[m] += g.type == kGpu;
+      }
+    }
+    return counts;
+  }
+
   // New whole-GPU jobs, in submission order, that some model could ever hold.
   void Arrivals(Session& s) {
     std::vector<int> fresh;
     for (const JobInfo& j : s.jobs())
-      if (j.valid && j.inqueue && ledger_.Find(j.name()) < 0 && WholeGpus(*j.spec) > 0)
-        fresh.push_back(j.id);
+      if (Arrives(j)) fresh.push_back(j.id);
     std::stable_sort(fresh.begin(), fresh.end(), [&](int a, int b) {
       return s.job(a).spec->creation < s.job(b).spec->creation;
     });
@@ -192,8 +234,7 @@ class Jobtime : public Action {
       sim::JobSpec spec;
       spec.submit_time = ledger_.now();
       spec.num_gpu = WholeGpus(*job.spec);
-      spec.duration = job.spec->expected_duration > 0 ? job.spec->expected_duration
-                                                      : kUnknownDuration;
+      spec.duration = Duration(*job.spec);
       spec.speed = Speeds(info);
       if (!FitsSomeModel(spec)) {
         job.reason = Reason(absl::StrFormat(
@@ -205,6 +246,7 @@ class Jobtime : public Action {
       const int i = ledger_.Add(job.name(), std::move(spec));
       info_.push_back(std::move(info));
       policy_->OnArrival(i, ledger_.view());
+      Reconcile(s, i, job);  // already running (restored, or placed by an earlier action)
     }
   }
 
