@@ -1,10 +1,11 @@
 """The batch scheduling engine: queues, gang jobs and scheduling cycles.
 
 The cycle runs in the native core (``gpufleet._core.EngineScheduler``): a session opens on a copy
-of the cluster's accounting, the configured actions (enqueue, allocate, backfill, preempt, reclaim)
-run with the configured plugins (gang, drf, proportion, priority, predicates, nodeorder,
-deviceshare, reservation), and the result is adopted only if no device is over-committed and no
-gang is left partly running. See ``docs/engine.md``.
+of the cluster's accounting, the configured actions (enqueue, allocate, backfill, preempt, reclaim,
+and jobtime, which runs a simulator policy such as las or dlas-gpu on whole-GPU jobs) run with the
+configured plugins (gang, drf, proportion, priority, predicates, nodeorder, deviceshare,
+reservation), and the result is adopted only if no device is over-committed and no gang is left
+partly running. See ``docs/engine.md``.
 
 ```python
 from gpufleet.engine import Engine

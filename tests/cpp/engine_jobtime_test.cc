@@ -245,6 +245,33 @@ TEST(EngineJobtimeTest, TimeMustNotGoBackwards) {
   EXPECT_EQ(fresh.now(), 42.0);
 }
 
+TEST(EngineJobtimeTest, JobsArriveOnceAModelCanHoldThemAndAgainWhenUpdated) {
+  auto s = MakeEngine(JobtimeConfig("fifo"), {Node2("n1", "A100", 2)});
+  Submit(*s, GpuJob("big", 4, 1));
+  auto r = s->RunCycleAt(0);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->pending.at("big"),
+            "jobtime fifo: needs 4 whole GPUs of one model it can run on; no model has that many");
+  // Updated to two tasks while pending: it arrives (and starts) as the job it now is.
+  auto two = JobFromJson(GpuJob("big", 2, 1)).value();
+  ASSERT_TRUE(s->UpdateJob(two).ok());
+  r = s->RunCycleAt(1);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->binds.size(), 2u);
+  // A queued job updated to fewer GPUs keeps waiting, then starts with its new shape.
+  Submit(*s, GpuJob("next", 2, 1));
+  ASSERT_TRUE(s->RunCycleAt(2).ok());
+  ASSERT_TRUE(s->UpdateJob(JobFromJson(GpuJob("next", 1, 1)).value()).ok());
+  r = s->RunCycleAt(3);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->binds.empty());
+  ASSERT_TRUE(s->DeleteJob("big").ok());
+  r = s->RunCycleAt(4);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->binds.size(), 1u);
+  EXPECT_EQ(r->binds[0].job, "next");
+}
+
 // --- Configuration errors ------------------------------------------------------------------------
 
 TEST(EngineJobtimeTest, BadArgumentsAreClearErrors) {
