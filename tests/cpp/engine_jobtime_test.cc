@@ -251,13 +251,18 @@ TEST(EngineJobtimeTest, JobsArriveOnceAModelCanHoldThemAndAgainWhenUpdated) {
   auto r = s->RunCycleAt(0);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->pending.at("big"),
-            "jobtime fifo: needs 4 whole GPUs of one model it can run on; no model has that many");
+            "jobtime fifo: needs 4 whole GPUs of one model it can run on; no model has that many "
+            "(A100)");
+  Submit(*s, GpuJob("nowhere", 1, 1, {{"throughput", {{"H100", 1.0}}}}));
   // Updated to two tasks while pending: it arrives (and starts) as the job it now is.
   auto two = JobFromJson(GpuJob("big", 2, 1)).value();
   ASSERT_TRUE(s->UpdateJob(two).ok());
   r = s->RunCycleAt(1);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->binds.size(), 2u);
+  EXPECT_EQ(r->pending.at("nowhere"),
+            "jobtime fifo: its throughput and gpu_models name none of the cluster's GPU models");
+  ASSERT_TRUE(s->DeleteJob("nowhere").ok());
   // A queued job updated to fewer GPUs keeps waiting, then starts with its new shape.
   Submit(*s, GpuJob("next", 2, 1));
   ASSERT_TRUE(s->RunCycleAt(2).ok());

@@ -27,6 +27,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/engine/action.h"
 #include "gpufleet/engine/actions/place_on_model.h"
@@ -237,9 +238,15 @@ class Jobtime : public Action {
       spec.duration = Duration(*job.spec);
       spec.speed = Speeds(info);
       if (!FitsSomeModel(spec)) {
-        job.reason = Reason(absl::StrFormat(
-            "needs %d whole GPUs of one model it can run on; no model has that many",
-            spec.num_gpu));
+        std::vector<std::string> usable;
+        for (int m = 0; m < models_.num_models(); ++m)
+          if (spec.speed.empty() || spec.speed[m] > 0) usable.push_back(models_.name(m));
+        job.reason = Reason(
+            usable.empty()
+                ? "its throughput and gpu_models name none of the cluster's GPU models"
+                : absl::StrFormat("needs %d whole GPUs of one model it can run on; no model has "
+                                  "that many (%s)",
+                                  spec.num_gpu, absl::StrJoin(usable, ", ")));
         continue;
       }
       spec.id = ledger_.size();
