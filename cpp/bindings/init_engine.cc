@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include <cmath>
+#include <optional>
 #include <set>
 
 #include "gpufleet/engine/config.h"
@@ -263,11 +264,11 @@ void RegisterPythonPlugin(const std::string& name) {
       });
 }
 
-engine::CycleResult RunCycle(engine::Scheduler& s) {
+engine::CycleResult RunCycle(engine::Scheduler& s, std::optional<double> now) {
   absl::StatusOr<engine::CycleResult> r;
   {
     py::gil_scoped_release release;
-    r = s.RunCycle();
+    r = now ? s.RunCycleAt(*now) : s.RunCycle();
   }
   return Unwrap(std::move(r));
 }
@@ -358,8 +359,14 @@ void InitEngine(py::module_& m) {
            })
       .def("load_scenario",
            [](Scheduler& s, py::handle data) { Check(engine::LoadScenario(ToJson(data), &s)); })
-      .def("run_cycle", [](Scheduler& s) { return ResultDict(RunCycle(s)); },
-           "Run one cycle; returns {binds, evictions, pending, queues}. Releases the GIL.")
+      .def("run_cycle",
+           [](Scheduler& s, std::optional<double> now) { return ResultDict(RunCycle(s, now)); },
+           py::arg("now") = py::none(),
+           "Run one cycle at the clock's time, or at `now` seconds; returns {binds, evictions, "
+           "pending, queues}. Releases the GIL.")
+      .def("now", &Scheduler::now,
+           "Seconds on the scheduler's clock (monotonic, 0 when the scheduler was created).")
+      .def_property_readonly("last_cycle_time", &Scheduler::last_cycle_time)
       .def_property_readonly("cycles", &Scheduler::cycles);
 }
 

@@ -232,11 +232,15 @@ class EngineScheduler:
         ...
     def load_scenario(self, arg0: typing.Any) -> None:
         ...
+    def now(self) -> float:
+        """
+        Seconds on the scheduler's clock (monotonic, 0 when the scheduler was created).
+        """
     def queues(self) -> list:
         ...
-    def run_cycle(self) -> dict:
+    def run_cycle(self, now: typing.SupportsFloat | typing.SupportsIndex | None = None) -> dict:
         """
-        Run one cycle; returns {binds, evictions, pending, queues}. Releases the GIL.
+        Run one cycle at the clock's time, or at `now` seconds; returns {binds, evictions, pending, queues}. Releases the GIL.
         """
     def start_task(self, job: str, task: typing.SupportsInt | typing.SupportsIndex, node: str) -> None:
         ...
@@ -251,6 +255,9 @@ class EngineScheduler:
         ...
     @property
     def cycles(self) -> int:
+        ...
+    @property
+    def last_cycle_time(self) -> float:
         ...
 def _register_python_plugin(arg0: str) -> None:
     ...

@@ -1,10 +1,11 @@
 """The batch scheduling engine: queues, gang jobs and scheduling cycles.
 
 The cycle runs in the native core (``gpufleet._core.EngineScheduler``): a session opens on a copy
-of the cluster's accounting, the configured actions (enqueue, allocate, backfill, preempt, reclaim)
-run with the configured plugins (gang, drf, proportion, priority, predicates, nodeorder,
-deviceshare, reservation), and the result is adopted only if no device is over-committed and no
-gang is left partly running. See ``docs/engine.md``.
+of the cluster's accounting, the configured actions (enqueue, allocate, backfill, preempt, reclaim,
+and jobtime, which runs a simulator policy such as las or dlas-gpu on whole-GPU jobs) run with the
+configured plugins (gang, drf, proportion, priority, predicates, nodeorder, deviceshare,
+reservation), and the result is adopted only if no device is over-committed and no gang is left
+partly running. See ``docs/engine.md``.
 
 ```python
 from gpufleet.engine import Engine
@@ -225,7 +226,10 @@ class Engine:
     # --- jobs ------------------------------------------------------------------------------
     def submit(self, job: Mapping[str, Any] | None = None, **fields: Any) -> None:
         """Submit a job: a dict in the scenario format or keyword fields, e.g.
-        ``submit(name="a", queue="team-a", replicas=4, requests={"nvidia.com/gpu": 1})``."""
+        ``submit(name="a", queue="team-a", replicas=4, requests={"nvidia.com/gpu": 1})``.
+        Job-time policies (the ``jobtime`` action) also read ``throughput`` ({GPU model: speed
+        relative to the reference model}; models not listed cannot run the job) and
+        ``expected_duration`` (seconds on the reference model)."""
         self._native.submit_job({**(dict(job) if job else {}), **fields})
 
     def update(self, job: Mapping[str, Any] | None = None, **fields: Any) -> None:
@@ -254,11 +258,16 @@ class Engine:
         self._native.load_scenario(dict(scenario))
 
     # --- cycles ----------------------------------------------------------------------------
-    def run_cycle(self) -> CycleResult:
+    def run_cycle(self, now: float | None = None) -> CycleResult:
         """Run one scheduling cycle and return its decisions. A failing cycle (an error raised
-        by a Python plugin) raises and changes nothing."""
+        by a Python plugin) raises and changes nothing.
+
+        ``now`` (seconds) sets the cycle's time, which actions that track time read (the
+        ``jobtime`` action advances its jobs' attained service by it); without it the cycle runs
+        at :attr:`now`, a monotonic clock from the engine's creation. A time before the last
+        cycle's raises ValueError."""
         cycle = self._native.cycles
-        raw = self._native.run_cycle()
+        raw = self._native.run_cycle(None if now is None else float(now))
         self._last = CycleResult(
             cycle=cycle,
             binds=_binds_frame(raw["binds"]),
@@ -283,6 +292,16 @@ class Engine:
     @property
     def cycles(self) -> int:
         return int(self._native.cycles)
+
+    @property
+    def now(self) -> float:
+        """Seconds on the engine's clock: monotonic, 0 when the engine was created."""
+        return float(self._native.now())
+
+    @property
+    def last_cycle_time(self) -> float:
+        """The time (seconds) the last successful cycle ran at; 0 before the first."""
+        return float(self._native.last_cycle_time)
 
 
 # The issue's name for the same thing.

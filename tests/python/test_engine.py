@@ -30,7 +30,8 @@ def gang(name: str, replicas: int, gpus: int = 1, queue: str = "default", **extr
 def test_registries_list_the_builtins():
     assert {"gang", "drf", "proportion", "priority", "predicates", "nodeorder", "deviceshare",
             "reservation"} <= set(eng.plugins())
-    assert set(eng.actions()) == {"enqueue", "allocate", "backfill", "preempt", "reclaim"}
+    assert set(eng.actions()) == {"enqueue", "allocate", "backfill", "preempt", "reclaim",
+                                  "jobtime"}
     from gpufleet import _core
     assert _core.engine_registry_duplicates() == []
 

@@ -1,6 +1,7 @@
-// An action is one step of the cycle (enqueue, allocate, backfill, preempt, reclaim). Actions own
-// the loops, the statements and the early exits; every policy question goes to the session's
-// plugin callbacks. Actions register by name like plugins.
+// An action is one step of the cycle (enqueue, allocate, backfill, preempt, reclaim, jobtime).
+// Actions own the loops, the statements and the early exits; every policy question goes to the
+// session's plugin callbacks (jobtime asks a sim::Policy instead). Actions register by name like
+// plugins.
 #ifndef GPUFLEET_ENGINE_ACTION_H_
 #define GPUFLEET_ENGINE_ACTION_H_
 

@@ -129,7 +129,7 @@ absl::StatusOr<Config> ConfigFromJson(const Json& j) {
   bool places = false;
   for (const auto& a : c.actions)
     places |= a.name == "allocate" || a.name == "backfill" || a.name == "preempt" ||
-              a.name == "reclaim";
+              a.name == "reclaim" || a.name == "jobtime";
   if (places && !plugins.count("predicates"))
     return Inconsistent("actions that place tasks need the \"predicates\" plugin (resource and "
                         "node-constraint checks)");

@@ -5,6 +5,7 @@
 #define GPUFLEET_ENGINE_JOB_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,11 @@ struct Job {
   int min_available = 1;
   int64_t creation = 0;  // earlier jobs win ties; 0: the scheduler stamps submission order
   std::vector<Pod> tasks;
+  // For job-time policies (the jobtime action): speed per GPU model relative to the reference
+  // model (work-seconds per second; a model not listed cannot run the job; empty = 1.0 on every
+  // model), and the run time on the reference model (0 = unknown).
+  std::map<std::string, double> throughput;
+  double expected_duration = 0;
 };
 
 // A task without requests (no cpu, memory or devices): best-effort, placed by backfill.

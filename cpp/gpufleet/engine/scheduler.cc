@@ -1,6 +1,8 @@
 #include "gpufleet/engine/scheduler.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <set>
 
 #include "absl/strings/str_format.h"
@@ -11,6 +13,10 @@
 namespace gpufleet::engine {
 
 Scheduler::Scheduler() {
+  const auto start = std::chrono::steady_clock::now();
+  clock_ = [start] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   absl::Status s = Configure(DefaultConfigJson());
   (void)s;  // the default configuration names built-in actions and plugins only
   queues_["default"] = Queue{"default", 1.0, Resources::Unlimited(), true};
@@ -154,9 +160,16 @@ std::vector<JobState> Scheduler::Jobs() const {
   return out;
 }
 
-absl::StatusOr<CycleResult> Scheduler::RunCycle() {
+absl::StatusOr<CycleResult> Scheduler::RunCycle() { return RunCycleAt(clock_()); }
+
+absl::StatusOr<CycleResult> Scheduler::RunCycleAt(double now) {
+  if (!std::isfinite(now) || now < last_now_)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "cycle time %g s is before the last cycle's %g s (time must not go backwards)", now,
+        last_now_));
   SessionInput in;
   in.state = &state_;
+  in.now = now;
   for (const auto& [name, q] : queues_) in.queues.push_back(&q);
   for (const auto& [name, j] : jobs_) {
     in.jobs.push_back(&j);
@@ -194,6 +207,7 @@ absl::StatusOr<CycleResult> Scheduler::RunCycle() {
     w = (j.valid && j.occupied < j.min_available()) ? w + 1 : 0;
   }
   ++cycle_;
+  last_now_ = now;
   return result;
 }
 

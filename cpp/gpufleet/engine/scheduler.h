@@ -5,6 +5,7 @@
 #ifndef GPUFLEET_ENGINE_SCHEDULER_H_
 #define GPUFLEET_ENGINE_SCHEDULER_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -58,8 +59,17 @@ class Scheduler {
   std::vector<JobState> Jobs() const;
   const Job* FindJob(const std::string& name) const;
 
+  // Runs a cycle at the clock's time (RunCycle) or at `now` seconds (RunCycleAt; tests and
+  // notebooks drive time this way). A cycle's time must not be before the last cycle's.
   absl::StatusOr<CycleResult> RunCycle();
+  absl::StatusOr<CycleResult> RunCycleAt(double now);
   int cycles() const { return cycle_; }
+
+  // Seconds, for actions that track time (jobtime); by default a monotonic wall clock that reads
+  // 0 when the scheduler is created.
+  void set_clock(std::function<double()> clock) { clock_ = std::move(clock); }
+  double now() const { return clock_(); }
+  double last_cycle_time() const { return last_now_; }
 
  private:
   absl::Status CheckTasks(const Job& job, const Job* replacing) const;
@@ -75,6 +85,8 @@ class Scheduler {
   std::set<std::string> admitted_;
   int cycle_ = 0;
   int64_t last_creation_ = 0;
+  std::function<double()> clock_;
+  double last_now_ = 0;
 };
 
 }  // namespace gpufleet::engine

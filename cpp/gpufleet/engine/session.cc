@@ -49,7 +49,7 @@ const char* TaskStatusName(TaskStatus s) {
   return "pending";
 }
 
-Session::Session(const SessionInput& in) : state_(*in.state), tiers_(in.tiers) {
+Session::Session(const SessionInput& in) : state_(*in.state), now_(in.now), tiers_(in.tiers) {
   for (int i = 0; i < state_.num_nodes(); ++i) {
     const Node& n = state_.node(i);
     total_[0] += static_cast<double>(n.cpu_milli);

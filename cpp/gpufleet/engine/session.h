@@ -46,6 +46,7 @@ struct SessionInput {
   std::vector<int> waiting_cycles;   // per job, as the scheduler counted them
   std::vector<char> inqueue;         // per job: admitted in an earlier cycle
   std::vector<std::vector<std::string>> tiers;  // plugin names per tier
+  double now = 0;  // the cycle's time in seconds (Scheduler clock)
 };
 
 class Session {
@@ -71,6 +72,9 @@ class Session {
   const Resources& total() const { return total_; }
   int cycle() const { return cycle_; }
   void set_cycle(int c) { cycle_ = c; }
+  // The cycle's time in seconds on the scheduler's clock; actions that track time (jobtime) read
+  // it instead of a wall clock so that tests and notebooks can drive time.
+  double now() const { return now_; }
 
   // --- Registration (from Plugin::OnSessionOpen) ------------------------------------------------
   void AddJobOrderFn(const std::string& plugin, CompareFn fn);
@@ -156,6 +160,7 @@ class Session {
   std::vector<QueueInfo> queues_;
   Resources total_;
   int cycle_ = 0;
+  double now_ = 0;
   std::vector<std::vector<std::string>> tiers_;
 
   std::vector<std::vector<CompareFn>> job_order_, queue_order_, task_order_;

@@ -36,6 +36,29 @@ absl::StatusOr<double> CapabilityValue(const Json& v, int resource, const std::s
   return static_cast<double>(*q);
 }
 
+// The fields job-time policies read (the jobtime action): per-model speeds and a duration.
+absl::Status JobTimeFields(const Json& j, const std::string& owner, Job* job) {
+  if (auto t = j.find("throughput"); t != j.end() && !t->is_null()) {
+    if (!t->is_object())
+      return Bad(owner, "throughput", "expected an object {gpu model: speed}, got " + t->dump());
+    for (auto kv = t->begin(); kv != t->end(); ++kv) {
+      if (kv.key().empty()) return Bad(owner, "throughput", "a GPU model name is empty");
+      if (!kv->is_number() || !(kv->get<double>() >= 0) || std::isinf(kv->get<double>()))
+        return Bad(owner, "throughput." + kv.key(),
+                   "expected a finite number >= 0 (speed relative to the reference model), got " +
+                       kv->dump());
+      job->throughput[kv.key()] = kv->get<double>();
+    }
+  }
+  if (auto d = j.find("expected_duration"); d != j.end() && !d->is_null()) {
+    if (!d->is_number() || !(d->get<double>() > 0) || std::isinf(d->get<double>()))
+      return Bad(owner, "expected_duration",
+                 "expected a finite number of seconds > 0, got " + d->dump());
+    job->expected_duration = d->get<double>();
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<Queue> QueueFromJson(const Json& j) {
@@ -103,13 +126,16 @@ absl::StatusOr<Job> JobFromJson(const Json& j) {
   ASSIGN_OR_RETURN(int64_t priority, get_int("priority", 0, -1000000000));
   job.priority = static_cast<int>(priority);
   ASSIGN_OR_RETURN(job.creation, get_int("creation", 0, 0));
+  RETURN_IF_ERROR(JobTimeFields(j, owner, &job));
   const bool has_tasks = j.contains("tasks");
   const bool has_replicas = j.contains("replicas");
   if (has_tasks == has_replicas)
     return Bad(owner, "tasks", "give either \"tasks\" (a list of pods) or \"replicas\" with pod fields");
   if (has_tasks) {
     RETURN_IF_ERROR(CheckKnownParams(
-        j, owner, {"name", "queue", "priority", "min_available", "creation", "tasks"}));
+        j, owner,
+        {"name", "queue", "priority", "min_available", "creation", "tasks", "throughput",
+         "expected_duration"}));
     const Json& tasks = j["tasks"];
     if (!tasks.is_array()) return Bad(owner, "tasks", "expected a list of pods");
     for (size_t i = 0; i < tasks.size(); ++i) {
@@ -122,7 +148,8 @@ absl::StatusOr<Job> JobFromJson(const Json& j) {
     ASSIGN_OR_RETURN(int64_t replicas, get_int("replicas", 1, 0));
     if (replicas > 1000000) return Bad(owner, "replicas", "more than 1000000 tasks");
     Json pod = j;
-    for (const char* key : {"queue", "priority", "min_available", "creation", "replicas"})
+    for (const char* key : {"queue", "priority", "min_available", "creation", "replicas",
+                            "throughput", "expected_duration"})
       pod.erase(key);
     for (int64_t i = 0; i < replicas; ++i) {
       pod["name"] = absl::StrCat(job.name, "-", i);

@@ -2,6 +2,7 @@
 //   queue: {"name", "weight", "capability": {"cpu": "64", "memory": "256Gi", "gpu": 16},
 //           "reclaimable"}
 //   job:   {"name", "queue", "priority", "min_available", "creation",
+//           "throughput": {gpu model: speed}, "expected_duration": seconds,  (jobtime action)
 //           "tasks": [pod, ...]}  or the shorthand  "replicas": N plus pod fields ("requests",
 //           "node_selector", ...) for N identical tasks named "<job>-<i>".
 #ifndef GPUFLEET_ENGINE_SPEC_JSON_H_

@@ -49,7 +49,11 @@ void DlasGpu::Move(int job, int to) {
   queue_of_[job] = to;
 }
 
-void DlasGpu::OnArrival(int job, const SimView&) {
+void DlasGpu::OnArrival(int job, const SimView& view) {
+  if (job >= static_cast<int>(queue_of_.size())) {  // the engine's ledger grows with arrivals
+    queue_of_.resize(view.jobs->size(), -1);
+    time_offset_.resize(view.jobs->size(), 0);
+  }
   queues_[0].push_back(job);
   queue_of_[job] = 0;
 }

@@ -18,10 +18,16 @@ class Fifo : public Policy {
     // Non-preemptive: running jobs keep their GPUs, so the plan lists only the starts.
     KeepUnlistedRunning();
     Filler fill(view, plan, /*from_current=*/true);
+    // A job leaves the queue once it is seen running (or gone), not when it is planned: the
+    // engine may fail to place a planned job, which then keeps its place in line.
     for (auto it = pending_.begin(); it != pending_.end();) {
+      if (view.job(*it).state != JobState::kPending) {
+        it = pending_.erase(it);
+        continue;
+      }
       if (fill.total_free() == 0) break;
       if (fill.TryPlace(*it, ModelChoice::kFirstFit) >= 0) {
-        it = pending_.erase(it);
+        ++it;
       } else if (!backfill_) {
         break;
       } else {

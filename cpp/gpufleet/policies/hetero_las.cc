@@ -39,7 +39,15 @@ class HeteroLas : public Policy {
     time_offset_.assign(n, 0);
     return absl::OkStatus();
   }
-  void OnArrival(int job, const SimView&) override { active_.push_back(job); }
+  void OnArrival(int job, const SimView& view) override {
+    if (job >= static_cast<int>(low_.size())) {  // the engine's ledger grows with arrivals
+      size_t n = view.jobs->size();
+      low_.resize(n, false);
+      service_offset_.resize(n, 0);
+      time_offset_.resize(n, 0);
+    }
+    active_.push_back(job);
+  }
   void OnFinish(int job, const SimView&) override {
     active_.erase(std::find(active_.begin(), active_.end(), job));
   }

@@ -21,6 +21,13 @@ class OrderedPolicy : public Policy {
     return absl::OkStatus();
   }
   void OnArrival(int job, const SimView& view) override {
+    // The engine's ledger grows as jobs arrive (the simulator sizes everything in Init).
+    if (job >= static_cast<int>(pos_.size())) {
+      pos_.resize(view.jobs->size(), -1);
+      keys_.resize(view.jobs->size(), 0);
+      submit_.resize(view.jobs->size(), 0);
+    }
+    submit_[job] = view.job(job).spec.submit_time;
     keys_[job] = Key(view, job);
     pos_[job] = static_cast<int>(active_.size());
     active_.push_back(job);
@@ -45,6 +52,12 @@ class OrderedPolicy : public Policy {
     // Fast path: when every active job fits at once, the order cannot matter; start the waiting
     // ones on the GPUs left free and keep the rest (O(waiting) instead of a sort of all jobs).
     if (demand_ <= view.pool->total_gpus() && !view.tiresias_compat) {
+      // waiting_ also holds the jobs the last plan started: drop those that run now (a plan the
+      // engine could not place keeps its jobs here, pending, for another try).
+      size_t kept = 0;
+      for (int i : waiting_)
+        if (view.job(i).state == JobState::kPending) waiting_[kept++] = i;
+      waiting_.resize(kept);
       Filler fill(view, plan, /*from_current=*/true);
       bool all = true;
       for (int i : waiting_)
@@ -53,7 +66,6 @@ class OrderedPolicy : public Policy {
           break;
         }
       if (all) {
-        waiting_.clear();
         KeepUnlistedRunning();
         return;
       }
@@ -95,9 +107,10 @@ class OrderedPolicy : public Policy {
     for (size_t k = 0; k < active_.size(); ++k) pos_[active_[k]] = static_cast<int>(k);
     Filler fill(view, plan);
     waiting_.clear();
-    for (int i : active_)
-      if (fill.total_free() == 0 || fill.TryPlace(i, ModelChoice::kFirstFit) < 0)
-        waiting_.push_back(i);
+    for (int i : active_) {
+      bool placed = fill.total_free() > 0 && fill.TryPlace(i, ModelChoice::kFirstFit) >= 0;
+      if (!placed || view.job(i).state == JobState::kPending) waiting_.push_back(i);
+    }
     KeepModels(view, ModelChoice::kFirstFit, plan);
   }
 
@@ -105,7 +118,8 @@ class OrderedPolicy : public Policy {
   virtual double Key(const SimView& view, int job) const = 0;
 
  private:
-  std::vector<int> active_, waiting_;
+  std::vector<int> active_;
+  std::vector<int> waiting_;  // jobs that may be pending on the next point, in active_ order
   std::vector<int> pos_;  // index in active_
   std::vector<double> keys_, submit_;  // per job: last key, submit time (compact for sorting)
   int64_t demand_ = 0;    // GPUs asked by the active jobs

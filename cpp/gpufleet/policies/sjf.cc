@@ -19,11 +19,16 @@ class Sjf : public Policy {
   void Schedule(const SimView& view, std::vector<Assignment>* plan) override {
     KeepUnlistedRunning();  // non-preemptive: the plan lists only the starts
     Filler fill(view, plan, /*from_current=*/true);
+    // A job leaves the set once it is seen running (or gone), not when it is planned: the engine
+    // may fail to place a planned job, which then keeps its place.
     for (auto it = pending_.begin(); it != pending_.end() && fill.total_free() > 0;) {
-      if (fill.TryPlace(std::get<2>(*it), ModelChoice::kFirstFit) >= 0)
+      int job = std::get<2>(*it);
+      if (view.job(job).state != JobState::kPending)
         it = pending_.erase(it);
-      else
+      else {
+        fill.TryPlace(job, ModelChoice::kFirstFit);
         ++it;
+      }
     }
   }
 
