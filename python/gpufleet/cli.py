@@ -17,9 +17,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for info in sorted(pkgutil.iter_modules(gpufleet.commands.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"gpufleet.commands.{info.name}")
+        try:
+            module = importlib.import_module(f"gpufleet.commands.{info.name}")
+        except ImportError as e:
+            # Without the native extension the node commands still work; the others explain why not.
+            if gpufleet._core_error is None:
+                raise
+            _register_unavailable(sub, info.name, e)
+            continue
         module.register(sub)
     return parser
+
+
+def _register_unavailable(sub: argparse._SubParsersAction, name: str, err: ImportError) -> None:
+    p = sub.add_parser(name, add_help=False, help="(unavailable: native extension not built)")
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+
+    def unavailable(args: argparse.Namespace) -> int:
+        print(f"gpufleet {name}: needs the native extension gpufleet._core, which is not built here "
+              f"({err}); build it with `bash scripts/setup.sh`", file=sys.stderr)
+        return 2
+
+    p.set_defaults(func=unavailable)
 
 
 def main(argv: list[str] | None = None) -> int:
