@@ -10,7 +10,7 @@
 namespace gpufleet::sim {
 namespace {
 
-GpuPool Pool(const Json& spec) { return GpuPool::FromJson(spec).value(); }
+GpuPool LedgerPool(const Json& spec) { return GpuPool::FromJson(spec).value(); }
 
 std::unique_ptr<DeviceLedger> Ledger(const GpuPool& pool, int jobs,
                                      const std::string& strategy = "binpack") {
@@ -20,7 +20,7 @@ std::unique_ptr<DeviceLedger> Ledger(const GpuPool& pool, int jobs,
 }
 
 TEST(SimDeviceLedger, NodesAreCutFromEachModel) {
-  GpuPool pool = Pool(Json::array({{{"name", "v100"}, {"count", 10}, {"gpus_per_node", 4}},
+  GpuPool pool = LedgerPool(Json::array({{{"name", "v100"}, {"count", 10}, {"gpus_per_node", 4}},
                                    {{"name", "k80"}, {"count", 3}}}));
   auto l = Ledger(pool, 1);
   ASSERT_EQ(l->state(0).num_nodes(), 3);  // v100: 4 + 4 + 2
@@ -32,7 +32,7 @@ TEST(SimDeviceLedger, NodesAreCutFromEachModel) {
 }
 
 TEST(SimDeviceLedger, StartsPackOntoOneNodeAndSplitOnlyWhenTheyMust) {
-  GpuPool pool = Pool(Json::array({{{"name", "v100"}, {"count", 8}, {"gpus_per_node", 4}}}));
+  GpuPool pool = LedgerPool(Json::array({{{"name", "v100"}, {"count", 8}, {"gpus_per_node", 4}}}));
   auto l = Ledger(pool, 3);
   EXPECT_EQ(l->Start(0, 3, 0).value(), 1);
   EXPECT_EQ(l->Start(1, 3, 0).value(), 1);  // binpack: the other node, the only one with room
@@ -48,7 +48,7 @@ TEST(SimDeviceLedger, StartsPackOntoOneNodeAndSplitOnlyWhenTheyMust) {
 }
 
 TEST(SimDeviceLedger, TooFewFreeGpusIsAnErrorThatChangesNothing) {
-  GpuPool pool = Pool({{"v100", 4}});
+  GpuPool pool = LedgerPool({{"v100", 4}});
   auto l = Ledger(pool, 2);
   ASSERT_TRUE(l->Start(0, 3, 0).ok());
   auto r = l->Start(1, 2, 0);
@@ -59,7 +59,7 @@ TEST(SimDeviceLedger, TooFewFreeGpusIsAnErrorThatChangesNothing) {
 }
 
 TEST(SimDeviceLedger, BadStrategyAndNodeSizeAreNamed) {
-  GpuPool pool = Pool({{"v100", 4}});
+  GpuPool pool = LedgerPool({{"v100", 4}});
   auto bad = DeviceLedger::Create(pool, "no-such-strategy", 1);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("simulate placement"), std::string::npos);
@@ -72,7 +72,7 @@ TEST(SimDeviceLedger, BadStrategyAndNodeSizeAreNamed) {
 // Random traces on a two-model cluster of 4-GPU nodes: every policy gives the same times with
 // and without devices, leaves no allocation behind, and multi-GPU jobs do end up spanning nodes.
 TEST(SimDeviceLedger, DevicesNeverChangeTheTimingOfAnyPolicy) {
-  GpuPool pool = Pool(Json::array({{{"name", "v100"}, {"count", 12}, {"gpus_per_node", 4}},
+  GpuPool pool = LedgerPool(Json::array({{{"name", "v100"}, {"count", 12}, {"gpus_per_node", 4}},
                                    {{"name", "k80"}, {"count", 8}, {"gpus_per_node", 4}}}));
   std::mt19937 rng(11);
   std::vector<JobSpec> jobs;
