@@ -414,3 +414,41 @@ TEST(PlacementTest, PlaceAgreesWithFilterAndScore) {
 
 }  // namespace
 }  // namespace gpufleet
+
+namespace gpufleet {
+namespace {
+
+// Joint GPU + RDMA: the NIC under the GPU's PCIe switch, else one on its NUMA node, else any.
+TEST(PlacementTest, RdmaFollowsTheChosenGpusPcieSwitchThenNumaNode) {
+  const std::string node = R"({"name":"n","cpu":"32","memory":"64Gi","devices":[
+      {"type":"gpu","minor":0,"memory":"16Gi","topology":{"pcieID":"p0","nodeID":0}},
+      {"type":"gpu","minor":1,"memory":"16Gi","topology":{"pcieID":"p1","nodeID":0}},
+      {"type":"gpu","minor":2,"memory":"16Gi","topology":{"pcieID":"p2","nodeID":1}},
+      {"type":"rdma","minor":0,"topology":{"pcieID":"p0","nodeID":0}},
+      {"type":"rdma","minor":1,"topology":{"pcieID":"p2","nodeID":1}},
+      {"type":"rdma","minor":2,"topology":{"nodeID":0}}]})";
+  test::RunScenarioTable({
+      {.name = "same switch wins over the lower minor",
+       .nodes = {node},
+       .bound = {R"({"pod":"x","node":"n","devices":[{"minor":0,"core":100,"memory":"16Gi"},
+                                                     {"minor":1,"core":100,"memory":"16Gi"}]})"},
+       .pods = {{R"({"name":"a","requests":{"nvidia.com/gpu":"1","koordinator.sh/rdma":"50"}})",
+                 {.node = "n", .devices = {"gpu/2", "rdma/1"}}}}},
+      {.name = "no NIC on the switch: the NUMA node's",
+       .nodes = {node},
+       .bound = {R"({"pod":"x","node":"n","devices":[{"minor":0,"core":100,"memory":"16Gi"},
+                                                     {"minor":2,"core":100,"memory":"16Gi"}]})"},
+       .pods = {{R"({"name":"a","requests":{"nvidia.com/gpu":"1","koordinator.sh/rdma":"50"}})",
+                 {.node = "n", .devices = {"gpu/1", "rdma/0"}}}}},
+      {.name = "near NICs full: any NIC, never a refusal",
+       .nodes = {node},
+       .bound = {R"({"pod":"x","node":"n","devices":[{"minor":0,"core":100,"memory":"16Gi"},
+                                                     {"minor":1,"core":100,"memory":"16Gi"},
+                                                     {"type":"rdma","minor":1,"core":100}]})"},
+       .pods = {{R"({"name":"a","requests":{"nvidia.com/gpu":"1","koordinator.sh/rdma":"50"}})",
+                 {.node = "n", .devices = {"gpu/2", "rdma/0"}}}}},
+  });
+}
+
+}  // namespace
+}  // namespace gpufleet

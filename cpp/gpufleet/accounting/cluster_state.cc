@@ -165,6 +165,37 @@ FitResult ClusterState::Filter(const Pod& pod, int node) const {
   return FitResult::Ok();
 }
 
+namespace {
+// Joint allocation: a NIC (or any non-GPU device) under the same PCIe switch as the pod's GPUs
+// keeps GPUDirect RDMA traffic off the CPU's root complex; failing that, one on the same NUMA
+// node. A preference, not a constraint, so Filter (which never looks at it) and Plan agree on
+// which nodes fit. Fills `chosen` only when a near set serves the whole request.
+void PreferNearGpus(const NodeView& v, const std::vector<int>& gpus, const DeviceRequest& r,
+                    const PlacementStrategy& strategy,
+                    const std::vector<std::vector<int>>& domains, std::vector<int>* chosen) {
+  auto near = [&](int d, bool by_switch) {
+    const DeviceTopology& t = v.device(d).topology;
+    for (int g : gpus) {
+      const DeviceTopology& gt = v.device(g).topology;
+      if (by_switch ? !t.pcie_switch.empty() && t.pcie_switch == gt.pcie_switch
+                    : t.numa_node >= 0 && t.numa_node == gt.numa_node)
+        return true;
+    }
+    return false;
+  };
+  for (bool by_switch : {true, false}) {
+    std::vector<std::vector<int>> close(domains.size());
+    for (size_t k = 0; k < domains.size(); ++k)
+      for (int d : domains[k])
+        if (near(d, by_switch)) close[k].push_back(d);
+    chosen->clear();
+    if (strategy.ChooseDevices(v, r, close, chosen) && static_cast<int>(chosen->size()) == r.count)
+      return;
+  }
+  chosen->clear();
+}
+}  // namespace
+
 FitResult ClusterState::Plan(const Pod& pod, int node, const PlacementStrategy& strategy,
                              Allocation* plan) const {
   FitResult fit = Filter(pod, node);
@@ -176,15 +207,18 @@ FitResult ClusterState::Plan(const Pod& pod, int node, const PlacementStrategy& 
   a.cpu_milli = pod.cpu_milli;
   a.memory_bytes = pod.memory_bytes;
   std::vector<std::vector<int>> domains;
-  std::vector<int> chosen;
+  std::vector<int> chosen, gpus;
+  // Requests are sorted by type, so GPUs ("gpu") are chosen before NICs ("rdma").
   for (const DeviceRequest& r : pod.devices) {
     domains.clear();
     FitResult f = FitDeviceRequest(view, pod, r, &domains);
     if (!f.ok()) return f;
     chosen.clear();
-    if (!strategy.ChooseDevices(view, r, domains, &chosen) ||
-        static_cast<int>(chosen.size()) != r.count)
+    if (r.type != kGpu && !gpus.empty()) PreferNearGpus(view, gpus, r, strategy, domains, &chosen);
+    if (chosen.empty() && (!strategy.ChooseDevices(view, r, domains, &chosen) ||
+                           static_cast<int>(chosen.size()) != r.count))
       return FitResult::Unschedulable(absl::StrFormat("no %s devices satisfy the request", r.type));
+    if (r.type == kGpu) gpus = chosen;
     for (int d : chosen) {
       const Device& dev = view.device(d);
       DeviceGrant g;
