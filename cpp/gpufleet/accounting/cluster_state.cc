@@ -144,6 +144,7 @@ void ClusterState::RefreshUsage(int i) {
     u.gpu_max_free_core = std::max(u.gpu_max_free_core, v.free_core(d));
     u.gpu_max_free_memory = std::max(u.gpu_max_free_memory, v.free_memory(d));
   }
+  if (u.gpu_count > 0) u.gpu_memory_average = u.gpu_memory_capacity / u.gpu_count;
 }
 
 FitResult ClusterState::Filter(const Pod& pod, int node) const {

@@ -29,6 +29,7 @@ struct NodeUsage {
   int64_t gpu_core_used = 0;
   int64_t gpu_memory_capacity = 0;
   int64_t gpu_memory_used = 0;
+  int64_t gpu_memory_average = 0;   // capacity / count, kept so scoring needs no division
   int64_t gpu_max_free_core = 0;    // best single healthy GPU
   int64_t gpu_max_free_memory = 0;  // best single healthy GPU
 };

@@ -15,7 +15,7 @@ double AllocatedFractionAfter(const NodeView& v, const Pod& pod) {
   const DeviceRequest* gpu = pod.Find("gpu");
   if (gpu != nullptr && u.gpu_count > 0) {
     int64_t core = gpu->whole() ? 100 * gpu->count : gpu->core * gpu->count;
-    int64_t avg_memory = u.gpu_memory_capacity / u.gpu_count;
+    const int64_t avg_memory = u.gpu_memory_average;
     int64_t memory = gpu->whole() || gpu->memory_ratio > 0
                          ? (gpu->whole() ? 100 : gpu->memory_ratio) * avg_memory / 100 * gpu->count
                          : gpu->memory_bytes * gpu->count;
