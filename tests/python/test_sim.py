@@ -27,7 +27,7 @@ def tiny_jobs() -> pd.DataFrame:
 
 def test_policy_names_and_specs():
     names = policy_names()
-    for n in ("fifo", "sjf", "srtf", "las", "dlas-gpu", "gittins", "hetero-las", "gavel-maxmin"):
+    for n in ("fifo", "sjf", "srtf", "las", "dlas-gpu", "gittins", "hetero-las", "gavel-maxmin", "gavel-lp"):
         assert n in names
     assert policy_spec({"name": "dlas-gpu", "queue_limits": [3250, 7200]}) == "dlas-gpu(queue_limits=[3250, 7200])"
     assert policy_spec("las", service="time") == 'las(service="time")'
@@ -101,6 +101,9 @@ def test_heterogeneity_aware_beats_agnostic():
     g_aware = simulate(jobs, cluster, "gavel-maxmin")
     g_agnostic = simulate(jobs, cluster, "gavel-maxmin(aware=false)")
     assert g_aware.summary["avg_jct"] < g_agnostic.summary["avg_jct"]
+    lp_aware = simulate(jobs, cluster, "gavel-lp")
+    lp_agnostic = simulate(jobs, cluster, "gavel-lp(aware=false)")
+    assert lp_aware.summary["avg_jct"] < lp_agnostic.summary["avg_jct"]
 
 
 def test_restore_delay_costs_time_for_preemptive_policy():

@@ -1,0 +1,32 @@
+// Gavel's heterogeneity-aware max-min fairness LP (Narayanan et al., OSDI 2020, §4.1) over job
+// classes: jobs with the same GPU count and speeds share one set of variables (the LP is
+// symmetric in identical jobs, so some optimum gives them equal shares).
+#ifndef GPUFLEET_POLICIES_GAVEL_LP_H_
+#define GPUFLEET_POLICIES_GAVEL_LP_H_
+
+#include <vector>
+
+namespace gpufleet::sim {
+
+struct ShareClass {
+  int jobs = 1;               // identical jobs in the class
+  int gpus_per_job = 1;
+  std::vector<double> speed;  // per GPU model; 0 = cannot run there
+};
+
+struct MaxMinShares {
+  bool ok = false;
+  double t = 0;                        // the minimum normalised throughput reached
+  std::vector<std::vector<double>> x;  // per class, per model: time fraction of one job
+};
+
+// maximise t  s.t.  t <= sum_j speed_kj / equal_k * x_kj  (each class k),
+//                   sum_j x_kj <= 1,  sum_k jobs_k * gpus_k * x_kj <= capacity_j,  x >= 0,
+// where equal_k is the class's throughput under an equal share of the cluster: time share
+// min(1, G / (all jobs x gpus_k)) spread over the models by their GPU counts.
+MaxMinShares SolveMaxMinShares(const std::vector<ShareClass>& classes,
+                               const std::vector<int>& capacity);
+
+}  // namespace gpufleet::sim
+
+#endif  // GPUFLEET_POLICIES_GAVEL_LP_H_

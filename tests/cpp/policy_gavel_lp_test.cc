@@ -1,0 +1,101 @@
+// The simplex behind gavel-lp, and gavel-lp realising Gavel's max-min allocation over rounds.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "gpufleet/policies/gavel_lp.h"
+#include "gpufleet/policies/lp_simplex.h"
+#include "gpufleet/sim/simulator.h"
+
+namespace gpufleet::sim {
+namespace {
+
+TEST(LpSimplex, SolvesATextbookLp) {
+  // max 3x + 5y  s.t.  x <= 4, 2y <= 12, 3x + 2y <= 18: optimum 36 at (2, 6).
+  LpResult r = MaximizeLp({{1, 0}, {0, 2}, {3, 2}}, {4, 12, 18}, {3, 5});
+  ASSERT_TRUE(r.optimal) << r.error;
+  EXPECT_NEAR(r.objective, 36, 1e-9);
+  EXPECT_NEAR(r.x[0], 2, 1e-9);
+  EXPECT_NEAR(r.x[1], 6, 1e-9);
+}
+
+TEST(LpSimplex, DegenerateStartAndMaxMinShape) {
+  // max t s.t. t <= x1, t <= 2 x2, x1 + x2 <= 3: t = 2 at x1 = 2, x2 = 1 (rows with b = 0).
+  LpResult r = MaximizeLp({{1, -1, 0}, {1, 0, -2}, {0, 1, 1}}, {0, 0, 3}, {1, 0, 0});
+  ASSERT_TRUE(r.optimal) << r.error;
+  EXPECT_NEAR(r.objective, 2, 1e-9);
+  EXPECT_NEAR(r.x[1], 2, 1e-9);
+  EXPECT_NEAR(r.x[2], 1, 1e-9);
+}
+
+TEST(LpSimplex, UnboundedAndBadInputAreReported) {
+  LpResult unbounded = MaximizeLp({{-1}}, {1}, {1});
+  EXPECT_FALSE(unbounded.optimal);
+  EXPECT_EQ(unbounded.error, "unbounded");
+  LpResult negative = MaximizeLp({{1}}, {-1}, {1});
+  EXPECT_FALSE(negative.optimal);
+  EXPECT_NE(negative.error.find("b must be"), std::string::npos);
+  LpResult ragged = MaximizeLp({{1, 2}}, {1}, {1});
+  EXPECT_FALSE(ragged.optimal);
+}
+
+JobSpec Job2(int64_t id, double work, std::vector<double> speed) {
+  JobSpec s;
+  s.id = id;
+  s.num_gpu = 1;
+  s.duration = work;
+  s.speed = std::move(speed);
+  return s;
+}
+
+// One fast and one slow GPU; job A runs at 1.0 / 0.5, job B at 1.0 / 0.1. Each job's throughput
+// under an equal share is 0.75 (A) and 0.55 (B); the max-min LP's unique optimum gives each job
+// half its time on each GPU, so both reach exactly their equal-share throughput (t = 1). Rounds
+// realise it by alternating, so A (work 10,000) finishes near 10,000 / 0.75 = 13,333 s; B then
+// has the fast GPU alone for its remaining 10,000 - 0.55 x 13,333 = 2,667 s of work.
+TEST(GavelLp, RoundsRealiseTheMaxMinAllocation) {
+  GpuPool pool = GpuPool::FromJson(Json::array({{{"name", "v100"}, {"count", 1}},
+                                                {{"name", "k80"}, {"count", 1}}}))
+                     .value();
+  std::vector<JobSpec> jobs = {Job2(1, 10000, {1.0, 0.5}), Job2(2, 10000, {1.0, 0.1})};
+  auto policy = MakePolicy("gavel-lp").value();
+  auto r = Simulate(pool, jobs, *policy, SimOptions{}).value();
+  EXPECT_NEAR(r.jobs[0].end_time, 13333, 13333 * 0.03);
+  EXPECT_NEAR(r.jobs[1].end_time, 13333 + 2667, 400);  // up to one round late on the fast GPU
+  EXPECT_GT(r.summary.migrations, 10) << "rounds alternate the two jobs between the models";
+}
+
+// One V100 and two K80s, job A at 1.0 / 0.5 and job B at 1.0 / 0.1. Equal-share throughputs:
+// A 1/3 + 2/3 x 0.5 = 2/3, B 1/3 + 2/3 x 0.1 = 0.4. Alternating the V100 (A a fraction x of the
+// time, B the rest, each on a K80 otherwise) equalises (0.5 + 0.5x) / (2/3) = (1 - 0.9x) / 0.4
+// at x = 7/12: both reach t = 1.1875. Blind to speeds, every split of the time is equally fair
+// (t = 1 in its own terms), so the agnostic LP cannot prefer that allocation.
+TEST(GavelLp, AwareSharesFavourTheJobThatGainsMost) {
+  MaxMinShares aware = SolveMaxMinShares({{1, 1, {1.0, 0.5}}, {1, 1, {1.0, 0.1}}}, {1, 2});
+  ASSERT_TRUE(aware.ok);
+  EXPECT_NEAR(aware.t, 1.1875, 1e-6);
+  EXPECT_NEAR(aware.x[0][0], 7.0 / 12, 1e-6);
+  EXPECT_NEAR(aware.x[1][0], 5.0 / 12, 1e-6);
+  // Whatever the optimum's split, each job's normalised throughput reaches t.
+  const double equal[] = {2.0 / 3, 0.4};
+  const double speed[2][2] = {{1.0, 0.5}, {1.0, 0.1}};
+  for (int k = 0; k < 2; ++k)
+    EXPECT_GE((speed[k][0] * aware.x[k][0] + speed[k][1] * aware.x[k][1]) / equal[k],
+              aware.t - 1e-9);
+  // Identical jobs form one class: two of them share the V100 half-and-half.
+  MaxMinShares same = SolveMaxMinShares({{2, 1, {1.0, 1.0}}}, {1, 2});
+  ASSERT_TRUE(same.ok);
+  EXPECT_NEAR(same.t, 1.0, 1e-6);
+  EXPECT_LE(2 * same.x[0][0], 1.0 + 1e-9);
+  EXPECT_FALSE(SolveMaxMinShares({{1, 1, {1.0}}}, {1, 2}).ok) << "speeds of the wrong length";
+}
+
+TEST(GavelLp, BadParametersAreNamed) {
+  auto bad = MakePolicy("gavel-lp(round_duration=0)");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("gavel-lp"), std::string::npos);
+  EXPECT_FALSE(MakePolicy("gavel-lp(rounds=3)").ok());
+}
+
+}  // namespace
+}  // namespace gpufleet::sim
