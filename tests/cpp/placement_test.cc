@@ -452,3 +452,32 @@ TEST(PlacementTest, RdmaFollowsTheChosenGpusPcieSwitchThenNumaNode) {
 
 }  // namespace
 }  // namespace gpufleet
+
+namespace gpufleet {
+namespace {
+
+// The fast path accepts a shared request on untouched cards only when the smallest card holds it;
+// mixed card sizes must still be checked card by card.
+TEST(PlacementTest, SharedRequestsOnCardsOfDifferentSizes) {
+  const std::string node = R"({"name":"n","cpu":"32","memory":"64Gi","devices":[
+      {"type":"gpu","minor":0,"memory":"16Gi"},{"type":"gpu","minor":1,"memory":"80Gi"}]})";
+  test::RunScenarioTable({
+      {.name = "too big for the small card, fits the big one",
+       .nodes = {node},
+       .pods = {{R"({"name":"a","requests":{"koordinator.sh/gpu-core":"10","koordinator.sh/gpu-memory":"20Gi"}})",
+                 {.node = "n", .devices = {"gpu/1"}}}}},
+      {.name = "two such pods need two big cards",
+       .nodes = {node},
+       .pods = {{R"({"name":"a","requests":{"koordinator.sh/gpu-core":"60","koordinator.sh/gpu-memory":"20Gi"}})",
+                 {.node = "n", .devices = {"gpu/1"}}},
+                {R"({"name":"b","requests":{"koordinator.sh/gpu-core":"60","koordinator.sh/gpu-memory":"20Gi"}})",
+                 {.reason = "Insufficient"}}}},
+      {.name = "bigger than every card",
+       .nodes = {node},
+       .pods = {{R"({"name":"a","requests":{"koordinator.sh/gpu-core":"10","koordinator.sh/gpu-memory":"90Gi"}})",
+                 {.reason = "Insufficient"}}}},
+  });
+}
+
+}  // namespace
+}  // namespace gpufleet

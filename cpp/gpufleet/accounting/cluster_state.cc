@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "gpufleet/accounting/device_fit.h"
+#include "gpufleet/placement/node_score.h"
 #include "gpufleet/core/status_macros.h"
 
 namespace gpufleet {
@@ -130,11 +131,17 @@ void ClusterState::RefreshUsage(int i) {
   u.has_taints = !n.taints.empty();
   u.has_nvlink = !n.nvlink_groups.empty();
   u.gpu_sharing = n.gpu_sharing;
+  u.num_devices = static_cast<int32_t>(n.devices.size());
   NodeView v = View(i);
   for (int d = 0; d < v.num_devices(); ++d) {
     const Device& dev = v.device(d);
     if (dev.type != kGpu) u.has_other_devices = true;
     if (dev.type != kGpu || !dev.healthy) continue;
+    u.gpu_min_core_capacity =
+        u.gpu_count == 0 ? dev.core : std::min(u.gpu_min_core_capacity, dev.core);
+    u.gpu_min_memory_capacity = u.gpu_count == 0
+                                    ? dev.memory_bytes
+                                    : std::min(u.gpu_min_memory_capacity, dev.memory_bytes);
     ++u.gpu_count;
     if (v.untouched(d)) ++u.gpu_whole_free;
     u.gpu_core_capacity += dev.core;
@@ -247,8 +254,12 @@ bool ClusterState::FastGpuFit(int node, const DeviceRequest& r) const {
   if (u.gpu_sharing == GpuSharing::kWholeOnly && !r.whole()) return false;
   if (u.gpu_sharing == GpuSharing::kSharedOnly && r.whole()) return false;
   if (r.whole()) return u.gpu_whole_free >= r.count;
+  // Enough untouched GPUs, each big enough: the common case on a cluster that is not full.
+  if (u.gpu_whole_free >= r.count && r.core <= u.gpu_min_core_capacity &&
+      (r.memory_ratio > 0 ? r.memory_ratio <= 100 : r.memory_bytes <= u.gpu_min_memory_capacity))
+    return true;
   const int begin = first_device_[node];
-  const int end = begin + static_cast<int>(nodes_[node].devices.size());
+  const int end = begin + u.num_devices;
   const int64_t* used_core = used_core_.data();
   const int64_t* used_memory = used_memory_.data();
   int fitting = 0;
@@ -403,24 +414,51 @@ struct ClusterState::PlaceShape {
   }
 };
 
+bool ClusterState::PlaceFits(const Pod& pod, int i, const PlaceShape& shape) const {
+  const NodeUsage& u = usage_[i];
+  if (!QuickMayFit(pod, shape.gpu, u)) return false;
+  if ((shape.check_constraints || u.has_taints) && !FitsNodeConstraints(pod, nodes_[i]).ok())
+    return false;
+  const bool fast = shape.simple && (shape.gpu == nullptr || shape.gpu->count == 1 ||
+                                     !u.has_nvlink);
+  if (fast) return shape.gpu == nullptr || FastGpuFit(i, *shape.gpu);
+  return Filter(pod, i).ok();
+}
+
 double ClusterState::PlaceScore(const Pod& pod, int i, const PlacementStrategy& strategy,
                                 const PlaceShape& shape, Allocation* plan) const {
-  const NodeUsage& u = usage_[i];
-  if (!QuickMayFit(pod, u)) return NodeScoreCache::kInfeasible;
-  if ((shape.check_constraints || u.has_taints) && !FitsNodeConstraints(pod, nodes_[i]).ok())
-    return NodeScoreCache::kInfeasible;
   if (shape.needs_plan) {
+    const NodeUsage& u = usage_[i];
+    if (!QuickMayFit(pod, shape.gpu, u)) return NodeScoreCache::kInfeasible;
+    if ((shape.check_constraints || u.has_taints) && !FitsNodeConstraints(pod, nodes_[i]).ok())
+      return NodeScoreCache::kInfeasible;
     if (!Plan(pod, i, strategy, plan).ok()) return NodeScoreCache::kInfeasible;
     return strategy.ScoreNode(View(i), pod, plan->devices);
   }
-  const bool fast = shape.simple && (shape.gpu == nullptr || shape.gpu->count == 1 ||
-                                     !u.has_nvlink);
-  if (fast) {
-    if (shape.gpu != nullptr && !FastGpuFit(i, *shape.gpu)) return NodeScoreCache::kInfeasible;
-  } else if (!Filter(pod, i).ok()) {
-    return NodeScoreCache::kInfeasible;
-  }
+  if (!PlaceFits(pod, i, shape)) return NodeScoreCache::kInfeasible;
   return strategy.ScoreNode(View(i), pod, {});
+}
+
+void ClusterState::PlaceScoreBatch(const Pod& pod, const PlacementStrategy& strategy,
+                                   const PlaceShape& shape, const int* nodes, int count,
+                                   double* out) {
+  // Branchy feasibility checks and the divisions of the score in separate loops: the scoring
+  // loop has independent iterations the CPU can overlap.
+  std::vector<int>& feasible = place_feasible_;
+  feasible.clear();
+  for (int k = 0; k < count; ++k) {
+    if (PlaceFits(pod, nodes[k], shape))
+      feasible.push_back(k);
+    else
+      out[k] = NodeScoreCache::kInfeasible;
+  }
+  const PodDemand demand(pod);
+  const NodeUsage* usage = usage_.data();
+  if (strategy.AllocationScoreSign() > 0) {
+    for (int k : feasible) out[k] = 100.0 * AllocatedFractionAfter(usage[nodes[k]], demand);
+  } else {
+    for (int k : feasible) out[k] = 100.0 * (1.0 - AllocatedFractionAfter(usage[nodes[k]], demand));
+  }
 }
 
 std::string ClusterState::NoFitReason(const Pod& pod, const std::vector<int>* candidates) const {
@@ -448,6 +486,8 @@ PlaceResult ClusterState::Place(const Pod& pod, const PlacementStrategy& strateg
     return result;
   }
   const PlaceShape shape(pod, strategy);
+  // Strategies that score by allocation alone are scored many nodes at a time.
+  const bool batch = !shape.needs_plan && strategy.AllocationScoreSign() != 0;
   int best = -1;
   double best_score = -1.0;
   Allocation best_plan, plan;
@@ -459,10 +499,24 @@ PlaceResult ClusterState::Place(const Pod& pod, const PlacementStrategy& strateg
     const uint64_t* version = node_version_.data();
     uint64_t* seen = e.seen.data();
     double* score = e.score.data();
-    for (int i = 0; i < n; ++i) {
-      if (seen[i] != version[i]) {
-        score[i] = PlaceScore(pod, i, strategy, shape, &plan);
-        seen[i] = version[i];
+    if (batch) {
+      place_nodes_.clear();
+      for (int i = 0; i < n; ++i) {
+        if (seen[i] != version[i]) {
+          place_nodes_.push_back(i);
+          seen[i] = version[i];
+        }
+      }
+      place_scores_.resize(place_nodes_.size());
+      PlaceScoreBatch(pod, strategy, shape, place_nodes_.data(),
+                      static_cast<int>(place_nodes_.size()), place_scores_.data());
+      for (size_t k = 0; k < place_nodes_.size(); ++k) score[place_nodes_[k]] = place_scores_[k];
+    } else {
+      for (int i = 0; i < n; ++i) {
+        if (seen[i] != version[i]) {
+          score[i] = PlaceScore(pod, i, strategy, shape, &plan);
+          seen[i] = version[i];
+        }
       }
     }
     // Two tight passes (the maximum, then its first node) instead of one loop with a branchy
@@ -477,6 +531,22 @@ PlaceResult ClusterState::Place(const Pod& pod, const PlacementStrategy& strateg
         }
       }
       best_score = top;
+    }
+  } else if (batch) {
+    const int total = candidates ? static_cast<int>(candidates->size()) : num_nodes();
+    const int* nodes = candidates ? candidates->data() : nullptr;
+    if (nodes == nullptr) {
+      place_nodes_.resize(total);
+      for (int i = 0; i < total; ++i) place_nodes_[i] = i;
+      nodes = place_nodes_.data();
+    }
+    place_scores_.resize(total);
+    PlaceScoreBatch(pod, strategy, shape, nodes, total, place_scores_.data());
+    for (int k = 0; k < total; ++k) {
+      if (place_scores_[k] > best_score) {
+        best_score = place_scores_[k];
+        best = nodes[k];
+      }
     }
   } else {
     const int total = candidates ? static_cast<int>(candidates->size()) : num_nodes();

@@ -125,6 +125,12 @@ class ClusterState {
   // `plan` when the strategy scores from a plan.
   double PlaceScore(const Pod& pod, int node, const PlacementStrategy& strategy,
                     const PlaceShape& shape, Allocation* plan) const;
+  // Resources, constraints and devices, without the score.
+  bool PlaceFits(const Pod& pod, int node, const PlaceShape& shape) const;
+  // PlaceScore for `count` nodes into `out`, when the strategy scores by allocation
+  // (AllocationScoreSign): feasibility first, then every feasible node's score in one tight loop.
+  void PlaceScoreBatch(const Pod& pod, const PlacementStrategy& strategy, const PlaceShape& shape,
+                       const int* nodes, int count, double* out);
   // Why no node fits, as kube-scheduler words it: "0/N nodes are available: 3 Insufficient cpu".
   std::string NoFitReason(const Pod& pod, const std::vector<int>* candidates) const;
   // Exact fit of an unconstrained GPU request (no models, no scope, no NVLink) from the SoA
@@ -147,6 +153,8 @@ class ClusterState {
   std::vector<uint64_t> node_version_;
   uint64_t version_counter_ = 0;
   NodeScoreCache score_cache_;
+  std::vector<int> place_nodes_, place_feasible_;  // Place's scratch
+  std::vector<double> place_scores_;
   bool score_cache_enabled_ = true;
   absl::flat_hash_map<std::string, Allocation> allocations_;
   std::function<int64_t()> clock_;

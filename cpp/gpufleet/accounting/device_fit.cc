@@ -46,20 +46,18 @@ FitResult ShortageReason(const NodeView& v, const Pod& pod, const DeviceRequest&
 
 }  // namespace
 
-bool QuickMayFit(const Pod& pod, const NodeUsage& u) {
+bool QuickMayFit(const Pod& pod, const DeviceRequest* gpu, const NodeUsage& u) {
   if (pod.cpu_milli > u.cpu_capacity - u.cpu_used) return false;
   if (pod.memory_bytes > u.memory_capacity - u.memory_used) return false;
   if (u.pods_used + 1 > u.max_pods) return false;
-  for (const DeviceRequest& r : pod.devices) {
-    if (std::string_view(r.type) != std::string_view(kGpu)) continue;
-    if (r.whole()) {
-      if (u.gpu_whole_free < r.count) return false;
-    } else {
-      if (u.gpu_count < r.count || u.gpu_max_free_core < r.core) return false;
-      if (r.memory_ratio == 0 && u.gpu_max_free_memory < r.memory_bytes) return false;
-    }
-  }
-  return true;
+  if (gpu == nullptr) return true;
+  if (gpu->whole()) return u.gpu_whole_free >= gpu->count;
+  if (u.gpu_count < gpu->count || u.gpu_max_free_core < gpu->core) return false;
+  return gpu->memory_ratio != 0 || u.gpu_max_free_memory >= gpu->memory_bytes;
+}
+
+bool QuickMayFit(const Pod& pod, const NodeUsage& u) {
+  return QuickMayFit(pod, pod.Find(kGpu), u);
 }
 
 FitResult FitDeviceRequest(const NodeView& v, const Pod& pod, const DeviceRequest& r,

@@ -18,6 +18,8 @@ FitResult FitDeviceRequest(const NodeView& node, const Pod& pod, const DeviceReq
 
 // A cheap necessary condition from node totals; false means the pod certainly does not fit.
 bool QuickMayFit(const Pod& pod, const NodeUsage& usage);
+// The same with the pod's GPU request (or null) looked up once by the caller.
+bool QuickMayFit(const Pod& pod, const DeviceRequest* gpu, const NodeUsage& usage);
 
 }  // namespace gpufleet
 

@@ -23,6 +23,7 @@ struct NodeUsage {
   int64_t cpu_used = 0;
   int64_t memory_used = 0;
   int64_t pods_used = 0;
+  int32_t num_devices = 0;      // all devices, any type or health (no Node access in hot loops)
   int32_t gpu_count = 0;        // healthy GPUs
   int32_t gpu_whole_free = 0;   // healthy GPUs nothing is allocated on
   int64_t gpu_core_capacity = 0;
@@ -30,6 +31,8 @@ struct NodeUsage {
   int64_t gpu_memory_capacity = 0;
   int64_t gpu_memory_used = 0;
   int64_t gpu_memory_average = 0;   // capacity / count, kept so scoring needs no division
+  int64_t gpu_min_core_capacity = 0;    // smallest healthy GPU: an untouched one holds at least
+  int64_t gpu_min_memory_capacity = 0;  // this much, so requests below fit without a device scan
   int64_t gpu_max_free_core = 0;    // best single healthy GPU
   int64_t gpu_max_free_memory = 0;  // best single healthy GPU
 };

@@ -23,6 +23,7 @@ class Binpack : public PlacementStrategy {
                    absl::Span<const DeviceGrant>) const override {
     return 100.0 * AllocatedFractionAfter(node, pod);
   }
+  int AllocationScoreSign() const override { return 1; }
   bool ChooseDevices(const NodeView& v, const DeviceRequest& r,
                      const std::vector<std::vector<int>>& domains,
                      std::vector<int>* chosen) const override {

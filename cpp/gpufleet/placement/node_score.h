@@ -3,13 +3,50 @@
 #ifndef GPUFLEET_PLACEMENT_NODE_SCORE_H_
 #define GPUFLEET_PLACEMENT_NODE_SCORE_H_
 
+#include <algorithm>
+#include <cstdint>
+
 #include "gpufleet/accounting/node_view.h"
 #include "gpufleet/core/pod.h"
 
 namespace gpufleet {
 
-// In [0, 1]. GPU pods are scored on GPU core and memory; other pods on cpu and memory.
-double AllocatedFractionAfter(const NodeView& node, const Pod& pod);
+// What a pod adds to a node, worked out once per pod instead of once per node.
+struct PodDemand {
+  bool gpu = false;            // scored on GPU core and memory (else on cpu and memory)
+  int count = 0;
+  int64_t core = 0;            // per device, percent
+  int64_t memory_percent = 0;  // per device, of the node's average GPU memory; 0: use bytes
+  int64_t memory_bytes = 0;    // per device
+  int64_t cpu_milli = 0;
+  int64_t node_memory_bytes = 0;
+
+  explicit PodDemand(const Pod& pod);
+};
+
+// In [0, 1]. GPU pods (on nodes with GPUs) are scored on GPU core and memory; other pods on cpu
+// and memory. Inline so that a batch over many nodes (ClusterState::Place) computes exactly the
+// same doubles as a single call.
+inline double AllocatedFractionAfter(const NodeUsage& u, const PodDemand& d) {
+  auto fraction = [](int64_t used, int64_t extra, int64_t capacity) {
+    if (capacity <= 0) return 0.0;
+    return std::min(1.0, static_cast<double>(used + extra) / static_cast<double>(capacity));
+  };
+  if (d.gpu && u.gpu_count > 0) {
+    const int64_t core = d.core * d.count;
+    const int64_t memory = d.memory_percent > 0
+                               ? d.memory_percent * u.gpu_memory_average / 100 * d.count
+                               : d.memory_bytes * d.count;
+    return 0.5 * (fraction(u.gpu_core_used, core, u.gpu_core_capacity) +
+                  fraction(u.gpu_memory_used, memory, u.gpu_memory_capacity));
+  }
+  return 0.5 * (fraction(u.cpu_used, d.cpu_milli, u.cpu_capacity) +
+                fraction(u.memory_used, d.node_memory_bytes, u.memory_capacity));
+}
+
+inline double AllocatedFractionAfter(const NodeView& v, const Pod& pod) {
+  return AllocatedFractionAfter(*v.usage, PodDemand(pod));
+}
 
 }  // namespace gpufleet
 

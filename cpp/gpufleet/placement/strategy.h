@@ -40,6 +40,11 @@ class PlacementStrategy {
   // and plan devices only on the winning node (the fast path for big clusters).
   virtual bool ScoreNeedsPlan() const { return false; }
 
+  // +1 when ScoreNode is exactly 100 * AllocatedFractionAfter (MostAllocated), -1 when it is
+  // 100 * (1 - AllocatedFractionAfter) (LeastAllocated), 0 otherwise. Lets ClusterState::Place
+  // score many feasible nodes in one tight loop (the same arithmetic, node_score.h).
+  virtual int AllocationScoreSign() const { return 0; }
+
   // True when a node's score and device choice depend only on that node's state and the pod's
   // request (no random draws, no clock). Lets ClusterState::Place keep a node's score for a pod
   // shape until the node changes (see NodeScoreCache); a strategy with a seeded generator must
