@@ -16,6 +16,7 @@ from gpufleet.traces.gavel import THROUGHPUT_COLUMNS, TRACE_COLUMNS
 from gpufleet.traces.openb import NODE_COLUMNS, POD_COLUMNS
 from gpufleet.traces.philly import PHILLY_COLUMNS
 from gpufleet.traces.tiresias import JOB_FILE_COLUMNS
+from conftest import missing_shared_data
 
 # The public traces sit in ../shared/data beside the checkout; GPUFLEET_SHARED_DATA points elsewhere.
 DATA = Path(os.environ.get("GPUFLEET_SHARED_DATA",
@@ -25,8 +26,7 @@ DATA = Path(os.environ.get("GPUFLEET_SHARED_DATA",
 def shared(*parts: str) -> Path:
     path = DATA.joinpath(*parts)
     if not path.exists():
-        pytest.skip(f"shared data not found at {path} (CI has ../shared/data beside the checkout; "
-                    "elsewhere set GPUFLEET_SHARED_DATA)")
+        missing_shared_data(path)
     return path
 
 

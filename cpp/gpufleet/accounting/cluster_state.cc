@@ -414,11 +414,15 @@ struct ClusterState::PlaceShape {
   }
 };
 
-bool ClusterState::PlaceFits(const Pod& pod, int i, const PlaceShape& shape) const {
+bool ClusterState::PlaceNodeMayFit(const Pod& pod, int i, const PlaceShape& shape) const {
   const NodeUsage& u = usage_[i];
   if (!QuickMayFit(pod, shape.gpu, u)) return false;
-  if ((shape.check_constraints || u.has_taints) && !FitsNodeConstraints(pod, nodes_[i]).ok())
-    return false;
+  return !(shape.check_constraints || u.has_taints) || FitsNodeConstraints(pod, nodes_[i]).ok();
+}
+
+bool ClusterState::PlaceFits(const Pod& pod, int i, const PlaceShape& shape) const {
+  if (!PlaceNodeMayFit(pod, i, shape)) return false;
+  const NodeUsage& u = usage_[i];
   const bool fast = shape.simple && (shape.gpu == nullptr || shape.gpu->count == 1 ||
                                      !u.has_nvlink);
   if (fast) return shape.gpu == nullptr || FastGpuFit(i, *shape.gpu);
@@ -428,11 +432,9 @@ bool ClusterState::PlaceFits(const Pod& pod, int i, const PlaceShape& shape) con
 double ClusterState::PlaceScore(const Pod& pod, int i, const PlacementStrategy& strategy,
                                 const PlaceShape& shape, Allocation* plan) const {
   if (shape.needs_plan) {
-    const NodeUsage& u = usage_[i];
-    if (!QuickMayFit(pod, shape.gpu, u)) return NodeScoreCache::kInfeasible;
-    if ((shape.check_constraints || u.has_taints) && !FitsNodeConstraints(pod, nodes_[i]).ok())
+    // Plan filters the devices itself.
+    if (!PlaceNodeMayFit(pod, i, shape) || !Plan(pod, i, strategy, plan).ok())
       return NodeScoreCache::kInfeasible;
-    if (!Plan(pod, i, strategy, plan).ok()) return NodeScoreCache::kInfeasible;
     return strategy.ScoreNode(View(i), pod, plan->devices);
   }
   if (!PlaceFits(pod, i, shape)) return NodeScoreCache::kInfeasible;
@@ -455,9 +457,11 @@ void ClusterState::PlaceScoreBatch(const Pod& pod, const PlacementStrategy& stra
   const PodDemand demand(pod);
   const NodeUsage* usage = usage_.data();
   if (strategy.AllocationScoreSign() > 0) {
-    for (int k : feasible) out[k] = 100.0 * AllocatedFractionAfter(usage[nodes[k]], demand);
+    for (int k : feasible)
+      out[k] = MostAllocatedScore(AllocatedFractionAfter(usage[nodes[k]], demand));
   } else {
-    for (int k : feasible) out[k] = 100.0 * (1.0 - AllocatedFractionAfter(usage[nodes[k]], demand));
+    for (int k : feasible)
+      out[k] = LeastAllocatedScore(AllocatedFractionAfter(usage[nodes[k]], demand));
   }
 }
 
@@ -471,11 +475,7 @@ std::string ClusterState::NoFitReason(const Pod& pod, const std::vector<int>* ca
     if (f.ok()) f = FitResult::Unschedulable("no devices satisfy the request");
     ++reasons[f.reason];
   }
-  std::vector<std::string> parts;
-  for (const auto& [reason, count] : reasons) parts.push_back(absl::StrCat(count, " ", reason));
-  std::string reason = absl::StrFormat("0/%d nodes are available", total);
-  if (!parts.empty()) absl::StrAppend(&reason, ": ", absl::StrJoin(parts, ", "));
-  return reason;
+  return NodesUnavailable(total, reasons);
 }
 
 PlaceResult ClusterState::Place(const Pod& pod, const PlacementStrategy& strategy, bool commit,

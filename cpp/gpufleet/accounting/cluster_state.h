@@ -125,6 +125,8 @@ class ClusterState {
   // `plan` when the strategy scores from a plan.
   double PlaceScore(const Pod& pod, int node, const PlacementStrategy& strategy,
                     const PlaceShape& shape, Allocation* plan) const;
+  // Node totals and label/taint constraints: a cheap necessary condition.
+  bool PlaceNodeMayFit(const Pod& pod, int node, const PlaceShape& shape) const;
   // Resources, constraints and devices, without the score.
   bool PlaceFits(const Pod& pod, int node, const PlaceShape& shape) const;
   // PlaceScore for `count` nodes into `out`, when the strategy scores by allocation

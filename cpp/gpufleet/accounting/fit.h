@@ -3,6 +3,7 @@
 #ifndef GPUFLEET_ACCOUNTING_FIT_H_
 #define GPUFLEET_ACCOUNTING_FIT_H_
 
+#include <map>
 #include <string>
 
 namespace gpufleet {
@@ -28,6 +29,10 @@ inline const char* FitCodeName(FitCode c) {
   }
   return "Ok";
 }
+
+// Why a pod fits nowhere, as kube-scheduler words it: "0/8 nodes are available: 3 Insufficient
+// cpu, 5 Insufficient gpu devices" (`counts`: reason -> nodes; reasons in name order).
+std::string NodesUnavailable(int total, const std::map<std::string, int>& counts);
 
 }  // namespace gpufleet
 

@@ -283,6 +283,12 @@ int Session::BestNode(const TaskInfo& task, Allocation* plan, std::string* reaso
       return -1;
     }
   }
+  const int best = FindBestNode(task, plan, reason);
+  if (best < 0 && fit_cache_enabled_) misses_[task.request_key] = CachedMiss{*reason, version_};
+  return best;
+}
+
+int Session::FindBestNode(const TaskInfo& task, Allocation* plan, std::string* reason) {
   if (classes_enabled_ && classes_ == nullptr) classes_ = std::make_unique<NodeClasses>(state_);
   const Pod& pod = *task.pod;
   int best = -1;
@@ -320,11 +326,7 @@ int Session::BestNode(const TaskInfo& task, Allocation* plan, std::string* reaso
   } else {
     for (int i = 0; i < state_.num_nodes(); ++i) count(i, 1);
   }
-  std::vector<std::string> parts;
-  for (const auto& [why, n] : counts) parts.push_back(absl::StrCat(n, " ", why));
-  *reason = absl::StrFormat("0/%d nodes are available", state_.num_nodes());
-  if (!parts.empty()) absl::StrAppend(reason, ": ", absl::StrJoin(parts, ", "));
-  if (fit_cache_enabled_) misses_[task.request_key] = CachedMiss{*reason, version_};
+  *reason = NodesUnavailable(state_.num_nodes(), counts);
   return -1;
 }
 

@@ -127,6 +127,9 @@ class Session {
   // a Kubernetes-style reason ("0/8 nodes are available: 3 Insufficient cpu, ...") when none fits.
   // A negative answer is cached per request key until resources are freed.
   int BestNode(const TaskInfo& task, Allocation* plan, std::string* reason);
+  // The same scan without the per-request miss cache, for a task whose pod differs from the one
+  // its request key was made from (the jobtime action restricts a task to one GPU model).
+  int FindBestNode(const TaskInfo& task, Allocation* plan, std::string* reason);
 
   // --- Bookkeeping used by Statement ------------------------------------------------------------
   void OnAllocate(TaskInfo& task, int node);

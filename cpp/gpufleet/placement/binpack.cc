@@ -17,13 +17,9 @@ int64_t FreeSum(const NodeView& v, const std::vector<int>& set) {
   return s;
 }
 
-class Binpack : public PlacementStrategy {
+class Binpack : public AllocationScoredStrategy {
  public:
-  double ScoreNode(const NodeView& node, const Pod& pod,
-                   absl::Span<const DeviceGrant>) const override {
-    return 100.0 * AllocatedFractionAfter(node, pod);
-  }
-  int AllocationScoreSign() const override { return 1; }
+  Binpack() : AllocationScoredStrategy(+1) {}
   bool ChooseDevices(const NodeView& v, const DeviceRequest& r,
                      const std::vector<std::vector<int>>& domains,
                      std::vector<int>* chosen) const override {

@@ -8,6 +8,7 @@
 
 #include "gpufleet/accounting/node_view.h"
 #include "gpufleet/core/pod.h"
+#include "gpufleet/placement/strategy.h"
 
 namespace gpufleet {
 
@@ -47,6 +48,27 @@ inline double AllocatedFractionAfter(const NodeUsage& u, const PodDemand& d) {
 inline double AllocatedFractionAfter(const NodeView& v, const Pod& pod) {
   return AllocatedFractionAfter(*v.usage, PodDemand(pod));
 }
+
+// The two node scores over that fraction, in [0, 100].
+inline double MostAllocatedScore(double fraction) { return 100.0 * fraction; }
+inline double LeastAllocatedScore(double fraction) { return 100.0 * (1.0 - fraction); }
+
+// Base of the strategies that score nodes by allocation alone (binpack and topology: most
+// allocated, spread: least allocated). The score is defined here once from the sign, so
+// ScoreNode and ClusterState::Place's batch loop (which reads AllocationScoreSign) agree.
+class AllocationScoredStrategy : public PlacementStrategy {
+ public:
+  explicit AllocationScoredStrategy(int sign) : sign_(sign > 0 ? 1 : -1) {}
+  double ScoreNode(const NodeView& node, const Pod& pod,
+                   absl::Span<const DeviceGrant>) const final {
+    const double f = AllocatedFractionAfter(node, pod);
+    return sign_ > 0 ? MostAllocatedScore(f) : LeastAllocatedScore(f);
+  }
+  int AllocationScoreSign() const final { return sign_; }
+
+ private:
+  int sign_;
+};
 
 }  // namespace gpufleet
 

@@ -7,13 +7,9 @@
 namespace gpufleet {
 namespace {
 
-class Spread : public PlacementStrategy {
+class Spread : public AllocationScoredStrategy {
  public:
-  double ScoreNode(const NodeView& node, const Pod& pod,
-                   absl::Span<const DeviceGrant>) const override {
-    return 100.0 * (1.0 - AllocatedFractionAfter(node, pod));
-  }
-  int AllocationScoreSign() const override { return -1; }
+  Spread() : AllocationScoredStrategy(-1) {}
   bool ChooseDevices(const NodeView& v, const DeviceRequest& r,
                      const std::vector<std::vector<int>>& domains,
                      std::vector<int>* chosen) const override {

@@ -40,9 +40,9 @@ class PlacementStrategy {
   // and plan devices only on the winning node (the fast path for big clusters).
   virtual bool ScoreNeedsPlan() const { return false; }
 
-  // +1 when ScoreNode is exactly 100 * AllocatedFractionAfter (MostAllocated), -1 when it is
-  // 100 * (1 - AllocatedFractionAfter) (LeastAllocated), 0 otherwise. Lets ClusterState::Place
-  // score many feasible nodes in one tight loop (the same arithmetic, node_score.h).
+  // +1 / -1 for strategies that score by allocation alone (AllocationScoredStrategy in
+  // node_score.h: MostAllocated / LeastAllocated), 0 otherwise. Lets ClusterState::Place score
+  // many feasible nodes in one tight loop with the same arithmetic.
   virtual int AllocationScoreSign() const { return 0; }
 
   // True when a node's score and device choice depend only on that node's state and the pod's

@@ -38,13 +38,9 @@ int FreeInParent(const NodeView& v, const std::vector<int>& set) {
   return free;
 }
 
-class Topology : public PlacementStrategy {
+class Topology : public AllocationScoredStrategy {
  public:
-  double ScoreNode(const NodeView& node, const Pod& pod,
-                   absl::Span<const DeviceGrant>) const override {
-    return 100.0 * AllocatedFractionAfter(node, pod);
-  }
-  int AllocationScoreSign() const override { return 1; }
+  Topology() : AllocationScoredStrategy(+1) {}
 
   bool ChooseDevices(const NodeView& v, const DeviceRequest& r,
                      const std::vector<std::vector<int>>& domains,

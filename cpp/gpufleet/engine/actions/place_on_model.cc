@@ -1,12 +1,8 @@
 #include "gpufleet/engine/actions/place_on_model.h"
 
 #include <algorithm>
-#include <limits>
-#include <map>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "gpufleet/engine/actions/place_job.h"
 #include "gpufleet/engine/statement.h"
 
@@ -22,34 +18,6 @@ Pod RestrictToModel(const Pod& pod, const std::vector<std::string>& spellings) {
         std::find(pod.gpu_models.begin(), pod.gpu_models.end(), m) != pod.gpu_models.end())
       out.gpu_models.push_back(m);
   return out;
-}
-
-// The node for one restricted task, or -1 with a kube-style reason. The session's BestNode is not
-// used: its infeasibility cache and node classes key on the original request, which the
-// restriction changes.
-int BestNodeOnModel(Session& s, const TaskInfo& task, std::string* why) {
-  int best = -1;
-  double best_score = -std::numeric_limits<double>::infinity();
-  std::map<std::string, int> misses;
-  for (int n = 0; n < s.state().num_nodes(); ++n) {
-    FitResult f = s.Predicate(task, n);
-    if (!f.ok()) {
-      ++misses[f.reason];
-      continue;
-    }
-    const double score = s.NodeScore(task, n);
-    if (score > best_score) {
-      best_score = score;
-      best = n;
-    }
-  }
-  if (best < 0) {
-    std::vector<std::string> parts;
-    for (const auto& [reason, count] : misses) parts.push_back(absl::StrCat(count, " ", reason));
-    *why = absl::StrFormat("0/%d nodes are available", s.state().num_nodes());
-    if (!parts.empty()) absl::StrAppend(why, ": ", absl::StrJoin(parts, ", "));
-  }
-  return best;
 }
 
 }  // namespace
@@ -68,13 +36,12 @@ bool PlaceOnModel(Session& s, int job_id, const std::vector<std::string>& spelli
     const Pod pod = RestrictToModel(*task.pod, spellings);
     TaskInfo restricted = task;
     restricted.pod = &pod;
+    // Not BestNode: its miss cache is keyed on the task's own request, which the restriction
+    // changes. Node classes still apply (they depend on nodes only).
     std::string miss;
-    const int node = BestNodeOnModel(s, restricted, &miss);
     Allocation plan;
-    FitResult f;
-    if (node >= 0) f = s.state().Plan(pod, node, s.strategy(), &plan);
-    if (node < 0 || !f.ok()) {
-      *why = absl::StrFormat("task %s: %s", task.name(), node < 0 ? miss : f.reason);
+    if (s.FindBestNode(restricted, &plan, &miss) < 0) {
+      *why = absl::StrFormat("task %s: %s", task.name(), miss);
       return false;
     }
     if (absl::Status ok = st.Allocate(t, plan); !ok.ok()) {
