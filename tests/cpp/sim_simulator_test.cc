@@ -122,5 +122,47 @@ TEST(SimSimulator, Percentile) {
   EXPECT_DOUBLE_EQ(Percentile({5, 1, 3}, 0), 1);
 }
 
+// The plan checks shared by the simulator and the engine's jobtime action.
+TEST(SimSimulator, CheckPlanRejectsBadPlansAndLeavesNothingMarked) {
+  GpuPool pool = Pool(Json::array({{{"name", "v100"}, {"count", 2}}, {{"name", "k80"}, {"count", 2}}}));
+  std::vector<Job> jobs(4);
+  for (int i = 0; i < 4; ++i) {
+    jobs[i].spec = SimJob(10 + i, 0, 2, 100, {1.0, i == 2 ? 0.0 : 0.5});
+    jobs[i].state = JobState::kPending;
+  }
+  jobs[3].state = JobState::kDone;
+  std::vector<int> busy = {0, 0}, planned(4, -1), used;
+  auto label = [&](int i) { return "j" + std::to_string(jobs[i].spec.id); };
+  auto check = [&](std::vector<Assignment> plan) {
+    return CheckPlan(plan, jobs, pool, busy, false, label, &planned, &used);
+  };
+  EXPECT_TRUE(check({{0, 0}, {1, 1}}).ok());
+  EXPECT_EQ(planned[0], 0);
+  EXPECT_EQ(planned[1], 1);
+  planned.assign(4, -1);
+  struct Bad {
+    std::vector<Assignment> plan;
+    std::string says;
+  };
+  for (const Bad& bad : std::vector<Bad>{
+           {{{0, 0}, {1, 0}}, "over-committed model v100 (4 of 2 GPUs)"},
+           {{{0, 0}, {0, 1}}, "job j10 twice"},
+           {{{2, 1}}, "job j12 twice or to a model it cannot run on (k80)"},
+           {{{3, 0}}, "job j13, which is not active"},
+           {{{0, 0}, {7, 0}}, "out-of-range assignment (job 7, model 0)"}}) {
+    absl::Status s = check(bad.plan);
+    EXPECT_FALSE(s.ok());
+    EXPECT_NE(s.message().find(bad.says), std::string::npos) << s.message();
+    EXPECT_EQ(planned, std::vector<int>(4, -1)) << "an error leaves no job marked";
+  }
+  // A plan of changes: running jobs left out keep their GPUs.
+  jobs[0].state = JobState::kRunning;
+  jobs[0].model = 0;
+  busy = {2, 0};
+  EXPECT_FALSE(CheckPlan({{1, 0}}, jobs, pool, busy, true, label, &planned, &used).ok());
+  planned.assign(4, -1);
+  EXPECT_TRUE(CheckPlan({{1, 1}}, jobs, pool, busy, true, label, &planned, &used).ok());
+}
+
 }  // namespace
 }  // namespace gpufleet::sim

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
 
 namespace gpufleet::engine {
@@ -40,18 +39,8 @@ int JobtimeLedger::Add(const std::string& name, sim::JobSpec spec) {
   return i;
 }
 
-// The simulator's AdvanceJob: counters of a running job brought up to now.
 void JobtimeLedger::Advance(sim::Job& j) {
-  const double t = view_.now;
-  const double elapsed = t - j.last_update;
-  if (elapsed <= 0) return;
-  const double progress_from = std::max(j.last_update, j.stall_until);
-  if (t > progress_from) j.work_done += (t - progress_from) * j.Speed(j.model);
-  j.work_done = std::min(j.work_done, j.spec.duration);
-  j.run_time += elapsed;
-  j.gpu_time += elapsed * j.spec.num_gpu;
-  j.service += elapsed * j.spec.num_gpu * view_.pool->model(j.model).perf_factor;
-  j.last_update = t;
+  sim::AdvanceJob(j, view_.now, view_.pool->model(j.model).perf_factor);
 }
 
 void JobtimeLedger::AddRunning(int i, int model) {
@@ -125,33 +114,14 @@ void JobtimeLedger::Finish(int i) {
 }
 
 absl::Status JobtimeLedger::Validate(const std::vector<sim::Assignment>& plan,
-                                     bool keep_unlisted) const {
-  const sim::GpuPool& pool = *view_.pool;
-  std::vector<int> used = keep_unlisted ? busy_ : std::vector<int>(pool.num_models(), 0);
-  used.resize(pool.num_models(), 0);
-  absl::flat_hash_set<int> seen;
-  for (const sim::Assignment& a : plan) {
-    if (a.job < 0 || a.job >= size() || a.model < 0 || a.model >= pool.num_models())
-      return absl::InternalError(
-          absl::StrFormat("policy returned an out-of-range assignment (job %d, model %d)", a.job,
-                          a.model));
-    const sim::Job& j = jobs_[a.job];
-    if (j.state != sim::JobState::kPending && j.state != sim::JobState::kRunning)
-      return absl::InternalError(
-          absl::StrFormat("policy assigned job %s, which is not active", names_[a.job]));
-    if (!seen.insert(a.job).second || !j.CanRunOn(a.model))
-      return absl::InternalError(absl::StrFormat(
-          "policy assigned job %s twice or to a model it cannot run on (%s)", names_[a.job],
-          pool.model(a.model).name));
-    if (keep_unlisted && j.state == sim::JobState::kRunning) used[j.model] -= j.spec.num_gpu;
-    used[a.model] += j.spec.num_gpu;
-  }
-  for (int m = 0; m < pool.num_models(); ++m)
-    if (used[m] > pool.model(m).count)
-      return absl::InternalError(absl::StrFormat(
-          "policy over-committed model %s (%d of %d GPUs)", pool.model(m).name, used[m],
-          pool.model(m).count));
-  return absl::OkStatus();
+                                     bool keep_unlisted) {
+  planned_.resize(jobs_.size(), -1);
+  absl::Status s = sim::CheckPlan(
+      plan, jobs_, *view_.pool, busy_, keep_unlisted, [this](int i) { return names_[i]; },
+      &planned_, &used_);
+  if (s.ok())
+    for (const sim::Assignment& a : plan) planned_[a.job] = -1;
+  return s;
 }
 
 }  // namespace gpufleet::engine

@@ -49,7 +49,7 @@ class JobtimeLedger {
 
   // The simulator's checks on a plan (range, active, once, a model it can run on, no model
   // over-committed given `keep_unlisted`); the error names the job and the model.
-  absl::Status Validate(const std::vector<sim::Assignment>& plan, bool keep_unlisted) const;
+  absl::Status Validate(const std::vector<sim::Assignment>& plan, bool keep_unlisted);
 
  private:
   void Advance(sim::Job& j);
@@ -58,6 +58,7 @@ class JobtimeLedger {
 
   std::vector<sim::Job> jobs_;
   std::vector<std::string> names_;
+  std::vector<int> planned_, used_;  // CheckPlan's scratch
   absl::flat_hash_map<std::string, int> index_;  // active jobs only
   std::vector<int> running_;
   std::vector<int> busy_;

@@ -45,6 +45,22 @@ struct Job {
   bool CanRunOn(int m) const { return Speed(m) > 0; }
 };
 
+// Brings a running job's counters up to `now` on a GPU model with `perf_factor`: work done (none
+// before `stall_until`, a restore), run time, GPU time and attained service. The one definition
+// of attained service, shared by the simulator and the engine's jobtime ledger, so a policy sees
+// the same numbers in both.
+inline void AdvanceJob(Job& j, double now, double perf_factor) {
+  const double elapsed = now - j.last_update;
+  if (elapsed <= 0) return;
+  const double progress_from = j.last_update > j.stall_until ? j.last_update : j.stall_until;
+  if (now > progress_from) j.work_done += (now - progress_from) * j.Speed(j.model);
+  if (j.work_done > j.spec.duration) j.work_done = j.spec.duration;
+  j.run_time += elapsed;
+  j.gpu_time += elapsed * j.spec.num_gpu;
+  j.service += elapsed * j.spec.num_gpu * perf_factor;
+  j.last_update = now;
+}
+
 }  // namespace gpufleet::sim
 
 #endif  // GPUFLEET_SIM_JOB_H_

@@ -1,5 +1,6 @@
 #include "gpufleet/sim/policy.h"
 
+#include "absl/strings/str_format.h"
 #include "gpufleet/core/status_macros.h"
 
 namespace gpufleet::sim {
@@ -63,6 +64,46 @@ int Filler::TryPlace(int job, ModelChoice choice) {
   int m = PickModel(job, choice);
   if (m >= 0) Take(job, m);
   return m;
+}
+
+absl::Status CheckPlan(const std::vector<Assignment>& plan, const std::vector<Job>& jobs,
+                       const GpuPool& pool, const std::vector<int>& busy, bool keep_unlisted,
+                       const std::function<std::string(int)>& label, std::vector<int>* planned,
+                       std::vector<int>* used) {
+  if (keep_unlisted)
+    *used = busy;
+  else
+    used->assign(pool.num_models(), 0);
+  used->resize(pool.num_models(), 0);
+  size_t listed = 0;
+  auto fail = [&](absl::Status s) {
+    for (size_t k = 0; k < listed; ++k) (*planned)[plan[k].job] = -1;
+    return s;
+  };
+  for (const Assignment& a : plan) {
+    if (a.job < 0 || a.job >= static_cast<int>(jobs.size()) || a.model < 0 ||
+        a.model >= pool.num_models())
+      return fail(absl::InternalError(absl::StrFormat(
+          "policy returned an out-of-range assignment (job %d, model %d)", a.job, a.model)));
+    const Job& j = jobs[a.job];
+    if (j.state != JobState::kPending && j.state != JobState::kRunning)
+      return fail(absl::InternalError(
+          absl::StrFormat("policy assigned job %s, which is not active", label(a.job))));
+    if ((*planned)[a.job] >= 0 || !j.CanRunOn(a.model))
+      return fail(absl::InternalError(
+          absl::StrFormat("policy assigned job %s twice or to a model it cannot run on (%s)",
+                          label(a.job), pool.model(a.model).name)));
+    (*planned)[a.job] = a.model;
+    ++listed;
+    if (keep_unlisted && j.state == JobState::kRunning) (*used)[j.model] -= j.spec.num_gpu;
+    (*used)[a.model] += j.spec.num_gpu;
+  }
+  for (int m = 0; m < pool.num_models(); ++m)
+    if ((*used)[m] > pool.model(m).count)
+      return fail(absl::InternalError(
+          absl::StrFormat("policy over-committed model %s (%d of %d GPUs)", pool.model(m).name,
+                          (*used)[m], pool.model(m).count)));
+  return absl::OkStatus();
 }
 
 void KeepModels(const SimView& view, ModelChoice choice, std::vector<Assignment>* plan) {

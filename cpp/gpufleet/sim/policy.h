@@ -6,6 +6,7 @@
 #ifndef GPUFLEET_SIM_POLICY_H_
 #define GPUFLEET_SIM_POLICY_H_
 
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -127,6 +128,17 @@ class Filler {
   std::vector<int> free_;
   int total_free_ = 0;
 };
+
+// The checks every plan passes before it applies, in the simulator and in the engine's jobtime
+// action: assignments in range, to active jobs, each job once, on a model it can run on, and no
+// model over-committed (with `keep_unlisted`, running jobs left out keep their GPUs). On success
+// `planned` (per job, -1 = not listed; the caller sizes it and resets the listed entries after
+// use) holds each listed job's model; on error it is left as it was. `used` is scratch. Errors
+// name a job through `label`.
+absl::Status CheckPlan(const std::vector<Assignment>& plan, const std::vector<Job>& jobs,
+                       const GpuPool& pool, const std::vector<int>& busy, bool keep_unlisted,
+                       const std::function<std::string(int)>& label, std::vector<int>* planned,
+                       std::vector<int>* used);
 
 // Re-assigns the models of a plan so that running jobs keep the model they have: the jobs chosen
 // stay the same, the running ones are placed first on their current model and the others by

@@ -159,17 +159,7 @@ class Run {
     return kNever;
   }
 
-  void AdvanceJob(Job& j, double t) {
-    double elapsed = t - j.last_update;
-    if (elapsed <= 0) return;
-    double progress_from = std::max(j.last_update, j.stall_until);
-    if (t > progress_from) j.work_done += (t - progress_from) * j.Speed(j.model);
-    j.work_done = std::min(j.work_done, j.spec.duration);
-    j.run_time += elapsed;
-    j.gpu_time += elapsed * j.spec.num_gpu;
-    j.service += elapsed * j.spec.num_gpu * pool_.model(j.model).perf_factor;
-    j.last_update = t;
-  }
+  void AdvanceJob(Job& j, double t) { sim::AdvanceJob(j, t, pool_.model(j.model).perf_factor); }
 
   void PushFinish(int i) {
     Job& j = jobs_[i];
@@ -196,32 +186,9 @@ class Run {
   // Applies a full plan (running jobs left out are preempted) or, with `keep_unlisted`, a plan of
   // changes (running jobs left out keep their model).
   absl::Status Apply(const std::vector<Assignment>& plan, bool keep_unlisted) {
-    std::vector<int>& used = used_scratch_;
-    if (keep_unlisted)
-      used = busy_per_model_;
-    else
-      used.assign(pool_.num_models(), 0);
-    for (const Assignment& a : plan) {
-      if (a.job < 0 || a.job >= static_cast<int>(jobs_.size()) || a.model < 0 ||
-          a.model >= pool_.num_models())
-        return absl::InternalError("policy returned an out-of-range assignment");
-      const Job& j = jobs_[a.job];
-      if (j.state != JobState::kPending && j.state != JobState::kRunning)
-        return absl::InternalError(absl::StrFormat("policy assigned job %d, which is not active",
-                                                   j.spec.id));
-      if (planned_[a.job] >= 0 || !j.CanRunOn(a.model))
-        return absl::InternalError(absl::StrFormat("policy assigned job %d twice or to a model "
-                                                   "it cannot run on", j.spec.id));
-      planned_[a.job] = a.model;
-      if (keep_unlisted && j.state == JobState::kRunning) used[j.model] -= j.spec.num_gpu;
-      used[a.model] += j.spec.num_gpu;
-    }
-    for (int m = 0; m < pool_.num_models(); ++m)
-      if (used[m] > pool_.model(m).count) {
-        for (const Assignment& a : plan) planned_[a.job] = -1;
-        return absl::InternalError(
-            absl::StrFormat("policy over-committed model %s", pool_.model(m).name));
-      }
+    RETURN_IF_ERROR(CheckPlan(
+        plan, jobs_, pool_, busy_per_model_, keep_unlisted,
+        [this](int i) { return std::to_string(jobs_[i].spec.id); }, &planned_, &used_scratch_));
     // Preemptions and migrations first (they free GPUs). A full plan visits every running job
     // (over a copy: RemoveRunning reorders running_); a plan of changes only its own entries.
     stop_scratch_.clear();
