@@ -1,0 +1,32 @@
+// The engine's scenario JSON ({"nodes", "queues", "jobs"} with "running" tasks), and queues and
+// jobs on their own. Any bytes: loaded, or an error naming the entry. A scheduler that took a
+// scenario, or part of one before an error, keeps consistent accounting.
+#include <cstdint>
+
+#include "fuzz_util.h"
+#include "gpufleet/engine/scenario_json.h"
+#include "gpufleet/engine/scheduler.h"
+#include "gpufleet/engine/spec_json.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace gpufleet;
+  const Json j = fuzz::ParseOrDiscard(data, size);
+  if (j.is_discarded()) return 0;
+
+  engine::Scheduler scheduler;
+  absl::Status loaded = engine::LoadScenario(j, &scheduler);
+  FUZZ_CHECK(loaded.ok() || (fuzz::IsUserError(loaded) && !loaded.message().empty()), "%s",
+             loaded.ToString().c_str());
+  absl::Status consistent = scheduler.cluster().CheckInvariants();
+  FUZZ_CHECK(consistent.ok(), "%s (after: %s)", consistent.ToString().c_str(),
+             loaded.ToString().c_str());
+
+  for (const auto& status : {engine::QueueFromJson(j).status(), engine::JobFromJson(j).status()})
+    FUZZ_CHECK(status.ok() || (fuzz::IsUserError(status) && !status.message().empty()), "%s",
+               status.ToString().c_str());
+  if (absl::StatusOr<engine::Job> job = engine::JobFromJson(j); job.ok()) {
+    FUZZ_CHECK(job->min_available >= 0, "min_available %d", job->min_available);
+    for (const Pod& task : job->tasks) FUZZ_CHECK(!task.name.empty(), "a task has no name");
+  }
+  return 0;
+}
