@@ -3,6 +3,7 @@
 #include <set>
 
 #include "absl/strings/ascii.h"
+#include "gpufleet/core/json_text.h"
 
 namespace gpufleet {
 
@@ -45,8 +46,11 @@ absl::StatusOr<std::pair<std::string, Json>> ParseSpec(const std::string& spec) 
     std::string key(absl::StripAsciiWhitespace(part.substr(0, eq)));
     std::string value(absl::StripAsciiWhitespace(part.substr(eq + 1)));
     if (key.empty()) return bad("empty key");
-    Json parsed = Json::parse(value, nullptr, /*allow_exceptions=*/false);
-    params[key] = parsed.is_discarded() ? Json(value) : parsed;
+    // Not JSON: a bare word, read as a string. Nested too deep: an error (see json_text.h).
+    absl::StatusOr<Json> parsed = ParseJsonText(value);
+    if (parsed.status().code() == absl::StatusCode::kOutOfRange)
+      return bad(absl::StrFormat("%s: %s", key, parsed.status().message()));
+    params[key] = parsed.ok() ? *std::move(parsed) : Json(value);
   }
   return std::make_pair(name, params);
 }

@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "gpufleet/core/json_text.h"
 #include "gpufleet/core/quantity.h"
 #include "gpufleet/core/registry.h"
 #include "gpufleet/core/request_parser.h"
@@ -77,8 +78,12 @@ absl::StatusOr<std::vector<DeviceGrant>> GrantsFromAnnotations(
         absl::StrFormat("pod %s: annotation %s: %s", pod.name, key, why));
   };
   if (auto it = annotations.find(kDeviceAllocatedAnnotation); it != annotations.end()) {
-    Json j = Json::parse(it->second, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object()) return bad(it->first, "not a JSON object");
+    // Annotation text is anyone's input: parsed with a nesting limit (see json_text.h).
+    absl::StatusOr<Json> parsed = ParseJsonText(it->second);
+    if (!parsed.ok())
+      return bad(it->first, absl::StrCat("not a JSON object: ", parsed.status().message()));
+    const Json j = *std::move(parsed);
+    if (!j.is_object()) return bad(it->first, "not a JSON object");
     for (auto type = j.begin(); type != j.end(); ++type) {
       if (!type->is_array()) return bad(it->first, type.key() + " is not a list");
       for (const Json& entry : *type) {
@@ -110,6 +115,11 @@ absl::StatusOr<std::vector<DeviceGrant>> GrantsFromAnnotations(
         RETURN_IF_ERROR(quantity(core_key, &g.core));
         RETURN_IF_ERROR(quantity(kKoordGpuMemory, &g.memory_bytes));
         RETURN_IF_ERROR(quantity(kKoordGpuMemoryRatio, &ratio));
+        // A per-device ratio is a percent of that device; anything larger would also overflow
+        // ratio x memory below.
+        if (ratio > 100)
+          return bad(it->first, absl::StrFormat("%s %d of %s %d is over 100", kKoordGpuMemoryRatio,
+                                                ratio, g.type, g.minor));
         if (g.memory_bytes == 0 && ratio > 0) g.memory_bytes = (ratio * d->memory_bytes + 99) / 100;
         grants.push_back(g);
       }

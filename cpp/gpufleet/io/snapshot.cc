@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "gpufleet/core/json_text.h"
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/io/spec_json.h"
 
@@ -34,8 +35,12 @@ std::string SaveSnapshot(const ClusterState& state) {
 }
 
 absl::StatusOr<ClusterState> LoadSnapshot(const std::string& text) {
-  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return absl::InvalidArgumentError("snapshot: not JSON");
+  // A snapshot file is outside text: parsed with a nesting limit (see json_text.h).
+  absl::StatusOr<Json> parsed = ParseJsonText(text);
+  if (!parsed.ok())
+    return absl::InvalidArgumentError(absl::StrCat("snapshot: not JSON: ", parsed.status().message()));
+  const Json j = *std::move(parsed);
+  if (!j.is_object()) return absl::InvalidArgumentError("snapshot: not JSON");
   auto version = j.find("version");
   if (version == j.end() || !version->is_number_integer() || *version != 1)
     return absl::InvalidArgumentError("snapshot: unsupported version (expected 1)");
