@@ -1,6 +1,7 @@
 #include "gpufleet/engine/spec_json.h"
 
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -110,22 +111,29 @@ absl::StatusOr<Job> JobFromJson(const Json& j) {
     return absl::InvalidArgumentError("job: name is missing");
   job.name = name->get<std::string>();
   const std::string owner = "job " + job.name;
-  auto get_int = [&](const char* key, int64_t fallback, int64_t lo) -> absl::StatusOr<int64_t> {
+  auto get_int = [&](const char* key, int64_t fallback, int64_t lo,
+                     int64_t hi) -> absl::StatusOr<int64_t> {
     auto it = j.find(key);
     if (it == j.end() || it->is_null()) return fallback;
     if (!it->is_number_integer()) return Bad(owner, key, "expected an integer, got " + it->dump());
+    // Checked before narrowing: 2^64-1 must not read as -1, nor 2^32 as 0 in an int field.
+    if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(hi))
+      return Bad(owner, key, absl::StrFormat("must be <= %d, got %s", hi, it->dump()));
     int64_t v = it->get<int64_t>();
     if (v < lo) return Bad(owner, key, absl::StrFormat("must be >= %d, got %d", lo, v));
+    if (v > hi) return Bad(owner, key, absl::StrFormat("must be <= %d, got %d", hi, v));
     return v;
   };
+  constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+  constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
   if (auto q = j.find("queue"); q != j.end() && !q->is_null()) {
     if (!q->is_string() || q->get<std::string>().empty())
       return Bad(owner, "queue", "expected a queue name");
     job.queue = q->get<std::string>();
   }
-  ASSIGN_OR_RETURN(int64_t priority, get_int("priority", 0, -1000000000));
+  ASSIGN_OR_RETURN(int64_t priority, get_int("priority", 0, -1000000000, kIntMax));
   job.priority = static_cast<int>(priority);
-  ASSIGN_OR_RETURN(job.creation, get_int("creation", 0, 0));
+  ASSIGN_OR_RETURN(job.creation, get_int("creation", 0, 0, kInt64Max));
   RETURN_IF_ERROR(JobTimeFields(j, owner, &job));
   const bool has_tasks = j.contains("tasks");
   const bool has_replicas = j.contains("replicas");
@@ -145,7 +153,7 @@ absl::StatusOr<Job> JobFromJson(const Json& j) {
       job.tasks.push_back(*std::move(pod));
     }
   } else {
-    ASSIGN_OR_RETURN(int64_t replicas, get_int("replicas", 1, 0));
+    ASSIGN_OR_RETURN(int64_t replicas, get_int("replicas", 1, 0, kInt64Max));
     if (replicas > 1000000) return Bad(owner, "replicas", "more than 1000000 tasks");
     Json pod = j;
     for (const char* key : {"queue", "priority", "min_available", "creation", "replicas",
@@ -159,7 +167,7 @@ absl::StatusOr<Job> JobFromJson(const Json& j) {
     }
   }
   ASSIGN_OR_RETURN(int64_t min_available,
-                   get_int("min_available", static_cast<int64_t>(job.tasks.size()), 0));
+                   get_int("min_available", static_cast<int64_t>(job.tasks.size()), 0, kIntMax));
   job.min_available = static_cast<int>(min_available);
   return job;
 }

@@ -40,8 +40,12 @@ absl::StatusOr<T> Typed(const Json& j, const std::string& key, T fallback, const
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
   if constexpr (std::is_same_v<T, int>) {
-    // JSON would convert silently (4294967296 -> 0, 1.5 -> 1); only exact ints are accepted.
-    if (!it->is_number_integer() || it->get<int64_t>() < std::numeric_limits<int>::min() ||
+    // JSON would convert silently (4294967296 -> 0, 1.5 -> 1, 2^64-1 -> -1); only exact ints are
+    // accepted.
+    if (!it->is_number_integer() ||
+        (it->is_number_unsigned() &&
+         it->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int>::max())) ||
+        it->get<int64_t>() < std::numeric_limits<int>::min() ||
         it->get<int64_t>() > std::numeric_limits<int>::max())
       return FieldError(owner, key, "expected an integer, got " + it->dump());
   }
