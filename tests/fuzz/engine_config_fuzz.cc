@@ -7,8 +7,9 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace gpufleet;
-  const Json j = fuzz::ParseOrDiscard(data, size);
-  if (j.is_discarded()) return 0;
+  const std::optional<Json> parsed = fuzz::ReadJson(data, size);
+  if (!parsed) return 0;
+  const Json& j = *parsed;
   absl::StatusOr<engine::Config> config = engine::ConfigFromJson(j);
   if (!config.ok()) {
     FUZZ_CHECK(fuzz::IsUserError(config.status()) && !config.status().message().empty(), "%s",

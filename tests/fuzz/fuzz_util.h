@@ -8,10 +8,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "gpufleet/core/json_text.h"
 #include "gpufleet/core/registry.h"
 
 namespace gpufleet::fuzz {
@@ -46,9 +48,31 @@ inline std::map<std::string, std::string> KeyValueLines(absl::string_view text) 
   return out;
 }
 
-// The bytes as JSON, or discarded when they are not JSON (no exceptions either way).
-inline Json ParseOrDiscard(const uint8_t* data, size_t size) {
-  return Json::parse(data, data + size, nullptr, /*allow_exceptions=*/false);
+// The bytes as JSON through the core's entry for outside text (ParseJsonText, with its nesting
+// limit), or nothing when they are not JSON. Checks that the limit is the only difference from
+// nlohmann's own parser.
+inline std::optional<Json> ReadJson(const uint8_t* data, size_t size) {
+  absl::StatusOr<Json> parsed = ParseJsonText(AsText(data, size));
+  const Json plain = Json::parse(data, data + size, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.ok()) {
+    const bool too_deep = parsed.status().code() == absl::StatusCode::kOutOfRange;
+    FUZZ_CHECK(too_deep || parsed.status().code() == absl::StatusCode::kInvalidArgument, "%s",
+               parsed.status().ToString().c_str());
+    FUZZ_CHECK(!parsed.status().message().empty(), "empty message");
+    FUZZ_CHECK(plain.is_discarded() != too_deep, "%s, but nlohmann %s it",
+               parsed.status().ToString().c_str(), too_deep ? "rejected" : "accepted");
+    return std::nullopt;
+  }
+  FUZZ_CHECK(!plain.is_discarded() && plain == *parsed, "ParseJsonText differs from nlohmann");
+  return *std::move(parsed);
+}
+
+// Whether a JSON number is exactly the integer x. nlohmann stores non-negative literals as
+// unsigned and compares unsigned with signed by casting, so 2^64-1 would "equal" -1.
+inline bool SameInteger(const Json& v, int64_t x) {
+  if (v.is_number_unsigned()) return x >= 0 && v.get<uint64_t>() == static_cast<uint64_t>(x);
+  if (v.is_number_integer()) return v.get<int64_t>() == x;
+  return false;
 }
 
 // Errors from user input are InvalidArgument, NotFound, AlreadyExists, FailedPrecondition or

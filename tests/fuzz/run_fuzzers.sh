@@ -27,10 +27,17 @@ for t in $targets; do
   crashes="$build/crashes/$t"
   mkdir -p "$corpus" "$crashes"
   echo "== fuzz $t (${per_target}s)"
-  # The first corpus directory receives new inputs; the seeds are read only. -max_len leaves room
-  # for the largest seed; -timeout is per input, -rss_limit_mb per process.
+  # Every seed once, whole (regression inputs may be longer than -max_len below).
+  if ! "$build/${t}_fuzz" -timeout=10 -rss_limit_mb=2048 tests/fuzz/corpus/"$t"/* \
+      >"$build/$t.seeds.log" 2>&1; then
+    tail -n 40 "$build/$t.seeds.log"
+    failed+=("$t (seeds)")
+    continue
+  fi
+  # The first corpus directory receives new inputs; the seeds are read only. -timeout is per
+  # input, -rss_limit_mb per process.
   if ! "$build/${t}_fuzz" "$corpus" "tests/fuzz/corpus/$t" \
-      -max_total_time="$per_target" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
+      -max_total_time="$per_target" -dict=tests/fuzz/gpufleet.dict -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
       -artifact_prefix="$crashes/" -print_final_stats=1 >"$build/$t.log" 2>&1; then
     tail -n 40 "$build/$t.log"
     failed+=("$t")

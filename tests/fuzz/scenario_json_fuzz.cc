@@ -10,8 +10,9 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace gpufleet;
-  const Json j = fuzz::ParseOrDiscard(data, size);
-  if (j.is_discarded()) return 0;
+  const std::optional<Json> parsed = fuzz::ReadJson(data, size);
+  if (!parsed) return 0;
+  const Json& j = *parsed;
 
   engine::Scheduler scheduler;
   absl::Status loaded = engine::LoadScenario(j, &scheduler);
@@ -26,6 +27,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                status.ToString().c_str());
   if (absl::StatusOr<engine::Job> job = engine::JobFromJson(j); job.ok()) {
     FUZZ_CHECK(job->min_available >= 0, "min_available %d", job->min_available);
+    // Integers are taken exactly or rejected, never wrapped.
+    for (const char* key : {"priority", "min_available"})
+      if (auto it = j.find(key); it != j.end() && !it->is_null())
+        FUZZ_CHECK(fuzz::SameInteger(*it, std::string(key) == "priority" ? job->priority
+                                                                        : job->min_available),
+                   "%s %s read as %d", key, it->dump().c_str(),
+                   std::string(key) == "priority" ? job->priority : job->min_available);
     for (const Pod& task : job->tasks) FUZZ_CHECK(!task.name.empty(), "a task has no name");
   }
   return 0;

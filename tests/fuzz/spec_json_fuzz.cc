@@ -8,12 +8,19 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace gpufleet;
-  const Json j = fuzz::ParseOrDiscard(data, size);
-  if (j.is_discarded()) return 0;
+  const std::optional<Json> parsed = fuzz::ReadJson(data, size);
+  if (!parsed) return 0;
+  const Json& j = *parsed;
 
   absl::StatusOr<Node> node = NodeFromJson(j);
   if (node.ok()) {
     FUZZ_CHECK(ValidateNode(*node).ok(), "%s", ValidateNode(*node).ToString().c_str());
+    // Integers are taken exactly or rejected, never wrapped.
+    if (auto d = j.find("devices"); d != j.end() && d->is_array())
+      for (size_t i = 0; i < d->size(); ++i)
+        if (auto m = (*d)[i].find("minor"); m != (*d)[i].end() && !m->is_null())
+          FUZZ_CHECK(fuzz::SameInteger(*m, node->devices[i].minor), "minor %s read as %d",
+                     m->dump().c_str(), node->devices[i].minor);
     const Json written = NodeToJson(*node);
     absl::StatusOr<Node> again = NodeFromJson(written);
     FUZZ_CHECK(again.ok(), "NodeToJson output does not read back: %s\n  %s",
@@ -28,6 +35,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   absl::StatusOr<Pod> pod = PodFromJson(j);
   if (pod.ok()) {
     FUZZ_CHECK(!pod->name.empty(), "pod without a name");
+    if (auto it = j.find("priority"); it != j.end() && !it->is_null())
+      FUZZ_CHECK(fuzz::SameInteger(*it, pod->priority), "priority %s read as %d",
+                 it->dump().c_str(), pod->priority);
     for (const DeviceRequest& r : pod->devices)
       FUZZ_CHECK(r.count >= 1 && r.core >= 0 && r.core <= 100 && r.memory_ratio >= 0 &&
                      r.memory_ratio <= 100 && r.memory_bytes >= 0,
