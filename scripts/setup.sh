@@ -11,6 +11,16 @@ command -v g++ >/dev/null 2>&1 || need_apt+=(g++ make)
 for pkg in libabsl-dev libgtest-dev libbenchmark-dev nlohmann-json3-dev; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
+# The fuzz step of scripts/test.sh (GPUFLEET_BUILD_TESTS=ON) needs clang with its libFuzzer and
+# sanitizer runtimes; probed by building an empty fuzz target.
+if [ "${GPUFLEET_BUILD_TESTS:-OFF}" = ON ]; then
+  probe=$(mktemp -d)
+  echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }' \
+    > "$probe/probe.cc"
+  clang++ -fsanitize=fuzzer,address,undefined "$probe/probe.cc" -o "$probe/probe" >/dev/null 2>&1 \
+    || need_apt+=(clang libclang-rt-dev)
+  rm -rf "$probe"
+fi
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need_apt+=(python3-venv)
 python3 -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
   || need_apt+=(python3-dev)

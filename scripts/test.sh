@@ -18,5 +18,8 @@ cmake --build build/asan -j "$jobs" --target gpufleet_tests
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build/asan --output-on-failure -j "$jobs"
 
+echo "== Fuzz targets (libFuzzer + ASan/UBSan, clang, build/fuzz; 60 s of fuzzing in total)"
+FUZZ_SECONDS=60 bash tests/fuzz/run_fuzzers.sh
+
 echo "== Python tests and notebooks"
 MPLBACKEND=Agg .venv/bin/python -m pytest -q -p no:cacheprovider tests/python
