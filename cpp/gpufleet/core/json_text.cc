@@ -18,7 +18,7 @@ absl::StatusOr<Json> ParseJsonText(absl::string_view text) {
   Json j;
   try {
     j = Json::parse(text.begin(), text.end(), limit);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // parse_error, or out_of_range for 1e999
     return absl::InvalidArgumentError(absl::StrCat("not valid JSON (", e.what(), ")"));
   }
   if (too_deep)
