@@ -88,6 +88,18 @@ TEST(InputLimitsTest, SnapshotAndParameterStringsAreDepthLimited) {
   EXPECT_EQ(shallow->second.dump(), R"({"a":[[[]]],"b":"word"})");
 }
 
+TEST(InputLimitsTest, GpuShorthandCountIsBounded) {
+  // Two billion devices were built one by one before validation.
+  EXPECT_TRUE(IsError(NodeFromJson(Json::parse(
+                          R"({"name":"n","gpus":{"count":2000000000,"memory":"1Gi"}})")),
+                      absl::StatusCode::kInvalidArgument,
+                      {"node n gpus: count: at most 4096 GPUs, got 2000000000"}));
+  absl::StatusOr<Node> big =
+      NodeFromJson(Json::parse(R"({"name":"n","gpus":{"count":4096,"memory":"1Gi"}})"));
+  ASSERT_OK(big);
+  EXPECT_EQ(big->devices.size(), 4096u);
+}
+
 TEST(InputLimitsTest, IntegerFieldsOutOfRangeAreErrorsNotWrapped) {
   // nlohmann reads 2^64-1 as unsigned; narrowing it gave -1, and 2^32 gave 0 in an int.
   EXPECT_TRUE(IsError(PodFromJson(Json::parse(R"({"name":"p","priority":18446744073709551615})")),

@@ -11,6 +11,9 @@
 namespace gpufleet {
 namespace {
 
+// The "gpus" shorthand's count; far above any real node.
+constexpr int kMaxShorthandGpus = 4096;
+
 absl::Status FieldError(const std::string& owner, const std::string& field,
                         const std::string& why) {
   return absl::InvalidArgumentError(absl::StrFormat("%s: %s: %s", owner, field, why));
@@ -148,6 +151,10 @@ absl::StatusOr<Node> NodeFromJson(const Json& j) {
     int count;
     ASSIGN_OR_RETURN(count, Typed<int>(*g, "count", 0, where));
     if (count < 0) return FieldError(where, "count", "must not be negative");
+    // Devices are built one by one below: a count in the billions would exhaust memory first.
+    if (count > kMaxShorthandGpus)
+      return FieldError(where, "count",
+                        absl::StrFormat("at most %d GPUs, got %d", kMaxShorthandGpus, count));
     std::string model;
     ASSIGN_OR_RETURN(model, Typed<std::string>(*g, "model", "", where));
     int64_t memory;
