@@ -1,6 +1,6 @@
 // Limits that keep hostile input from crashing the readers: JSON nesting depth for outside text
 // (annotations, snapshots, parameter strings), per-device memory ratios in annotations, and
-// integer fields that would otherwise wrap. Each case was once a fuzzer finding
+// integer fields that would otherwise wrap or convert a float with undefined behaviour. Each case was once a fuzzer finding
 // (tests/fuzz/corpus/*/regress_*).
 #include <limits>
 #include <map>
@@ -120,6 +120,33 @@ TEST(InputLimitsTest, IntegerFieldsOutOfRangeAreErrorsNotWrapped) {
       Json::parse(R"({"name":"j","replicas":1,"priority":2147483647,"min_available":1})"));
   ASSERT_OK(top);
   EXPECT_EQ(top->priority, std::numeric_limits<int>::max());
+}
+
+TEST(InputLimitsTest, IntegerParametersRejectFloatsAndOutOfRange) {
+  // get<int>() on 1e47 was undefined behaviour; 2^32 wrapped to 0.
+  const Json params = Json::parse(R"({"big":1e47,"half":1.5,"wide":4294967296,"neg":-1,"ok":7})");
+  EXPECT_TRUE(IsError(Param<int>(params, "reservation", "big", 3),
+                      absl::StatusCode::kInvalidArgument,
+                      {"reservation: parameter \"big\" has the wrong type", "1e+47",
+                       "expected an integer"}));
+  EXPECT_TRUE(IsError(Param<int>(params, "x", "half", 3), absl::StatusCode::kInvalidArgument));
+  EXPECT_TRUE(IsError(Param<int>(params, "x", "wide", 3), absl::StatusCode::kInvalidArgument));
+  EXPECT_TRUE(IsError(Param<uint64_t>(params, "x", "neg", 3), absl::StatusCode::kInvalidArgument));
+  EXPECT_EQ(*Param<int>(params, "x", "ok", 3), 7);
+  EXPECT_EQ(*Param<int>(params, "x", "absent", 3), 3);
+  EXPECT_EQ(*Param<double>(params, "x", "big", 3), 1e47);
+}
+
+TEST(InputLimitsTest, FloatsWhereIntegersBelongAreErrors) {
+  EXPECT_TRUE(IsError(
+      NodeFromJson(Json::parse(
+          R"({"name":"n","gpus":{"count":2,"memory":"1Gi"},"nvlink_groups":[[0,1e47]]})")),
+      absl::StatusCode::kInvalidArgument, {"node n: nvlink_groups"}));
+  EXPECT_TRUE(IsError(
+      LoadSnapshot(R"({"version":1,"nodes":[{"name":"n","cpu":"1","memory":"1Gi"}],)"
+                   R"("allocations":[{"pod":"a","node":"n","cpu_milli":1e47,"memory_bytes":0,)"
+                   R"("state":"Bound","assume_time_ns":1,"devices":[]}]})"),
+      absl::StatusCode::kInvalidArgument, {"snapshot: malformed allocation", "cpu_milli"}));
 }
 
 }  // namespace

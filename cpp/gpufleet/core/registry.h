@@ -6,9 +6,11 @@
 #define GPUFLEET_CORE_REGISTRY_H_
 
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -78,12 +80,27 @@ class Registry {
 // Values are JSON literals (numbers, strings, true/false, lists); bare words are read as strings.
 absl::StatusOr<std::pair<std::string, Json>> ParseSpec(const std::string& spec);
 
+// Whether `v` is an integer that V holds exactly. nlohmann's get<int>() converts a float unchecked
+// (1e47 -> int is undefined behaviour) and wraps integers that do not fit.
+template <typename V>
+bool IsIntegerIn(const Json& v) {
+  if (v.is_number_unsigned()) return std::in_range<V>(v.get<uint64_t>());
+  if (v.is_number_integer()) return std::in_range<V>(v.get<int64_t>());
+  return false;
+}
+
 // Reads an optional parameter with a type check; the error names the owner and the key.
 template <typename V>
 absl::StatusOr<V> Param(const Json& params, const std::string& owner, const std::string& key,
                         V fallback) {
   auto it = params.find(key);
   if (it == params.end()) return fallback;
+  if constexpr (std::is_integral_v<V> && !std::is_same_v<V, bool>) {
+    if (!IsIntegerIn<V>(*it))
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: parameter \"%s\" has the wrong type (%s; expected an integer from %d to %d)",
+          owner, key, it->dump(), std::numeric_limits<V>::min(), std::numeric_limits<V>::max()));
+  }
   try {
     return it->template get<V>();
   } catch (const std::exception&) {

@@ -1,6 +1,7 @@
 #include "gpufleet/io/snapshot.h"
 
 #include <limits>
+#include <stdexcept>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -49,22 +50,29 @@ absl::StatusOr<ClusterState> LoadSnapshot(const std::string& text) {
     ASSIGN_OR_RETURN(Node node, NodeFromJson(n));
     RETURN_IF_ERROR(state.AddNode(node));
   }
+  // get<int64_t>() on a float is undefined behaviour when out of range, and wraps 2^64-1 to -1.
+  auto integer = [](const Json& object, const char* key) -> int64_t {
+    const Json& v = object.at(key);
+    if (!IsIntegerIn<int64_t>(v))
+      throw std::invalid_argument(absl::StrCat(key, " is not an integer: ", v.dump()));
+    return v.get<int64_t>();
+  };
   try {
     for (const Json& a : j.value("allocations", Json::array())) {
       Allocation alloc;
       alloc.pod = a.at("pod").get<std::string>();
       alloc.node = a.at("node").get<std::string>();
-      alloc.cpu_milli = a.at("cpu_milli").get<int64_t>();
-      alloc.memory_bytes = a.at("memory_bytes").get<int64_t>();
-      alloc.assume_time_ns = a.at("assume_time_ns").get<int64_t>();
+      alloc.cpu_milli = integer(a, "cpu_milli");
+      alloc.memory_bytes = integer(a, "memory_bytes");
+      alloc.assume_time_ns = integer(a, "assume_time_ns");
       for (const Json& g : a.at("devices")) {
         // Read wide first: a huge minor must not wrap onto a real device.
-        const int64_t minor = g.at("minor").get<int64_t>();
+        const int64_t minor = integer(g, "minor");
         if (minor < 0 || minor > std::numeric_limits<int>::max())
           return absl::InvalidArgumentError(absl::StrFormat(
               "snapshot: allocation %s: device minor %d is out of range", alloc.pod, minor));
         alloc.devices.push_back({g.at("type").get<std::string>(), static_cast<int>(minor),
-                                 g.at("core").get<int64_t>(), g.at("memory_bytes").get<int64_t>()});
+                                 integer(g, "core"), integer(g, "memory_bytes")});
       }
       const std::string phase = a.at("state").get<std::string>();
       if (phase != "Bound" && phase != "Reserved")

@@ -132,11 +132,19 @@ absl::StatusOr<Node> NodeFromJson(const Json& j) {
     }
   }
   if (auto g = j.find("nvlink_groups"); g != j.end() && !g->is_null()) {
-    try {
-      n.nvlink_groups = g->get<std::vector<std::vector<int>>>();
-    } catch (const std::exception&) {
+    // Checked element by element: get<int>() on 1e47 is undefined behaviour, not an exception.
+    auto lists_of_ints = [](const Json& groups) {
+      if (!groups.is_array()) return false;
+      for (const Json& group : groups) {
+        if (!group.is_array()) return false;
+        for (const Json& minor : group)
+          if (!IsIntegerIn<int>(minor)) return false;
+      }
+      return true;
+    };
+    if (!lists_of_ints(*g))
       return FieldError(owner, "nvlink_groups", "expected a list of lists of GPU minors");
-    }
+    n.nvlink_groups = g->get<std::vector<std::vector<int>>>();
   }
   if (auto d = j.find("devices"); d != j.end() && !d->is_null()) {
     if (!d->is_array()) return FieldError(owner, "devices", "expected a list");
