@@ -36,7 +36,8 @@ class JournalError(ValueError):
 
 @dataclass
 class Replay:
-    """What a journal says: the binds still held and the pods released since the scenario."""
+    """What a journal says: the binds it holds, and the pods bound before its first event (in the
+    scenario file) that it released."""
     binds: dict[str, dict[str, Any]] = field(default_factory=dict)   # pod -> bind event
     released: dict[str, dict[str, Any]] = field(default_factory=dict)  # pod -> release event
     lines: int = 0
@@ -45,14 +46,15 @@ class Replay:
     def apply(self, event: dict[str, Any]) -> None:
         pod = event["pod"]
         if event["op"] == "bind":
-            self.released.pop(pod, None)
             self.binds[pod] = event
-        else:
-            self.binds.pop(pod, None)
+        elif self.binds.pop(pod, None) is None:
+            # Only a Bound pod is released, so a release without a bind before it is of a pod
+            # the scenario file binds: it must stay recorded. A journal bind's release just
+            # cancels the bind, and the file does not grow with pods that came and went.
             self.released[pod] = event
 
     def events(self) -> list[dict[str, Any]]:
-        """The compact equivalent: one event per pod."""
+        """The compact equivalent: at most two events per pod, releases first."""
         return list(self.released.values()) + list(self.binds.values())
 
 
@@ -132,8 +134,12 @@ def _fsync_dir(path: Path) -> None:
 class Journal:
     """An open journal: `open()` replays and compacts it, then binds and releases are appended."""
 
-    def __init__(self, path: Path, replay: Replay, lock_fd: int, fsync: bool = True) -> None:
+    def __init__(self, path: Path, replay: Replay, lock_fd: int, fsync: bool = True,
+                 compact_min: int = 1024) -> None:
         self.path = path
+        # Rewritten once more than max(compact_min, 2 x held) events were appended since the last
+        # rewrite: the file stays proportional to what is held, at amortised O(1) per event.
+        self.compact_min = compact_min
         self._replay = replay     # kept current: compaction rewrites it
         self._lock_fd = lock_fd
         self._fsync = fsync
@@ -146,7 +152,7 @@ class Journal:
         self._failed: Optional[str] = None
 
     @classmethod
-    def open(cls, path: str | Path, fsync: bool = True) -> "Journal":
+    def open(cls, path: str | Path, fsync: bool = True, compact_min: int = 1024) -> "Journal":
         path = Path(path)
         lock_fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -155,7 +161,7 @@ class Journal:
             os.close(lock_fd)
             raise JournalError(f"journal {path} is in use by another process") from None
         try:
-            journal = cls(path, read(path), lock_fd, fsync)
+            journal = cls(path, read(path), lock_fd, fsync, compact_min)
             with journal._sync_lock, journal._lock:
                 journal._rewrite()
         except BaseException:
@@ -205,7 +211,8 @@ class Journal:
                 return            # another thread's fsync covered this line
             with self._lock:
                 target = self._written
-                compact = self._since_compaction > max(1024, 2 * len(self._replay.binds))
+                compact = self._since_compaction > max(self.compact_min,
+                                                       2 * len(self._replay.binds))
             try:
                 if compact:
                     with self._lock:
