@@ -80,11 +80,12 @@ class Extender:
             self.proc.wait(timeout=10)
 
 
-def drive(url: str, names_by_thread: list[list[str]], killed: threading.Event
+def drive(url: str, names_by_thread: list[list[str]], ok: Optional[set[str]] = None
           ) -> tuple[set[str], set[str], list[str]]:
     """Filter+bind from several threads until the pods run out or the server dies. Returns the
-    pods answered with success, those whose bind got no answer, and protocol errors."""
-    ok: set[str] = set()
+    pods answered with success (also added to `ok` as they come), those whose bind got no
+    answer, and protocol errors."""
+    ok = set() if ok is None else ok
     unanswered: set[str] = set()
     errors: list[str] = []
     lock = threading.Lock()
@@ -140,19 +141,15 @@ def crash_and_restart(ext: Extender, names: list[str], on_pod: Callable[[str], N
         on_pod(n)
     per_thread = [names[i::THREADS] for i in range(THREADS)]
     ext.start()
-    killed = threading.Event()
+    answered: set[str] = set()
     result: dict[str, Any] = {}
     runner = threading.Thread(target=lambda: result.update(
-        zip(("ok", "unanswered", "errors"), drive(ext.url, per_thread, killed))))
+        zip(("ok", "unanswered", "errors"), drive(ext.url, per_thread, answered))))
     runner.start()
     deadline = time.monotonic() + DEADLINE_S
-    while time.monotonic() < deadline:
-        view = httpx.get(f"{ext.url}/state", timeout=10).json()
-        if view["requests"].get("bind", 0) - view["requests"].get("bind_errors", 0) >= KILL_AFTER:
-            break
-        time.sleep(0.005)
+    while len(answered) < KILL_AFTER and time.monotonic() < deadline:
+        time.sleep(0.002)
     ext.kill9()
-    killed.set()
     runner.join(timeout=DEADLINE_S + 20)
     ok, unanswered, errors = result["ok"], result["unanswered"], result["errors"]
     assert errors == []
@@ -170,7 +167,7 @@ def crash_and_restart(ext: Extender, names: list[str], on_pod: Callable[[str], N
     rest = [f"after-{i}" for i in range(CAPACITY - len(held) + 3)]
     for n in rest:
         on_pod(n)
-    ok2, _, errors2 = drive(ext.url, [rest[i::THREADS] for i in range(THREADS)], threading.Event())
+    ok2, _, errors2 = drive(ext.url, [rest[i::THREADS] for i in range(THREADS)])
     assert errors2 == [] and len(ok2) == CAPACITY - len(held)
     pods, view = held_pods(ext.url)
     assert len(pods) == CAPACITY and max(pods.values()) == 1
