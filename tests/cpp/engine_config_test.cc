@@ -66,7 +66,8 @@ TEST(EngineConfigTest, ErrorsNameTheProblem) {
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate", "tiers": [{"plugins": ["gang", "predicates", "reservation(after_cycles=-2)"]}]})J"),
                   "after_cycles must be >= 0"));
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate", "tiers": []})J"), "\"tiers\" must be a non-empty list"));
-  EXPECT_TRUE(has(Error(R"J({"actions": "allocate", "tier": []})J"), "unknown parameter"));
+  EXPECT_TRUE(has(Error(R"J({"actions": "allocate", "tier": []})J"),
+                  "unknown field \"tier\"; did you mean \"tiers\"?"));
   EXPECT_TRUE(has(Error(R"J({"actions": "", )J" + tiers + "}"), "\"actions\" is empty"));
 }
 

@@ -101,7 +101,7 @@ TEST(SnapshotTest, CorruptSnapshotsAreErrors) {
   };
   const Case cases[] = {
       {"not JSON", "{\"version\":", absl::StatusCode::kInvalidArgument, {"snapshot: not JSON"}},
-      {"array", "[]", absl::StatusCode::kInvalidArgument, {"snapshot: not JSON"}},
+      {"array", "[]", absl::StatusCode::kInvalidArgument, {"snapshot: not a JSON object"}},
       {"no version", "{}", absl::StatusCode::kInvalidArgument, {"unsupported version"}},
       {"version 2", with([](Json& j) { j["version"] = 2; }), absl::StatusCode::kInvalidArgument,
        {"unsupported version"}},
