@@ -109,9 +109,9 @@ absl::StatusOr<Config> ConfigFromJson(const Json& j) {
   for (size_t t = 0; t < tiers->size(); ++t) {
     const Json& tier = (*tiers)[t];
     const std::string where = absl::StrFormat("tiers[%d]", t);
+    RETURN_IF_ERROR(CheckKnownKeys(tier, where, {"plugins"}));
     if (!tier.is_object() || !tier.contains("plugins") || !tier["plugins"].is_array())
       return absl::InvalidArgumentError(where + ": expected {\"plugins\": [...]}");
-    RETURN_IF_ERROR(CheckKnownKeys(tier, where, {"plugins"}));
     c.tiers.emplace_back();
     for (size_t k = 0; k < tier["plugins"].size(); ++k) {
       const std::string pw = absl::StrFormat("%s.plugins[%d]", where, k);

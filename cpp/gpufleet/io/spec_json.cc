@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "gpufleet/core/quantity.h"
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/io/strict_json.h"
@@ -36,9 +37,10 @@ absl::StatusOr<int64_t> QuantityField(const Json& j, const std::string& key,
   ASSIGN_OR_RETURN(std::string text, QuantityText(*it, owner, key));
   auto v = ParseResourceQuantity(resource, text);
   if (!v.ok()) {
-    if (key == resource)
-      return absl::InvalidArgumentError(absl::StrCat(owner, ": ", v.status().message()));
-    return FieldError(owner, key, std::string(v.status().message()));
+    // The field names the value already; the resource shows where its rule applies.
+    absl::string_view message = v.status().message();
+    absl::ConsumePrefix(&message, absl::StrCat(resource, ": "));
+    return FieldError(owner, key, std::string(message));
   }
   return *v;
 }

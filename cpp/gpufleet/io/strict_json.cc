@@ -35,12 +35,16 @@ struct StrictJsonError {
 
 std::string DidYouMean(const std::string& word, const std::vector<std::string>& known) {
   const std::string* best = nullptr;
-  size_t best_distance = 0;
+  size_t best_distance = 0, best_prefix = 0;
   for (const std::string& k : known) {
-    size_t d = EditDistance(word, k);
-    if (best == nullptr || d < best_distance) {
+    const size_t d = EditDistance(word, k);
+    // Ties go to the longer shared prefix: "gpu" is closer to "gpus" than to "cpu".
+    const size_t prefix =
+        std::mismatch(word.begin(), word.end(), k.begin(), k.end()).first - word.begin();
+    if (best == nullptr || d < best_distance || (d == best_distance && prefix > best_prefix)) {
       best = &k;
       best_distance = d;
+      best_prefix = prefix;
     }
   }
   // A near miss: a typo or two, scaled with the word so short keys don't match everything.
