@@ -254,6 +254,7 @@ def test_cli_place_and_cycle_print_one_line_and_exit_non_zero(tmp_path, capsys):
     assert main(["cycle", str(good), "--conf", str(conf)]) != 0
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "duplicate key 'actions'" in err, err
+    assert err.count(str(conf)) == 1, err
 
 
 def test_cli_subprocess_has_no_traceback_on_deep_or_junk_files(tmp_path):
