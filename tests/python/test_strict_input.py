@@ -11,6 +11,8 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpufleet import _core
 from gpufleet._core import Cluster, Pod
@@ -77,6 +79,20 @@ def test_integer_only_resources_agree_everywhere(resource, text, expected):
     else:
         assert _core.parse_resource_quantity(resource, text) == expected
         ext_quantity.parse(text, resource)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(alphabet="0123456789.+-eEnumkKMGTPi \t", max_size=14))
+def test_the_copy_for_nodes_without_the_extension_agrees_with_the_core(text):
+    try:
+        expected: int | None = _core.parse_quantity(text)
+    except ValueError:
+        expected = None
+    if expected is None:
+        with pytest.raises(ValueError, match="invalid quantity"):
+            ann._parse_quantity_without_core(text)
+    else:
+        assert ann._parse_quantity_without_core(text) == expected
 
 
 def test_python_values_that_are_not_quantity_text_are_refused():
