@@ -72,6 +72,16 @@ void InitCore(py::module_& m) {
         "Kubernetes quantity -> integer (bytes or count), rounded up like Kubernetes.");
   m.def("parse_milli", [](const std::string& s) { return Unwrap(ParseMilli(s)); },
         "Kubernetes quantity -> milli-units (cpu).");
+  m.def("parse_quantity_exact", [](const std::string& s) { return Unwrap(ParseQuantityExact(s)); },
+        "Kubernetes quantity -> its exact value as decimal text (\"1.5\", \"0.000000001\").");
+  m.def("parse_resource_quantity",
+        [](const std::string& resource, const std::string& s) {
+          return Unwrap(ParseResourceQuantity(resource, s));
+        },
+        py::arg("resource"), py::arg("quantity"),
+        "A resource's quantity in the core's unit: milli-cores for cpu, whole numbers only for "
+        "pods and extended resources (nvidia.com/gpu, koordinator.sh/*, aliyun.com/gpu-mem), "
+        "bytes rounded up otherwise.");
   m.def("format_bytes", &FormatBytes);
   m.def("strategies", &StrategyNames, "Names of the registered placement strategies.");
   m.def("strategy_description",

@@ -112,17 +112,19 @@ def load_config(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(source, Mapping):
         data = dict(source)
     else:
+        # The scenario reader's strict rules: duplicate keys, NaN/Infinity, binary junk and deep
+        # nesting are errors naming the file (ScenarioError is a ValueError).
+        from gpufleet.scenario import read_document
+
         path = Path(source)
-        try:
-            text = path.read_text()
-        except OSError as e:
-            raise ValueError(f"{path}: cannot read: {e.strerror}") from None
-        try:
-            data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-        except (json.JSONDecodeError, yaml.YAMLError) as e:
-            raise ValueError(f"{path}: not valid YAML/JSON: {e}") from None
+        data = read_document(path)
         if not isinstance(data, dict):
             raise ValueError(f"{path}: expected a mapping with 'actions' and 'tiers'")
+        try:
+            _core.engine_check_config(data)
+        except (ValueError, KeyError) as e:
+            raise ValueError(f"{path}: {e.args[0] if e.args else e}") from None
+        return data
     _core.engine_check_config(data)
     return data
 
@@ -320,10 +322,11 @@ def engine_from_scenario(data: Mapping[str, Any], where: str = "<scenario>",
                   requests: {nvidia.com/gpu: 2}, running: [n1, n1]}]   # `running`: already on nodes
 
     Errors name ``where``, the entry and the problem (ValueError)."""
-    from gpufleet.scenario import ScenarioError, build_scenario
+    from gpufleet.scenario import SCENARIO_KEYS, ScenarioError, build_scenario, check_keys
 
     if not isinstance(data, Mapping):
         raise ScenarioError(f"{where}: expected a mapping")
+    check_keys(data, SCENARIO_KEYS, where)
     base = build_scenario({k: data.get(k) for k in ("nodes", "pods")}, where)
     engine = Engine(config)
     for name in base.cluster.node_names():

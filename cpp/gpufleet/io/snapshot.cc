@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/io/spec_json.h"
+#include "gpufleet/io/strict_json.h"
 
 namespace gpufleet {
 
@@ -34,8 +35,9 @@ std::string SaveSnapshot(const ClusterState& state) {
 }
 
 absl::StatusOr<ClusterState> LoadSnapshot(const std::string& text) {
-  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return absl::InvalidArgumentError("snapshot: not JSON");
+  ASSIGN_OR_RETURN(Json j, ParseJsonText(text, "snapshot"));
+  if (!j.is_object()) return absl::InvalidArgumentError("snapshot: not a JSON object");
+  RETURN_IF_ERROR(CheckKnownKeys(j, "snapshot", {"version", "nodes", "allocations"}));
   auto version = j.find("version");
   if (version == j.end() || !version->is_number_integer() || *version != 1)
     return absl::InvalidArgumentError("snapshot: unsupported version (expected 1)");
