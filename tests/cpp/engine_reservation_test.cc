@@ -149,8 +149,6 @@ StreamStats TwoNodeStream(bool reservation, int cycles) {
   for (int c = 0; c < cycles && st.gang_started < 0; ++c) {
     for (int k = 0; k < 3; ++k) small();
     CycleResult r = stream.Cycle(c, "gang", &st);
-    if (getenv("DEBUG_STREAM"))
-      for (const auto& [j, why] : r.pending) if (j == "gang") printf("cycle %d held %g: %s\n", c, HeldGpus(r), why.c_str());
     // Capacity held never exceeds what the gang still needs (16 GPUs), and only for the target.
     EXPECT_LE(HeldGpus(r), 16.0 + 1e-9);
     for (const HeldCapacity& h : r.held) EXPECT_EQ(h.job, "gang");
@@ -256,10 +254,8 @@ TEST(EngineReservationTest, MultiNodeGangBehindAStreamOnFourNodes) {
   EXPECT_LE(st.gang_started, st.bound);
 }
 
-// jobtime(fifo) plans by GPU counts: the head gang (two 4-GPU tasks) is planned whenever 8 GPUs
-// are free in total and later 1-GPU jobs get only the GPUs beyond that, but spreading scores keep
-// the free GPUs scattered, so the head's start keeps failing. The reservation plugin holds its
-// plan against the job-time starts and it starts within the bound.
+// jobtime(fifo) with the reservation plugin: a job-time gang (two 4-GPU tasks) behind a stream of
+// 1-GPU jobs under spreading scores starts within the bound, holds never exceed its need.
 StreamStats JobtimeStream(bool reservation, int cycles) {
   Json tier = Json::array({"gang", "predicates",
                            {{"name", "nodeorder"}, {"arguments", {{"binpack", 0}, {"leastrequested", 1}}}}});
@@ -285,14 +281,13 @@ StreamStats JobtimeStream(bool reservation, int cycles) {
 TEST(EngineReservationTest, JobtimeGangStartsWithinTheBound) {
   StreamStats with = JobtimeStream(true, 30);
   ASSERT_GE(with.gang_started, 0) << "the job-time gang never started";
-  if (with.elected >= 0) {
-    ASSERT_GE(with.bound, 0);
-    EXPECT_LE(with.gang_started, with.bound);
-  }
+  // Started no later than the bound (when the bound was not reached, it started earlier).
+  if (with.bound >= 0) EXPECT_LE(with.gang_started, with.bound);
+  // Strict fifo blocks the stream behind the head here, so it starts without the plugin too; the
+  // plugin must not delay it.
   StreamStats without = JobtimeStream(false, 30);
-  if (getenv("DEBUG_STREAM"))
-    printf("jobtime: with %d (elected %d bound %d), without %d\n", with.gang_started, with.elected,
-           with.bound, without.gang_started);
+  ASSERT_GE(without.gang_started, 0);
+  EXPECT_LE(with.gang_started, without.gang_started);
 }
 
 // Property: random clusters, queues, priorities, gang shapes (multi-node, shared GPUs), arrival
@@ -377,14 +372,6 @@ TEST(EngineReservationPropertyTest, TargetsStartWithinTheBound) {
       for (const std::string& p : at_election) drained &= running_before.count(p) == 0;
       auto r = s.RunCycle();
       ASSERT_TRUE(r.ok()) << "trial " << trial << " cycle " << c << ": " << r.status();
-      if (getenv("DEBUG_TRIAL") && atoi(getenv("DEBUG_TRIAL")) == trial) {
-        printf("cycle %d target %s\n", c, TargetOf(*r).c_str());
-        for (const auto& b : r->binds) printf("  bind %s %s\n", b.task.c_str(), b.allocation.node.c_str());
-        for (const auto& e : r->evictions) printf("  evict %s %s: %s\n", e.task.c_str(), e.node.c_str(), e.reason.c_str());
-        for (const auto& h : r->held) printf("  held %s %s gpu %g\n", h.node.c_str(), h.job.c_str(), h.resources[2]);
-        for (const auto& [j, why] : r->pending) printf("  pending %s: %s\n", j.c_str(), why.c_str());
-        for (const Allocation* a : s.cluster().Allocations()) { printf("  run %s %s", a->pod.c_str(), a->node.c_str()); for (auto& d : a->devices) printf(" %d:%lld", d.minor, (long long)d.core); printf("\n"); }
-      }
       for (const JobState& j : s.Jobs())
         if (j.running >= j.min_available && j.running > 0 && !started.count(j.name))
           started[j.name] = c;
