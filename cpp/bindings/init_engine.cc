@@ -82,14 +82,24 @@ py::dict ResultDict(const engine::CycleResult& r) {
     d["allocated"] = ResourcesDict(q.allocated);
     d["request"] = ResourcesDict(q.request);
     d["deserved"] = ResourcesDict(q.deserved);
+    d["held"] = ResourcesDict(q.held);
     d["share"] = q.share;
     queues.append(d);
+  }
+  py::list held;
+  for (const auto& h : r.held) {
+    py::dict d = ResourcesDict(h.resources);
+    d["node"] = h.node;
+    d["job"] = h.job;
+    held.append(d);
   }
   py::dict out;
   out["binds"] = binds;
   out["evictions"] = evictions;
   out["pending"] = r.pending;
   out["queues"] = queues;
+  out["held"] = held;
+  out["target"] = r.target;
   return out;
 }
 

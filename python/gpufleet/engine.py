@@ -138,7 +138,16 @@ class CycleResult:
     evictions: pd.DataFrame
     pending: dict[str, str]
     queues: pd.DataFrame
+    # Capacity held for the starvation target, per node (columns node, job, cpu, memory, gpu): taken,
+    # not idle. Empty when no target waits.
+    held: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["node", "job", *_RESOURCES]))
+    target: str = ""  # the reservation target this cycle ("" none), whether or not it started
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
+
+    @property
+    def held_gpus(self) -> float:
+        """GPUs (whole-GPU equivalents) held for the target at the end of the cycle."""
+        return float(self.held["gpu"].sum()) if len(self.held) else 0.0
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (for JSON output)."""
@@ -149,11 +158,11 @@ def _queues_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     records = []
     for q in rows:
         rec: dict[str, Any] = {"queue": q["queue"], "weight": q["weight"], "share": q["share"]}
-        for kind in ("allocated", "deserved", "request"):
+        for kind in ("allocated", "deserved", "request", "held"):
             for r in _RESOURCES:
                 rec[f"{kind}_{r}"] = q[kind][r]
         records.append(rec)
-    columns = ["queue", "weight", "share"] + [f"{k}_{r}" for k in ("allocated", "deserved", "request")
+    columns = ["queue", "weight", "share"] + [f"{k}_{r}" for k in ("allocated", "deserved", "request", "held")
                                               for r in _RESOURCES]
     return pd.DataFrame.from_records(records, columns=columns)
 
@@ -276,6 +285,8 @@ class Engine:
             evictions=pd.DataFrame.from_records(raw["evictions"], columns=["job", "task", "node", "reason"]),
             pending=dict(raw["pending"]),
             queues=_queues_frame(raw["queues"]),
+            held=pd.DataFrame.from_records(raw["held"], columns=["node", "job", *_RESOURCES]),
+            target=raw["target"],
             raw=raw,
         )
         return self._last

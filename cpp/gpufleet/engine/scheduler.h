@@ -19,6 +19,7 @@
 #include "gpufleet/engine/decisions.h"
 #include "gpufleet/engine/job.h"
 #include "gpufleet/engine/queue.h"
+#include "gpufleet/engine/reservation_ledger.h"
 
 namespace gpufleet::engine {
 
@@ -83,6 +84,7 @@ class Scheduler {
   std::map<std::string, std::string> task_owner_;  // task name -> job name
   std::map<std::string, int> waiting_;
   std::set<std::string> admitted_;
+  HoldPlan hold_plan_;  // where the starvation target will go (reservation_ledger.h)
   int cycle_ = 0;
   int64_t last_creation_ = 0;
   std::function<double()> clock_;
