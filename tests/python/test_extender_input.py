@@ -124,3 +124,19 @@ def test_deeply_nested_bodies_get_a_clear_error(server, verb: str, body: bytes):
                                  "deep"}
     _check_unchanged(srv, st, binder, before)
     assert "internal" not in r.text
+
+
+@pytest.mark.parametrize("text, what", [
+    ("nodes: []\nnodes: []\n", "duplicate key"),
+    ("nodes:\n  - {name: n1, cpu: .nan}\n", "NaN"),
+    ("\xff\xfe junk", "not UTF-8"),
+])
+def test_a_bad_scenario_file_stops_the_start_with_one_line(tmp_path, capsys, text: str, what: str):
+    from gpufleet.cli import main
+
+    path = tmp_path / "scenario.yaml"
+    path.write_bytes(text.encode("latin-1"))
+    assert main(["extender", "--state", str(path), "--listen", "127.0.0.1:0"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(path) in err and what.lower() in err.lower(), err
+    assert not (tmp_path / "scenario.yaml.journal").exists()

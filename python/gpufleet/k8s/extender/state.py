@@ -370,9 +370,12 @@ def load_scenario(path: str | Path, journal: str | Path | None = None,
     """Scenario file (YAML or JSON): `nodes:` node specs or Node objects, `pods:` pods; bound pods
     (with `node`) are restored from their annotations, or placed directly when they have none.
     With `journal` (a path), binds and releases are recorded there and replayed on the next start."""
-    import yaml
+    from gpufleet.scenario import ScenarioError, read_document
 
-    data = yaml.safe_load(Path(path).read_text())
+    try:
+        data = read_document(path)  # duplicate keys, NaN, junk and deep nesting are errors
+    except ScenarioError as e:
+        raise ConvertError(str(e)) from None
     opened = Journal.open(journal) if journal is not None else None
     try:
         return state_from_scenario(data or {}, journal=opened, **state_kwargs)
