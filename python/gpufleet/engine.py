@@ -47,6 +47,7 @@ Callbacks a Python plugin may define (each optional; names as in the native engi
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -182,11 +183,17 @@ class Engine:
 
     ``config`` is a dict (or a YAML/JSON path) with ``actions`` and ``tiers``; None takes
     :func:`default_config`. A queue named ``default`` exists from the start.
+
+    Safe to share between threads: every call takes the native scheduler's lock (reads share it;
+    submit, delete, configure and a whole cycle hold it alone), and the one piece of state kept
+    here, the last cycle's result, is guarded by a lock of its own. A plugin callback must not
+    call back into the engine that runs it (RuntimeError).
     """
 
     def __init__(self, config: str | Path | Mapping[str, Any] | None = None) -> None:
         self._native = _core.EngineScheduler(None if config is None else load_config(config))
         self._last: CycleResult | None = None
+        self._last_lock = threading.Lock()
 
     # --- configuration and cluster ---------------------------------------------------------
     def configure(self, config: str | Path | Mapping[str, Any]) -> None:
@@ -277,10 +284,9 @@ class Engine:
         ``jobtime`` action advances its jobs' attained service by it); without it the cycle runs
         at :attr:`now`, a monotonic clock from the engine's creation. A time before the last
         cycle's raises ValueError."""
-        cycle = self._native.cycles
         raw = self._native.run_cycle(None if now is None else float(now))
-        self._last = CycleResult(
-            cycle=cycle,
+        result = CycleResult(
+            cycle=int(raw.pop("cycle")),  # numbered under the engine's lock, with the cycle
             binds=_binds_frame(raw["binds"]),
             evictions=pd.DataFrame.from_records(raw["evictions"], columns=["job", "task", "node", "reason"]),
             pending=dict(raw["pending"]),
@@ -289,18 +295,24 @@ class Engine:
             target=raw["target"],
             raw=raw,
         )
-        return self._last
+        with self._last_lock:  # cycles from several threads finish in any order: keep the latest
+            if self._last is None or result.cycle > self._last.cycle:
+                self._last = result
+        return result
 
     @property
     def last(self) -> CycleResult | None:
-        return self._last
+        """The result of the latest cycle (by number) that has returned."""
+        with self._last_lock:
+            return self._last
 
     def queue_shares(self) -> pd.DataFrame:
         """Each queue's allocated, deserved and requested resources as of the last cycle (an empty
         frame before the first)."""
-        if self._last is None:
+        last = self.last
+        if last is None:
             return _queues_frame([])
-        return self._last.queues.copy()
+        return last.queues.copy()
 
     @property
     def cycles(self) -> int:
