@@ -253,6 +253,13 @@ def test_api_errors_leave_the_cluster_unchanged():
         with pytest.raises(ValueError, match="node m"):
             c.add_node(spec)
         assert c == before
+    # Python floats with no JSON form are a ValueError, not a parse failure inside the core.
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="NaN and infinity"):
+            c.add_node({"name": "m", "cpu": bad})
+        with pytest.raises(ValueError, match="NaN and infinity"):
+            Pod.from_dict({"name": "p", "requests": {"cpu": bad}})
+        assert c == before
 
 
 # --- the command line -------------------------------------------------------------------------------
