@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Every test: GoogleTest through ctest (a normal build and an AddressSanitizer + UBSan build),
-# then pytest over the Python API, the CLI, the services and every notebook.
+# Every test: GoogleTest through ctest (a normal build and an AddressSanitizer + UBSan build), the
+# concurrency tests under ThreadSanitizer, then pytest over the Python API, the CLI, the services
+# and every notebook.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GPUFLEET_BUILD_TESTS=ON bash scripts/setup.sh
@@ -17,6 +18,12 @@ cmake -S . -B build/asan -G Ninja -DGPUFLEET_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=D
 cmake --build build/asan -j "$jobs" --target gpufleet_tests
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build/asan --output-on-failure -j "$jobs"
+
+echo "== C++ concurrency tests (ThreadSanitizer; the core and tests/cpp/concurrency_test.cc only)"
+cmake -S . -B build/tsan -G Ninja -DGPUFLEET_TSAN=ON -DCMAKE_BUILD_TYPE=Debug \
+  -DCMAKE_CXX_FLAGS=-O1 -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16 >/dev/null
+cmake --build build/tsan -j "$jobs" --target gpufleet_concurrency_tests
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build/tsan/gpufleet_concurrency_tests
 
 echo "== Fuzz targets (libFuzzer + ASan/UBSan, clang, build/fuzz; 60 s of fuzzing in total)"
 FUZZ_SECONDS=60 bash tests/fuzz/run_fuzzers.sh

@@ -6,13 +6,16 @@
 #include <limits>
 #include <map>
 #include <memory>
-#include <mutex>
+#include <optional>
+#include <utility>
 
-#include "gpufleet/accounting/cluster_state.h"
+#include "gpufleet/accounting/guarded_cluster.h"
 #include "gpufleet/core/quantity.h"
+#include "gpufleet/core/status_macros.h"
 #include "gpufleet/io/annotations.h"
 #include "gpufleet/io/snapshot.h"
 #include "gpufleet/io/spec_json.h"
+#include "locking.h"
 #include "status_cast.h"
 
 namespace py = pybind11;
@@ -20,14 +23,20 @@ namespace py = pybind11;
 namespace gpufleet::bindings {
 namespace {
 
-// Strategies are stateless; one instance per spec string is built on first use.
-const PlacementStrategy& StrategyFor(const std::string& spec) {
-  static auto* cache = new std::map<std::string, std::unique_ptr<PlacementStrategy>>();
-  static auto* mu = new std::mutex();
-  std::lock_guard<std::mutex> lock(*mu);
-  auto it = cache->find(spec);
-  if (it == cache->end()) it = cache->emplace(spec, Unwrap(MakeStrategy(spec))).first;
-  return *it->second;
+constexpr char kCluster[] = "this Cluster";
+
+// The cluster's own instance of a strategy (its memo and generator belong to this cluster).
+const PlacementStrategy& StrategyOf(const GuardedCluster& c, const std::string& spec) {
+  return *Unwrap(c.Strategy(spec));
+}
+
+// A question that asks a strategy: the cluster's lock, shared or exclusive as the strategy needs
+// (see GuardedCluster::ReadWith), taken with the GIL released.
+template <typename F>
+auto Asking(const GuardedCluster& c, const PlacementStrategy& st, F&& f) {
+  RefuseReentry(c.lock(), kCluster);
+  py::gil_scoped_release nogil;
+  return c.ReadWith(st, std::forward<F>(f));
 }
 
 Pod PodFrom(const py::handle& obj) {
@@ -37,9 +46,9 @@ Pod PodFrom(const py::handle& obj) {
   throw py::type_error("pod must be a gpufleet.Pod or a dict in the scenario format");
 }
 
-int NodeIndex(const ClusterState& s, const std::string& name) {
+absl::StatusOr<int> NodeIndex(const ClusterState& s, const std::string& name) {
   int i = s.FindNode(name);
-  if (i < 0) throw py::key_error("node " + name + " does not exist");
+  if (i < 0) return absl::NotFoundError("node " + name + " does not exist");
   return i;
 }
 
@@ -55,15 +64,69 @@ PyAllocation Wrap(const ClusterState& s, const Allocation& a) {
 
 py::object Json2Py(const Json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
 
-// A NumPy view over a core buffer: the capsule keeps the block alive, the view is read-only.
-py::array_t<int64_t> View(const SharedBuffer& buffer) {
-  auto* keep = new std::shared_ptr<std::vector<int64_t>>(buffer.storage());
+// A NumPy array over a block of int64s; the capsule keeps the block alive. Read-only for a view
+// of the core's live buffer, writable for a private copy.
+py::array_t<int64_t> View(std::shared_ptr<std::vector<int64_t>> block, bool writable) {
+  auto* keep = new std::shared_ptr<std::vector<int64_t>>(std::move(block));
   py::capsule owner(keep, [](void* p) { delete static_cast<std::shared_ptr<std::vector<int64_t>>*>(p); });
-  py::array_t<int64_t> arr({static_cast<py::ssize_t>(buffer.size())}, {sizeof(int64_t)},
+  py::array_t<int64_t> arr({static_cast<py::ssize_t>((*keep)->size())}, {sizeof(int64_t)},
                            (*keep)->data(), owner);
-  py::detail::array_proxy(arr.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+  if (!writable) py::detail::array_proxy(arr.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
   return arr;
 }
+
+template <typename T, typename V>
+py::array_t<T> ToArray(const std::vector<V>& v) {
+  py::array_t<T> a(static_cast<py::ssize_t>(v.size()));
+  auto w = a.template mutable_unchecked<1>();
+  for (size_t i = 0; i < v.size(); ++i) w(i) = static_cast<T>(v[i]);
+  return a;
+}
+
+// Everything device_usage returns, read under one shared lock.
+struct DeviceUsage {
+  std::vector<int32_t> node, minor;
+  std::vector<int64_t> core_capacity, memory_capacity;
+  std::vector<uint8_t> healthy, is_gpu;
+  std::shared_ptr<std::vector<int64_t>> core_used, memory_used;
+};
+
+DeviceUsage ReadDeviceUsage(const ClusterState& s, bool copy) {
+  const int n = s.num_devices();
+  DeviceUsage u;
+  u.node.resize(n);
+  u.minor.resize(n);
+  u.core_capacity.resize(n);
+  u.memory_capacity.resize(n);
+  u.healthy.resize(n);
+  u.is_gpu.resize(n);
+  for (int i = 0; i < s.num_nodes(); ++i) {
+    const Node& nd = s.node(i);
+    for (size_t d = 0; d < nd.devices.size(); ++d) {
+      const int g = s.first_device(i) + static_cast<int>(d);
+      u.node[g] = i;
+      u.minor[g] = nd.devices[d].minor;
+      u.core_capacity[g] = nd.devices[d].core;
+      u.memory_capacity[g] = nd.devices[d].memory_bytes;
+      u.healthy[g] = nd.devices[d].healthy;
+      u.is_gpu[g] = nd.devices[d].type == kGpu;
+    }
+  }
+  if (copy) {
+    u.core_used = std::make_shared<std::vector<int64_t>>(*s.used_core().storage());
+    u.memory_used = std::make_shared<std::vector<int64_t>>(*s.used_memory().storage());
+  } else {
+    u.core_used = s.used_core().storage();
+    u.memory_used = s.used_memory().storage();
+  }
+  return u;
+}
+
+// What plan and place answer, read under the cluster's lock.
+struct Planned {
+  FitResult fit;
+  std::optional<PyAllocation> allocation;
+};
 
 }  // namespace
 
@@ -72,6 +135,16 @@ void InitCore(py::module_& m) {
         "Kubernetes quantity -> integer (bytes or count), rounded up like Kubernetes.");
   m.def("parse_milli", [](const std::string& s) { return Unwrap(ParseMilli(s)); },
         "Kubernetes quantity -> milli-units (cpu).");
+  m.def("parse_quantity_exact", [](const std::string& s) { return Unwrap(ParseQuantityExact(s)); },
+        "Kubernetes quantity -> its exact value as decimal text (\"1.5\", \"0.000000001\").");
+  m.def("parse_resource_quantity",
+        [](const std::string& resource, const std::string& s) {
+          return Unwrap(ParseResourceQuantity(resource, s));
+        },
+        py::arg("resource"), py::arg("quantity"),
+        "A resource's quantity in the core's unit: milli-cores for cpu, whole numbers only for "
+        "pods and extended resources (nvidia.com/gpu, koordinator.sh/*, aliyun.com/gpu-mem), "
+        "bytes rounded up otherwise.");
   m.def("format_bytes", &FormatBytes);
   m.def("strategies", &StrategyNames, "Names of the registered placement strategies.");
   m.def("strategy_description",
@@ -174,213 +247,280 @@ void InitCore(py::module_& m) {
       .def_readonly("reason", &PlaceResult::reason)
       .def("__bool__", [](const PlaceResult& r) { return r.placed; });
 
-  py::class_<ClusterState>(m, "Cluster")
+  // Every method takes the cluster's lock with the GIL released (locking.h): readers share it,
+  // anything that changes the state or a strategy's memo/generator holds it alone.
+  py::class_<GuardedCluster>(m, "Cluster")
       .def(py::init<>())
       .def("add_node",
-           [](ClusterState& s, py::dict spec) {
-             Check(s.AddNode(Unwrap(NodeFromJson(Json::parse(ToJsonText(spec))))));
+           [](GuardedCluster& c, py::dict spec) {
+             Node node = Unwrap(NodeFromJson(Json::parse(ToJsonText(spec))));
+             Check(Writing(c, kCluster, [&](ClusterState& s) { return s.AddNode(node); }));
            },
            py::arg("spec"), "Add a node from a scenario-format dict (see docs/scenario.md).")
-      .def("remove_node", [](ClusterState& s, const std::string& n) { Check(s.RemoveNode(n)); })
-      .def("set_device_health",
-           [](ClusterState& s, const std::string& node, int minor, bool healthy,
-              const std::string& type) { Check(s.SetDeviceHealth(node, type, minor, healthy)); },
-           py::arg("node"), py::arg("minor"), py::arg("healthy"), py::arg("type") = "gpu")
-      .def_property_readonly("num_nodes", &ClusterState::num_nodes)
-      .def_property_readonly("num_devices", &ClusterState::num_devices)
-      .def("node_names",
-           [](const ClusterState& s) {
-             std::vector<std::string> out;
-             for (int i = 0; i < s.num_nodes(); ++i) out.push_back(s.node(i).name);
-             return out;
+      .def("remove_node",
+           [](GuardedCluster& c, const std::string& n) {
+             Check(Writing(c, kCluster, [&](ClusterState& s) { return s.RemoveNode(n); }));
            })
-      .def("has_node", [](const ClusterState& s, const std::string& n) { return s.FindNode(n) >= 0; })
-      .def("node", [](const ClusterState& s, const std::string& n) {
-        return Json2Py(NodeToJson(s.node(NodeIndex(s, n))));
-      }, "The node's spec as a dict.")
+      .def("set_device_health",
+           [](GuardedCluster& c, const std::string& node, int minor, bool healthy,
+              const std::string& type) {
+             Check(Writing(c, kCluster, [&](ClusterState& s) {
+               return s.SetDeviceHealth(node, type, minor, healthy);
+             }));
+           },
+           py::arg("node"), py::arg("minor"), py::arg("healthy"), py::arg("type") = "gpu")
+      .def_property_readonly("num_nodes",
+                             [](const GuardedCluster& c) {
+                               return Reading(c, kCluster, [](const ClusterState& s) { return s.num_nodes(); });
+                             })
+      .def_property_readonly("num_devices",
+                             [](const GuardedCluster& c) {
+                               return Reading(c, kCluster, [](const ClusterState& s) { return s.num_devices(); });
+                             })
+      .def("node_names",
+           [](const GuardedCluster& c) {
+             return Reading(c, kCluster, [](const ClusterState& s) {
+               std::vector<std::string> out;
+               for (int i = 0; i < s.num_nodes(); ++i) out.push_back(s.node(i).name);
+               return out;
+             });
+           })
+      .def("has_node",
+           [](const GuardedCluster& c, const std::string& n) {
+             return Reading(c, kCluster, [&](const ClusterState& s) { return s.FindNode(n) >= 0; });
+           })
+      .def("node",
+           [](const GuardedCluster& c, const std::string& n) {
+             Json j = Unwrap(Reading(c, kCluster, [&](const ClusterState& s) -> absl::StatusOr<Json> {
+               ASSIGN_OR_RETURN(int i, NodeIndex(s, n));
+               return NodeToJson(s.node(i));
+             }));
+             return Json2Py(j);
+           },
+           "The node's spec as a dict.")
       .def("filter",
-           [](const ClusterState& s, py::handle pod, const std::string& node) {
+           [](const GuardedCluster& c, py::handle pod, const std::string& node) {
              Pod p = PodFrom(pod);
-             const Node& n = s.node(NodeIndex(s, node));
-             FitResult f = FitsNodeConstraints(p, n);
-             return f.ok() ? s.Filter(p, NodeIndex(s, node)) : f;
+             return Unwrap(Reading(c, kCluster, [&](const ClusterState& s) -> absl::StatusOr<FitResult> {
+               ASSIGN_OR_RETURN(int i, NodeIndex(s, node));
+               FitResult f = FitsNodeConstraints(p, s.node(i));
+               return f.ok() ? s.Filter(p, i) : f;
+             }));
            },
            py::arg("pod"), py::arg("node"))
       .def("filter_nodes",
-           [](const ClusterState& s, py::handle pod, const std::vector<std::string>& nodes) {
+           [](const GuardedCluster& c, py::handle pod, const std::vector<std::string>& nodes) {
              Pod p = PodFrom(pod);
-             py::array_t<int8_t> codes(static_cast<py::ssize_t>(nodes.size()));
+             std::vector<int8_t> codes(nodes.size());
              std::vector<std::string> reasons(nodes.size());
-             auto w = codes.mutable_unchecked<1>();
-             {
-               py::gil_scoped_release release;
+             Reading(c, kCluster, [&](const ClusterState& s) {
                for (size_t k = 0; k < nodes.size(); ++k) {
                  int i = s.FindNode(nodes[k]);
                  if (i < 0) {
-                   w(k) = -1;
+                   codes[k] = -1;
                    continue;
                  }
                  FitResult f = FitsNodeConstraints(p, s.node(i));
                  if (f.ok()) f = s.Filter(p, i);
-                 w(k) = static_cast<int8_t>(f.code);
+                 codes[k] = static_cast<int8_t>(f.code);
                  reasons[k] = std::move(f.reason);
                }
-             }
-             return py::make_tuple(codes, reasons);
+               return 0;
+             });
+             return py::make_tuple(ToArray<int8_t>(codes), reasons);
            },
            py::arg("pod"), py::arg("nodes"),
            "Filter many nodes in one native call: (codes, reasons). Codes: 0 Ok, 1 Unschedulable, "
            "2 UnschedulableAndUnresolvable, -1 unknown node.")
       .def("score_nodes",
-           [](const ClusterState& s, py::handle pod, const std::vector<std::string>& nodes,
+           [](const GuardedCluster& c, py::handle pod, const std::vector<std::string>& nodes,
               const std::string& strategy) {
              Pod p = PodFrom(pod);
-             const PlacementStrategy& st = StrategyFor(strategy);
-             py::array_t<double> out(static_cast<py::ssize_t>(nodes.size()));
-             auto w = out.mutable_unchecked<1>();
-             {
-               py::gil_scoped_release release;
+             const PlacementStrategy& st = StrategyOf(c, strategy);
+             std::vector<double> scores = Asking(c, st, [&](const ClusterState& s) {
+               std::vector<double> out(nodes.size());
                for (size_t k = 0; k < nodes.size(); ++k) {
                  int i = s.FindNode(nodes[k]);
-                 w(k) = i < 0 ? std::numeric_limits<double>::quiet_NaN() : s.Score(p, i, st);
+                 out[k] = i < 0 ? std::numeric_limits<double>::quiet_NaN() : s.Score(p, i, st);
                }
-             }
-             return out;
+               return out;
+             });
+             return ToArray<double>(scores);
            },
            py::arg("pod"), py::arg("nodes"), py::arg("strategy") = "binpack",
            "Scores in [0, 100] for many nodes in one native call; NaN for an unknown node.")
       .def("score",
-           [](const ClusterState& s, py::handle pod, const std::string& node,
+           [](const GuardedCluster& c, py::handle pod, const std::string& node,
               const std::string& strategy) {
-             return s.Score(PodFrom(pod), NodeIndex(s, node), StrategyFor(strategy));
+             Pod p = PodFrom(pod);
+             const PlacementStrategy& st = StrategyOf(c, strategy);
+             return Unwrap(Asking(c, st, [&](const ClusterState& s) -> absl::StatusOr<double> {
+               ASSIGN_OR_RETURN(int i, NodeIndex(s, node));
+               return s.Score(p, i, st);
+             }));
            },
            py::arg("pod"), py::arg("node"), py::arg("strategy") = "binpack")
       .def("plan",
-           [](const ClusterState& s, py::handle pod, const std::string& node,
-              const std::string& strategy) -> py::object {
-             Allocation a;
-             FitResult f = s.Plan(PodFrom(pod), NodeIndex(s, node), StrategyFor(strategy), &a);
-             if (!f.ok()) throw py::value_error(f.reason);
-             return py::cast(Wrap(s, a));
+           [](const GuardedCluster& c, py::handle pod, const std::string& node,
+              const std::string& strategy) {
+             Pod p = PodFrom(pod);
+             const PlacementStrategy& st = StrategyOf(c, strategy);
+             Planned r = Unwrap(Asking(c, st, [&](const ClusterState& s) -> absl::StatusOr<Planned> {
+               ASSIGN_OR_RETURN(int i, NodeIndex(s, node));
+               Allocation a;
+               Planned out;
+               out.fit = s.Plan(p, i, st, &a);
+               if (out.fit.ok()) out.allocation = Wrap(s, a);
+               return out;
+             }));
+             if (!r.fit.ok()) throw py::value_error(r.fit.reason);
+             return *r.allocation;
            },
            py::arg("pod"), py::arg("node"), py::arg("strategy") = "binpack",
            "The devices `strategy` would choose, without changing the state.")
       .def("reserve",
-           [](ClusterState& s, py::handle pod, const std::string& node,
+           [](GuardedCluster& c, py::handle pod, const std::string& node,
               const std::string& strategy) {
              Pod p = PodFrom(pod);
-             int i = NodeIndex(s, node);
-             FitResult f = FitsNodeConstraints(p, s.node(i));
-             Allocation a;
-             if (f.ok()) f = s.Plan(p, i, StrategyFor(strategy), &a);
-             if (!f.ok()) throw py::value_error("pod " + p.name + " does not fit on " + node + ": " + f.reason);
-             Check(s.Reserve(a));
-             return Wrap(s, *s.FindAllocation(p.name));
+             const PlacementStrategy& st = StrategyOf(c, strategy);
+             return Unwrap(Writing(c, kCluster, [&](ClusterState& s) -> absl::StatusOr<PyAllocation> {
+               ASSIGN_OR_RETURN(int i, NodeIndex(s, node));
+               FitResult f = FitsNodeConstraints(p, s.node(i));
+               Allocation a;
+               if (f.ok()) f = s.Plan(p, i, st, &a);
+               if (!f.ok())
+                 return absl::InvalidArgumentError("pod " + p.name + " does not fit on " + node +
+                                                   ": " + f.reason);
+               RETURN_IF_ERROR(s.Reserve(a));
+               return Wrap(s, *s.FindAllocation(p.name));
+             }));
            },
            py::arg("pod"), py::arg("node"), py::arg("strategy") = "binpack")
-      .def("unreserve", [](ClusterState& s, const std::string& pod) { Check(s.Unreserve(pod)); })
-      .def("commit", [](ClusterState& s, const std::string& pod) { Check(s.Commit(pod)); })
-      .def("release", [](ClusterState& s, const std::string& pod) { Check(s.Release(pod)); })
+      .def("unreserve",
+           [](GuardedCluster& c, const std::string& pod) {
+             Check(Writing(c, kCluster, [&](ClusterState& s) { return s.Unreserve(pod); }));
+           })
+      .def("commit",
+           [](GuardedCluster& c, const std::string& pod) {
+             Check(Writing(c, kCluster, [&](ClusterState& s) { return s.Commit(pod); }));
+           })
+      .def("release",
+           [](GuardedCluster& c, const std::string& pod) {
+             Check(Writing(c, kCluster, [&](ClusterState& s) { return s.Release(pod); }));
+           })
       .def("place",
-           [](ClusterState& s, py::handle pod, const std::string& strategy, bool commit,
+           [](GuardedCluster& c, py::handle pod, const std::string& strategy, bool commit,
               py::object nodes) -> py::tuple {
              Pod p = PodFrom(pod);
-             std::vector<int> candidates;
-             if (!nodes.is_none())
-               for (auto n : nodes) candidates.push_back(NodeIndex(s, n.cast<std::string>()));
-             PlaceResult r;
-             {
-               py::gil_scoped_release release;
-               r = s.Place(p, StrategyFor(strategy), commit, nodes.is_none() ? nullptr : &candidates);
+             std::optional<std::vector<std::string>> names;
+             if (!nodes.is_none()) {
+               names.emplace();
+               for (auto n : nodes) names->push_back(n.cast<std::string>());
              }
-             if (!r.placed) return py::make_tuple(py::none(), r.reason);
-             return py::make_tuple(Wrap(s, r.allocation), "");
+             const PlacementStrategy& st = StrategyOf(c, strategy);
+             Planned r = Unwrap(Writing(c, kCluster, [&](ClusterState& s) -> absl::StatusOr<Planned> {
+               std::vector<int> candidates;
+               if (names) {
+                 ASSIGN_OR_RETURN(candidates, NodeIndices(s, *names));
+               }
+               PlaceResult placed = s.Place(p, st, commit, names ? &candidates : nullptr);
+               Planned out;
+               if (placed.placed) out.allocation = Wrap(s, placed.allocation);
+               else out.fit = FitResult::Unschedulable(std::move(placed.reason));
+               return out;
+             }));
+             if (!r.allocation) return py::make_tuple(py::none(), r.fit.reason);
+             return py::make_tuple(std::move(*r.allocation), "");
            },
            py::arg("pod"), py::arg("strategy") = "binpack", py::arg("commit") = true,
            py::arg("nodes") = py::none(),
            "Filter, score and bind the best node. Returns (Allocation, '') or (None, reason).")
       .def("place_many",
-           [](ClusterState& s, const std::vector<Pod>& pods, const std::string& strategy) {
-             const PlacementStrategy& st = StrategyFor(strategy);
-             py::array_t<int32_t> out(static_cast<py::ssize_t>(pods.size()));
-             auto w = out.mutable_unchecked<1>();
-             {
-               py::gil_scoped_release release;
-               for (size_t k = 0; k < pods.size(); ++k) {
-                 PlaceResult r = s.Place(pods[k], st, true);
-                 w(k) = r.placed ? s.FindNode(r.allocation.node) : -1;
-               }
-             }
-             return out;
+           [](GuardedCluster& c, const std::vector<Pod>& pods, const std::string& strategy) {
+             std::vector<int> nodes =
+                 Unwrap(Without(c, kCluster, [&] { return c.PlaceMany(pods, strategy); }));
+             return ToArray<int32_t>(nodes);
            },
            py::arg("pods"), py::arg("strategy") = "binpack",
-           "Place pods in order; returns each pod's node index (-1 when it did not fit).")
+           "Place pods in order, as one call that no other call on this cluster interleaves; "
+           "returns each pod's node index (-1 when it did not fit).")
       .def("allocation",
-           [](const ClusterState& s, const std::string& pod) -> py::object {
-             const Allocation* a = s.FindAllocation(pod);
-             if (a == nullptr) return py::none();
-             return py::cast(Wrap(s, *a));
+           [](const GuardedCluster& c, const std::string& pod) -> py::object {
+             auto a = Reading(c, kCluster, [&](const ClusterState& s) -> std::optional<PyAllocation> {
+               const Allocation* found = s.FindAllocation(pod);
+               if (found == nullptr) return std::nullopt;
+               return Wrap(s, *found);
+             });
+             if (!a) return py::none();
+             return py::cast(std::move(*a));
            })
       .def("allocations",
-           [](const ClusterState& s) {
-             std::vector<PyAllocation> out;
-             for (const Allocation* a : s.Allocations()) out.push_back(Wrap(s, *a));
-             return out;
+           [](const GuardedCluster& c) {
+             return Reading(c, kCluster, [](const ClusterState& s) {
+               std::vector<PyAllocation> out;
+               for (const Allocation* a : s.Allocations()) out.push_back(Wrap(s, *a));
+               return out;
+             });
            })
       .def("restore_allocation",
-           [](ClusterState& s, py::handle pod, const std::string& node,
+           [](GuardedCluster& c, py::handle pod, const std::string& node,
               const std::map<std::string, std::string>& annotations, int64_t unit_bytes) {
              Pod p = PodFrom(pod);
-             return Wrap(s, Unwrap(RestoreBoundPod(s, p, node, annotations, unit_bytes)));
+             return Unwrap(Writing(c, kCluster, [&](ClusterState& s) -> absl::StatusOr<PyAllocation> {
+               ASSIGN_OR_RETURN(Allocation a, RestoreBoundPod(s, p, node, annotations, unit_bytes));
+               return Wrap(s, a);
+             }));
            },
            py::arg("pod"), py::arg("node"), py::arg("annotations"),
            py::arg("unit_bytes") = int64_t{1} << 20,
            "Rebuild a bound pod's allocation from its annotations (after a restart).")
-      .def("check_invariants", [](const ClusterState& s) {
-        absl::Status st = s.CheckInvariants();
-        if (!st.ok()) throw std::runtime_error(std::string(st.message()));
-      })
-      .def("snapshot", &SaveSnapshot)
-      .def_static("restore", [](const std::string& text) { return Unwrap(LoadSnapshot(text)); })
-      .def("copy", [](const ClusterState& s) { return ClusterState(s); })
-      .def("__eq__", [](const ClusterState& a, const ClusterState& b) { return a == b; })
+      .def("check_invariants",
+           [](const GuardedCluster& c) {
+             absl::Status st = Reading(c, kCluster, [](const ClusterState& s) { return s.CheckInvariants(); });
+             if (!st.ok()) throw std::runtime_error(std::string(st.message()));
+           })
+      .def("snapshot",
+           [](const GuardedCluster& c) {
+             return Reading(c, kCluster, [](const ClusterState& s) { return SaveSnapshot(s); });
+           },
+           "The state as JSON text, taken at one instant (no call on this cluster interleaves).")
+      .def_static("restore",
+                  [](const std::string& text) {
+                    absl::StatusOr<ClusterState> s;
+                    {
+                      py::gil_scoped_release nogil;
+                      s = LoadSnapshot(text);
+                    }
+                    return GuardedCluster(Unwrap(std::move(s)));
+                  })
+      .def("copy",
+           [](const GuardedCluster& c) { return Without(c, kCluster, [&] { return c.Copy(); }); },
+           "A deep copy with its own lock and its own strategies (fresh memos, generators from "
+           "their seeds).")
+      .def("__eq__",
+           [](const GuardedCluster& a, const GuardedCluster& b) {
+             RefuseReentry(b.lock(), kCluster);
+             return Without(a, kCluster, [&] { return a.Equals(b); });
+           })
       .def("device_usage",
-           [](const ClusterState& s) {
-             const int n = s.num_devices();
-             py::array_t<int32_t> node(n), minor(n);
-             py::array_t<int64_t> core_cap(n), mem_cap(n);
-             py::array_t<bool> healthy(n), is_gpu(n);
-             auto wn = node.mutable_unchecked<1>();
-             auto wm = minor.mutable_unchecked<1>();
-             auto wc = core_cap.mutable_unchecked<1>();
-             auto wb = mem_cap.mutable_unchecked<1>();
-             auto wh = healthy.mutable_unchecked<1>();
-             auto wg = is_gpu.mutable_unchecked<1>();
-             for (int i = 0; i < s.num_nodes(); ++i) {
-               const Node& nd = s.node(i);
-               for (size_t d = 0; d < nd.devices.size(); ++d) {
-                 int g = s.first_device(i) + d;
-                 wn(g) = i;
-                 wm(g) = nd.devices[d].minor;
-                 wc(g) = nd.devices[d].core;
-                 wb(g) = nd.devices[d].memory_bytes;
-                 wh(g) = nd.devices[d].healthy;
-                 wg(g) = nd.devices[d].type == kGpu;
-               }
-             }
+           [](const GuardedCluster& c, bool copy) {
+             DeviceUsage u = Reading(c, kCluster, [&](const ClusterState& s) { return ReadDeviceUsage(s, copy); });
              py::dict out;
-             out["node"] = node;
-             out["minor"] = minor;
-             out["is_gpu"] = is_gpu;
-             out["healthy"] = healthy;
-             out["core_capacity"] = core_cap;
-             out["memory_capacity"] = mem_cap;
-             out["core_used"] = View(s.used_core());      // zero-copy, read-only
-             out["memory_used"] = View(s.used_memory());  // zero-copy, read-only
+             out["node"] = ToArray<int32_t>(u.node);
+             out["minor"] = ToArray<int32_t>(u.minor);
+             out["is_gpu"] = ToArray<bool>(u.is_gpu);
+             out["healthy"] = ToArray<bool>(u.healthy);
+             out["core_capacity"] = ToArray<int64_t>(u.core_capacity);
+             out["memory_capacity"] = ToArray<int64_t>(u.memory_capacity);
+             out["core_used"] = View(std::move(u.core_used), copy);
+             out["memory_used"] = View(std::move(u.memory_used), copy);
              return out;
            },
-           "Per-device arrays. core_used/memory_used are read-only views of the core's buffers: "
-           "they follow later placements until a node is added or removed.");
+           py::arg("copy") = false,
+           "Per-device arrays, read at one instant. With copy=False, core_used/memory_used are "
+           "read-only zero-copy views of the core's live buffers: they follow later placements "
+           "(not a consistent snapshot while other threads place) until a node is added or "
+           "removed. copy=True returns private copies taken with the metadata under one lock.");
 }
 
 }  // namespace gpufleet::bindings

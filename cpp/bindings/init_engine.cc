@@ -16,6 +16,7 @@
 #include "gpufleet/engine/spec_json.h"
 #include "gpufleet/engine/water_fill.h"
 #include "gpufleet/io/spec_json.h"
+#include "locking.h"
 #include "status_cast.h"
 
 namespace py = pybind11;
@@ -82,14 +83,24 @@ py::dict ResultDict(const engine::CycleResult& r) {
     d["allocated"] = ResourcesDict(q.allocated);
     d["request"] = ResourcesDict(q.request);
     d["deserved"] = ResourcesDict(q.deserved);
+    d["held"] = ResourcesDict(q.held);
     d["share"] = q.share;
     queues.append(d);
+  }
+  py::list held;
+  for (const auto& h : r.held) {
+    py::dict d = ResourcesDict(h.resources);
+    d["node"] = h.node;
+    d["job"] = h.job;
+    held.append(d);
   }
   py::dict out;
   out["binds"] = binds;
   out["evictions"] = evictions;
   out["pending"] = r.pending;
   out["queues"] = queues;
+  out["held"] = held;
+  out["target"] = r.target;
   return out;
 }
 
@@ -264,13 +275,22 @@ void RegisterPythonPlugin(const std::string& name) {
       });
 }
 
-engine::CycleResult RunCycle(engine::Scheduler& s, std::optional<double> now) {
-  absl::StatusOr<engine::CycleResult> r;
-  {
-    py::gil_scoped_release release;
-    r = now ? s.RunCycleAt(*now) : s.RunCycle();
-  }
-  return Unwrap(std::move(r));
+constexpr char kEngine[] = "this engine";
+
+// A cycle holds the engine's lock from start to end with the GIL released; Python plugins take
+// the GIL for each callback. Returns the cycle's number with its result.
+std::pair<int, engine::CycleResult> RunCycle(engine::GuardedScheduler& g, std::optional<double> now) {
+  auto [cycle, r] = Writing(g, kEngine, [&](engine::Scheduler& s) {
+    const int number = s.cycles();
+    return std::make_pair(number, now ? s.RunCycleAt(*now) : s.RunCycle());
+  });
+  return {cycle, Unwrap(std::move(r))};
+}
+
+// A change to the scheduler: `f(Scheduler&)` returns a Status, under the exclusive lock.
+template <typename F>
+void Change(engine::GuardedScheduler& g, F&& f) {
+  Check(Writing(g, kEngine, std::forward<F>(f)));
 }
 
 }  // namespace
@@ -296,46 +316,83 @@ void InitEngine(py::module_& m) {
   m.def("water_fill", &engine::WaterFill, py::arg("total"), py::arg("weights"), py::arg("caps"),
         "Weighted water-filling of `total` over queues capped by `caps` (the proportion rule).");
 
-  py::class_<Scheduler>(m, "EngineScheduler")
+  // Every method takes the engine's lock with the GIL released (locking.h): reads share it,
+  // changes and whole cycles hold it alone. `cluster` is the accounting under the same lock.
+  using engine::GuardedScheduler;
+  py::class_<GuardedScheduler>(m, "EngineScheduler")
       .def(py::init([](py::object config) {
-             auto s = std::make_unique<Scheduler>();
-             if (!config.is_none()) Check(s->Configure(ToJson(config)));
-             return s;
+             auto g = std::make_unique<GuardedScheduler>();
+             if (!config.is_none()) {
+               Json j = ToJson(config);
+               Change(*g, [&](Scheduler& s) { return s.Configure(j); });
+             }
+             return g;
            }),
            py::arg("config") = py::none())
-      .def("configure", [](Scheduler& s, py::handle c) { Check(s.Configure(ToJson(c))); })
-      .def("config", [](const Scheduler& s) { return ToPy(s.config().ToJson()); })
-      .def_property_readonly("cluster", [](Scheduler& s) -> ClusterState& { return s.cluster(); },
-                             py::return_value_policy::reference_internal)
+      .def("configure",
+           [](GuardedScheduler& g, py::handle c) {
+             Json j = ToJson(c);
+             Change(g, [&](Scheduler& s) { return s.Configure(j); });
+           })
+      .def("config",
+           [](const GuardedScheduler& g) {
+             return ToPy(Reading(g, kEngine, [](const Scheduler& s) { return s.config().ToJson(); }));
+           })
+      .def_property_readonly("cluster", [](GuardedScheduler& g) -> GuardedCluster& { return g.cluster(); },
+                             py::return_value_policy::reference_internal,
+                             "The accounting as a Cluster that shares this engine's lock.")
       .def("add_node",
-           [](Scheduler& s, py::handle spec) {
-             Check(s.cluster().AddNode(Unwrap(NodeFromJson(ToJson(spec)))));
+           [](GuardedScheduler& g, py::handle spec) {
+             Node node = Unwrap(NodeFromJson(ToJson(spec)));
+             Change(g, [&](Scheduler& s) { return s.cluster().AddNode(node); });
            })
       .def("add_queue",
-           [](Scheduler& s, py::handle spec) { Check(s.AddQueue(Unwrap(engine::QueueFromJson(ToJson(spec))))); })
+           [](GuardedScheduler& g, py::handle spec) {
+             engine::Queue q = Unwrap(engine::QueueFromJson(ToJson(spec)));
+             Change(g, [&](Scheduler& s) { return s.AddQueue(q); });
+           })
       .def("update_queue",
-           [](Scheduler& s, py::handle spec) { Check(s.UpdateQueue(Unwrap(engine::QueueFromJson(ToJson(spec))))); })
-      .def("delete_queue", [](Scheduler& s, const std::string& n) { Check(s.DeleteQueue(n)); })
+           [](GuardedScheduler& g, py::handle spec) {
+             engine::Queue q = Unwrap(engine::QueueFromJson(ToJson(spec)));
+             Change(g, [&](Scheduler& s) { return s.UpdateQueue(q); });
+           })
+      .def("delete_queue",
+           [](GuardedScheduler& g, const std::string& n) {
+             Change(g, [&](Scheduler& s) { return s.DeleteQueue(n); });
+           })
       .def("queues",
-           [](const Scheduler& s) {
+           [](const GuardedScheduler& g) {
+             std::vector<engine::Queue> queues =
+                 Reading(g, kEngine, [](const Scheduler& s) { return s.Queues(); });
              py::list out;
-             for (const auto& q : s.Queues()) out.append(ToPy(engine::QueueToJson(q)));
+             for (const auto& q : queues) out.append(ToPy(engine::QueueToJson(q)));
              return out;
            })
       .def("submit_job",
-           [](Scheduler& s, py::handle spec) { Check(s.SubmitJob(Unwrap(engine::JobFromJson(ToJson(spec))))); })
+           [](GuardedScheduler& g, py::handle spec) {
+             engine::Job job = Unwrap(engine::JobFromJson(ToJson(spec)));
+             Change(g, [&](Scheduler& s) { return s.SubmitJob(job); });
+           })
       .def("update_job",
-           [](Scheduler& s, py::handle spec) { Check(s.UpdateJob(Unwrap(engine::JobFromJson(ToJson(spec))))); })
-      .def("delete_job", [](Scheduler& s, const std::string& n) { Check(s.DeleteJob(n)); })
+           [](GuardedScheduler& g, py::handle spec) {
+             engine::Job job = Unwrap(engine::JobFromJson(ToJson(spec)));
+             Change(g, [&](Scheduler& s) { return s.UpdateJob(job); });
+           })
+      .def("delete_job",
+           [](GuardedScheduler& g, const std::string& n) {
+             Change(g, [&](Scheduler& s) { return s.DeleteJob(n); });
+           })
       .def("start_task",
-           [](Scheduler& s, const std::string& job, int task, const std::string& node) {
-             Check(engine::StartTask(&s, job, task, node));
+           [](GuardedScheduler& g, const std::string& job, int task, const std::string& node) {
+             Change(g, [&](Scheduler& s) { return engine::StartTask(&s, job, task, node); });
            },
            py::arg("job"), py::arg("task"), py::arg("node"))
       .def("jobs",
-           [](const Scheduler& s) {
+           [](const GuardedScheduler& g) {
+             std::vector<engine::JobState> jobs =
+                 Reading(g, kEngine, [](const Scheduler& s) { return s.Jobs(); });
              py::list out;
-             for (const auto& j : s.Jobs()) {
+             for (const auto& j : jobs) {
                py::dict d;
                d["name"] = j.name;
                d["queue"] = j.queue;
@@ -350,24 +407,45 @@ void InitEngine(py::module_& m) {
              return out;
            })
       .def("job_tasks",
-           [](const Scheduler& s, const std::string& name) {
-             const engine::Job* j = s.FindJob(name);
-             if (j == nullptr) throw py::key_error("job " + name + " does not exist");
-             std::vector<std::string> out;
-             for (const Pod& p : j->tasks) out.push_back(p.name);
-             return out;
+           [](const GuardedScheduler& g, const std::string& name) {
+             auto tasks = Reading(g, kEngine, [&](const Scheduler& s) -> std::optional<std::vector<std::string>> {
+               const engine::Job* j = s.FindJob(name);
+               if (j == nullptr) return std::nullopt;
+               std::vector<std::string> out;
+               for (const Pod& p : j->tasks) out.push_back(p.name);
+               return out;
+             });
+             if (!tasks) throw py::key_error("job " + name + " does not exist");
+             return *tasks;
            })
       .def("load_scenario",
-           [](Scheduler& s, py::handle data) { Check(engine::LoadScenario(ToJson(data), &s)); })
+           [](GuardedScheduler& g, py::handle data) {
+             Json j = ToJson(data);
+             Change(g, [&](Scheduler& s) { return engine::LoadScenario(j, &s); });
+           })
       .def("run_cycle",
-           [](Scheduler& s, std::optional<double> now) { return ResultDict(RunCycle(s, now)); },
+           [](GuardedScheduler& g, std::optional<double> now) {
+             auto [cycle, result] = RunCycle(g, now);
+             py::dict d = ResultDict(result);
+             d["cycle"] = cycle;
+             return d;
+           },
            py::arg("now") = py::none(),
            "Run one cycle at the clock's time, or at `now` seconds; returns {binds, evictions, "
-           "pending, queues}. Releases the GIL.")
-      .def("now", &Scheduler::now,
+           "pending, queues, cycle} (cycle: this cycle's number). Releases the GIL and holds the "
+           "engine's lock for the whole cycle.")
+      .def("now",
+           [](const GuardedScheduler& g) {
+             return Reading(g, kEngine, [](const Scheduler& s) { return s.now(); });
+           },
            "Seconds on the scheduler's clock (monotonic, 0 when the scheduler was created).")
-      .def_property_readonly("last_cycle_time", &Scheduler::last_cycle_time)
-      .def_property_readonly("cycles", &Scheduler::cycles);
+      .def_property_readonly("last_cycle_time",
+                             [](const GuardedScheduler& g) {
+                               return Reading(g, kEngine, [](const Scheduler& s) { return s.last_cycle_time(); });
+                             })
+      .def_property_readonly("cycles", [](const GuardedScheduler& g) {
+        return Reading(g, kEngine, [](const Scheduler& s) { return s.cycles(); });
+      });
 }
 
 }  // namespace gpufleet::bindings

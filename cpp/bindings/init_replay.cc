@@ -4,8 +4,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include "status_cast.h"
+#include "gpufleet/accounting/guarded_cluster.h"
 #include "gpufleet/sim/openb_replay.h"
+#include "status_cast.h"
 
 namespace py = pybind11;
 
@@ -85,7 +86,7 @@ void InitReplay(py::module_& m) {
         out["failed_gpu"] = ToArray(res.failed_gpu);
         out["gpu_capacity"] = res.gpu_capacity / 100;
         out["workload"] = py::module_::import("json").attr("loads")(res.workload.ToJson().dump());
-        out["cluster"] = py::cast(std::move(res.cluster));
+        out["cluster"] = py::cast(GuardedCluster(std::move(res.cluster)));  // its own lock
         return out;
       },
       py::arg("node_name"), py::arg("node_cpu"), py::arg("node_memory"), py::arg("node_gpus"),

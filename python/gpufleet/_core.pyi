@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Allocation', 'Cluster', 'DeviceGrant', 'DeviceRequest', 'EngineScheduler', 'FitResult', 'PlaceResult', 'Pod', 'engine_action_description', 'engine_actions', 'engine_check_config', 'engine_default_config', 'engine_plugin_description', 'engine_plugins', 'engine_registry_duplicates', 'format_bytes', 'parse_milli', 'parse_quantity', 'registry_duplicates', 'sim_check_policy', 'sim_policy_description', 'sim_policy_names', 'sim_run', 'strategies', 'strategy_description', 'water_fill']
+__all__: list[str] = ['Allocation', 'Cluster', 'DeviceGrant', 'DeviceRequest', 'EngineScheduler', 'FitResult', 'PlaceResult', 'Pod', 'engine_action_description', 'engine_actions', 'engine_check_config', 'engine_default_config', 'engine_plugin_description', 'engine_plugins', 'engine_registry_duplicates', 'format_bytes', 'parse_milli', 'parse_quantity', 'parse_quantity_exact', 'parse_resource_quantity', 'registry_duplicates', 'sim_check_policy', 'sim_policy_description', 'sim_policy_names', 'sim_run', 'strategies', 'strategy_description', 'water_fill']
 class DeviceRequest:
     def __repr__(self) -> str:
         ...
@@ -152,10 +152,12 @@ class Cluster:
     def commit(self, arg0: str) -> None:
         ...
     def copy(self) -> Cluster:
-        ...
-    def device_usage(self) -> dict:
         """
-        Per-device arrays. core_used/memory_used are read-only views of the core's buffers: they follow later placements until a node is added or removed.
+        A deep copy with its own lock and its own strategies (fresh memos, generators from their seeds).
+        """
+    def device_usage(self, copy: bool = False) -> dict:
+        """
+        Per-device arrays, read at one instant. With copy=False, core_used/memory_used are read-only zero-copy views of the core's live buffers: they follow later placements (not a consistent snapshot while other threads place) until a node is added or removed. copy=True returns private copies taken with the metadata under one lock.
         """
     def filter(self, pod: typing.Any, node: str) -> FitResult:
         ...
@@ -177,9 +179,9 @@ class Cluster:
         """
     def place_many(self, pods: collections.abc.Sequence[Pod], strategy: str = 'binpack') -> numpy.typing.NDArray[numpy.int32]:
         """
-        Place pods in order; returns each pod's node index (-1 when it did not fit).
+        Place pods in order, as one call that no other call on this cluster interleaves; returns each pod's node index (-1 when it did not fit).
         """
-    def plan(self, pod: typing.Any, node: str, strategy: str = 'binpack') -> typing.Any:
+    def plan(self, pod: typing.Any, node: str, strategy: str = 'binpack') -> Allocation:
         """
         The devices `strategy` would choose, without changing the state.
         """
@@ -202,7 +204,9 @@ class Cluster:
     def set_device_health(self, node: str, minor: typing.SupportsInt | typing.SupportsIndex, healthy: bool, type: str = 'gpu') -> None:
         ...
     def snapshot(self) -> str:
-        ...
+        """
+        The state as JSON text, taken at one instant (no call on this cluster interleaves).
+        """
     def unreserve(self, arg0: str) -> None:
         ...
     @property
@@ -240,7 +244,7 @@ class EngineScheduler:
         ...
     def run_cycle(self, now: typing.SupportsFloat | typing.SupportsIndex | None = None) -> dict:
         """
-        Run one cycle at the clock's time, or at `now` seconds; returns {binds, evictions, pending, queues}. Releases the GIL.
+        Run one cycle at the clock's time, or at `now` seconds; returns {binds, evictions, pending, queues, cycle} (cycle: this cycle's number). Releases the GIL and holds the engine's lock for the whole cycle.
         """
     def start_task(self, job: str, task: typing.SupportsInt | typing.SupportsIndex, node: str) -> None:
         ...
@@ -252,7 +256,9 @@ class EngineScheduler:
         ...
     @property
     def cluster(self) -> Cluster:
-        ...
+        """
+        The accounting as a Cluster that shares this engine's lock.
+        """
     @property
     def cycles(self) -> int:
         ...
@@ -294,6 +300,14 @@ def parse_milli(arg0: str) -> int:
 def parse_quantity(arg0: str) -> int:
     """
     Kubernetes quantity -> integer (bytes or count), rounded up like Kubernetes.
+    """
+def parse_quantity_exact(arg0: str) -> str:
+    """
+    Kubernetes quantity -> its exact value as decimal text ("1.5", "0.000000001").
+    """
+def parse_resource_quantity(resource: str, quantity: str) -> int:
+    """
+    A resource's quantity in the core's unit: milli-cores for cpu, whole numbers only for pods and extended resources (nvidia.com/gpu, koordinator.sh/*, aliyun.com/gpu-mem), bytes rounded up otherwise.
     """
 def registry_duplicates() -> list[str]:
     ...

@@ -47,6 +47,7 @@ Callbacks a Python plugin may define (each optional; names as in the native engi
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -112,17 +113,19 @@ def load_config(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(source, Mapping):
         data = dict(source)
     else:
+        # The scenario reader's strict rules: duplicate keys, NaN/Infinity, binary junk and deep
+        # nesting are errors naming the file (ScenarioError is a ValueError).
+        from gpufleet.scenario import read_document
+
         path = Path(source)
-        try:
-            text = path.read_text()
-        except OSError as e:
-            raise ValueError(f"{path}: cannot read: {e.strerror}") from None
-        try:
-            data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-        except (json.JSONDecodeError, yaml.YAMLError) as e:
-            raise ValueError(f"{path}: not valid YAML/JSON: {e}") from None
+        data = read_document(path)
         if not isinstance(data, dict):
             raise ValueError(f"{path}: expected a mapping with 'actions' and 'tiers'")
+        try:
+            _core.engine_check_config(data)
+        except (ValueError, KeyError) as e:
+            raise ValueError(f"{path}: {e.args[0] if e.args else e}") from None
+        return data
     _core.engine_check_config(data)
     return data
 
@@ -136,7 +139,16 @@ class CycleResult:
     evictions: pd.DataFrame
     pending: dict[str, str]
     queues: pd.DataFrame
+    # Capacity held for the starvation target, per node (columns node, job, cpu, memory, gpu): taken,
+    # not idle. Empty when no target waits.
+    held: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["node", "job", *_RESOURCES]))
+    target: str = ""  # the reservation target this cycle ("" none), whether or not it started
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
+
+    @property
+    def held_gpus(self) -> float:
+        """GPUs (whole-GPU equivalents) held for the target at the end of the cycle."""
+        return float(self.held["gpu"].sum()) if len(self.held) else 0.0
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (for JSON output)."""
@@ -147,11 +159,11 @@ def _queues_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     records = []
     for q in rows:
         rec: dict[str, Any] = {"queue": q["queue"], "weight": q["weight"], "share": q["share"]}
-        for kind in ("allocated", "deserved", "request"):
+        for kind in ("allocated", "deserved", "request", "held"):
             for r in _RESOURCES:
                 rec[f"{kind}_{r}"] = q[kind][r]
         records.append(rec)
-    columns = ["queue", "weight", "share"] + [f"{k}_{r}" for k in ("allocated", "deserved", "request")
+    columns = ["queue", "weight", "share"] + [f"{k}_{r}" for k in ("allocated", "deserved", "request", "held")
                                               for r in _RESOURCES]
     return pd.DataFrame.from_records(records, columns=columns)
 
@@ -171,11 +183,17 @@ class Engine:
 
     ``config`` is a dict (or a YAML/JSON path) with ``actions`` and ``tiers``; None takes
     :func:`default_config`. A queue named ``default`` exists from the start.
+
+    Safe to share between threads: every call takes the native scheduler's lock (reads share it;
+    submit, delete, configure and a whole cycle hold it alone), and the one piece of state kept
+    here, the last cycle's result, is guarded by a lock of its own. A plugin callback must not
+    call back into the engine that runs it (RuntimeError).
     """
 
     def __init__(self, config: str | Path | Mapping[str, Any] | None = None) -> None:
         self._native = _core.EngineScheduler(None if config is None else load_config(config))
         self._last: CycleResult | None = None
+        self._last_lock = threading.Lock()
 
     # --- configuration and cluster ---------------------------------------------------------
     def configure(self, config: str | Path | Mapping[str, Any]) -> None:
@@ -266,28 +284,35 @@ class Engine:
         ``jobtime`` action advances its jobs' attained service by it); without it the cycle runs
         at :attr:`now`, a monotonic clock from the engine's creation. A time before the last
         cycle's raises ValueError."""
-        cycle = self._native.cycles
         raw = self._native.run_cycle(None if now is None else float(now))
-        self._last = CycleResult(
-            cycle=cycle,
+        result = CycleResult(
+            cycle=int(raw.pop("cycle")),  # numbered under the engine's lock, with the cycle
             binds=_binds_frame(raw["binds"]),
             evictions=pd.DataFrame.from_records(raw["evictions"], columns=["job", "task", "node", "reason"]),
             pending=dict(raw["pending"]),
             queues=_queues_frame(raw["queues"]),
+            held=pd.DataFrame.from_records(raw["held"], columns=["node", "job", *_RESOURCES]),
+            target=raw["target"],
             raw=raw,
         )
-        return self._last
+        with self._last_lock:  # cycles from several threads finish in any order: keep the latest
+            if self._last is None or result.cycle > self._last.cycle:
+                self._last = result
+        return result
 
     @property
     def last(self) -> CycleResult | None:
-        return self._last
+        """The result of the latest cycle (by number) that has returned."""
+        with self._last_lock:
+            return self._last
 
     def queue_shares(self) -> pd.DataFrame:
         """Each queue's allocated, deserved and requested resources as of the last cycle (an empty
         frame before the first)."""
-        if self._last is None:
+        last = self.last
+        if last is None:
             return _queues_frame([])
-        return self._last.queues.copy()
+        return last.queues.copy()
 
     @property
     def cycles(self) -> int:
@@ -320,10 +345,11 @@ def engine_from_scenario(data: Mapping[str, Any], where: str = "<scenario>",
                   requests: {nvidia.com/gpu: 2}, running: [n1, n1]}]   # `running`: already on nodes
 
     Errors name ``where``, the entry and the problem (ValueError)."""
-    from gpufleet.scenario import ScenarioError, build_scenario
+    from gpufleet.scenario import SCENARIO_KEYS, ScenarioError, build_scenario, check_keys
 
     if not isinstance(data, Mapping):
         raise ScenarioError(f"{where}: expected a mapping")
+    check_keys(data, SCENARIO_KEYS, where)
     base = build_scenario({k: data.get(k) for k in ("nodes", "pods")}, where)
     engine = Engine(config)
     for name in base.cluster.node_names():

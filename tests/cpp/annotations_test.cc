@@ -147,7 +147,7 @@ TEST(AnnotationsTest, MalformedAnnotationsAreErrorsNamingPodAndKey) {
   };
   const std::string koord = kDeviceAllocatedAnnotation;
   const Case cases[] = {
-      {{{koord, "{"}}, {"pod ns/p", koord, "not a JSON object"}},
+      {{{koord, "{"}}, {"pod ns/p", koord, "not JSON", "parse error"}},
       {{{koord, "[]"}}, {"not a JSON object"}},
       {{{koord, R"({"gpu":{"minor":0}})"}}, {"gpu is not a list"}},
       {{{koord, R"({"gpu":[{"resources":{}}]})"}}, {"no integer minor"}},
@@ -159,10 +159,10 @@ TEST(AnnotationsTest, MalformedAnnotationsAreErrorsNamingPodAndKey) {
       {{{koord, R"({"gpu":[{"minor":0,"resources":{"koordinator.sh/gpu-core":"abc"}}]})"}},
        {"\"abc\""}},
       {{{koord, R"({"gpu":[{"minor":0,"resources":{"koordinator.sh/gpu-memory":{"a":1}}}]})"}},
-       {"invalid quantity"}},
-      {{{kGpushareIdx, "0"}}, {kGpusharePod, "missing or not a number"}},
-      {{{kGpushareIdx, "0"}, {kGpusharePod, "x"}}, {"missing or not a number"}},
-      {{{kGpushareIdx, "0"}, {kGpusharePod, "-5"}}, {"missing or not a number"}},
+       {"koordinator.sh/gpu-memory: expected a quantity"}},
+      {{{kGpushareIdx, "0"}}, {kGpusharePod, "missing"}},
+      {{{kGpushareIdx, "0"}, {kGpusharePod, "x"}}, {kGpusharePod, "\"x\"", "no digits"}},
+      {{{kGpushareIdx, "0"}, {kGpusharePod, "-5"}}, {kGpusharePod, "\"-5\"", "negative"}},
       {{{kGpushareIdx, "a"}, {kGpusharePod, "5"}}, {kGpushareIdx, "\"a\" is not a minor"}},
       {{{kGpushareIdx, "7"}, {kGpusharePod, "5"}}, {"node n has no gpu 7"}},
       {{{kGpushareIdx, ","}, {kGpusharePod, "5"}}, {kGpushareIdx, "empty"}},
@@ -248,6 +248,128 @@ TEST(AnnotationsTest, RestartFromAnnotationsRebuildsTheSameState) {
     EXPECT_OK(restarted.state().CheckInvariants());
   }
   EXPECT_EQ(restarted.state(), live.state());
+}
+
+}  // namespace
+}  // namespace gpufleet
+
+namespace gpufleet {
+namespace {
+
+// An allocation rebuilt from annotations must be exactly what the pod's request gives on those
+// devices; anything else is refused with the pod, the key and the difference, state unchanged.
+TEST(AnnotationsRestoreStrictTest, AnnotationsThatDisagreeWithTheRequestAreRefused) {
+  const std::string koord = kDeviceAllocatedAnnotation;
+  auto gpu = [](int minor, const char* core, const char* memory, const char* ratio = nullptr) {
+    std::string res = absl::StrCat(R"({"minor":)", minor, R"(,"resources":{"koordinator.sh/gpu-core":")",
+                                   core, R"(","koordinator.sh/gpu-memory":")", memory, "\"");
+    if (ratio) absl::StrAppend(&res, R"(,"koordinator.sh/gpu-memory-ratio":")", ratio, "\"");
+    return res + "}}";
+  };
+  struct Case {
+    const char* name;
+    const char* requests;  // the pod's requests as JSON
+    Annotations annotations;
+    std::vector<std::string> parts;
+  };
+  const Case cases[] = {
+      {"two granted, one asked", R"({"nvidia.com/gpu":"1"})",
+       {{koord, absl::StrCat(R"({"gpu":[)", gpu(0, "100", "80Gi"), ",", gpu(1, "100", "80Gi"), "]}")}},
+       {"pod ns/a: annotation " + koord + " grants 2 gpu devices, the pod requests 1"}},
+      {"none granted to a GPU pod", R"({"nvidia.com/gpu":"1"})", {{koord, "{}"}},
+       {"pod ns/a", koord, "grants 0 gpu devices, the pod requests 1"}},
+      {"devices granted to a CPU pod", R"({"cpu":"1"})",
+       {{koord, absl::StrCat(R"({"gpu":[)", gpu(0, "100", "80Gi"), "]}")}},
+       {"pod ns/a", "grants 1 gpu devices, the pod requests 0"}},
+      {"50% asked, 100% granted", R"({"koordinator.sh/gpu":"50"})",
+       {{koord, absl::StrCat(R"({"gpu":[)", gpu(0, "100", "80Gi", "100"), "]}")}},
+       {"pod ns/a", koord, "grants gpu 0 core 100%, the pod requests 50%"}},
+      {"50% asked, 10% granted", R"({"koordinator.sh/gpu":"50"})",
+       {{koord, absl::StrCat(R"({"gpu":[)", gpu(0, "10", "8Gi", "10"), "]}")}},
+       {"pod ns/a", koord, "grants gpu 0 core 10%, the pod requests 50%"}},
+      {"right core, wrong memory", R"({"koordinator.sh/gpu":"50"})",
+       {{koord, absl::StrCat(R"({"gpu":[)", gpu(0, "50", "80Gi", "100"), "]}")}},
+       {"pod ns/a", koord, "grants gpu 0 memory 80Gi, the pod requests 40Gi on that device"}},
+      {"whole asked, a share granted", R"({"nvidia.com/gpu":"1"})",
+       {{koord, absl::StrCat(R"({"gpu":[)", gpu(0, "50", "40Gi", "50"), "]}")}},
+       {"pod ns/a", "grants gpu 0 core 50%, the pod requests 100% (a whole device)"}},
+      {"whole asked, no memory granted", R"({"nvidia.com/gpu":"1"})",
+       {{koord, R"({"gpu":[{"minor":0,"resources":{"koordinator.sh/gpu-core":"100"}}]})"}},
+       {"pod ns/a", "grants gpu 0 memory 0, the pod requests 80Gi"}},
+      {"gpushare memory differs", R"({"aliyun.com/gpu-mem":"8192"})",
+       {{kGpushareIdx, "0"}, {kGpusharePod, "4096"}},
+       {"pod ns/a: annotation ALIYUN_COM_GPU_MEM_POD grants gpu 0 memory 4Gi, the pod requests 8Gi"}},
+      {"gpushare zero-byte grant", R"({"aliyun.com/gpu-mem":"8192"})",
+       {{kGpushareIdx, "0"}, {kGpusharePod, "0"}},
+       {"pod ns/a: annotation ALIYUN_COM_GPU_MEM_POD", "0 memory units"}},
+      {"gpushare on two cards for one", R"({"aliyun.com/gpu-mem":"8192"})",
+       {{kGpushareIdx, "0,1"}, {kGpusharePod, "8192"}},
+       {"pod ns/a: annotation ALIYUN_COM_GPU_MEM_IDX grants 2 gpu devices, the pod requests 1"}},
+      {"gpushare grant for a whole-GPU pod", R"({"nvidia.com/gpu":"1"})",
+       {{kGpushareIdx, "0"}, {kGpusharePod, "81920"}},
+       {"pod ns/a", "grants gpu 0 core 0%, the pod requests 100% (a whole device)"}},
+      {"rdma share differs", R"({"nvidia.com/gpu":"1","koordinator.sh/rdma":"50"})",
+       {{koord, absl::StrCat(R"({"gpu":[)", gpu(0, "100", "80Gi"),
+                             R"(],"rdma":[{"minor":0,"resources":{"koordinator.sh/rdma":"100"}}]})")}},
+       {"pod ns/a", "grants rdma 0 core 100%, the pod requests 50%"}},
+      {"fraction in a grant", R"({"koordinator.sh/gpu":"50"})",
+       {{koord, absl::StrCat(R"({"gpu":[)", gpu(0, "50.5", "40Gi", "50"), "]}")}},
+       {"pod ns/a", "koordinator.sh/gpu-core", "\"50.5\"", "whole numbers only"}},
+      {"duplicate key in the annotation", R"({"nvidia.com/gpu":"1"})",
+       {{koord, R"({"gpu":[],"gpu":[]})"}},
+       {"pod ns/a", koord, "duplicate key \"gpu\""}},
+      {"unknown resource in a grant", R"({"koordinator.sh/gpu":"50"})",
+       {{koord, R"({"gpu":[{"minor":0,"resources":{"koordinator.sh/gpu-cores":"50"}}]})"}},
+       {"pod ns/a", "unknown field \"koordinator.sh/gpu-cores\"",
+        "did you mean \"koordinator.sh/gpu-core\"?"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    CheckedCluster cluster;
+    ASSERT_OK(cluster.AddNodeJson(kH100Node));
+    // Something already bound, so "unchanged" covers more than an empty cluster.
+    Pod bound = MakePod(R"({"name":"ns/b","requests":{"nvidia.com/gpu":"1"}})");
+    ASSERT_TRUE(IsOk(RestoreBoundPod(
+        cluster.state(), bound, "n",
+        {{koord, absl::StrCat(R"({"gpu":[)", gpu(3, "100", "80Gi", "100"), "]}")}})));
+    const ClusterState before = cluster.state();
+    Pod pod = MakePod(absl::StrCat(R"({"name":"ns/a","requests":)", c.requests, "}"));
+    EXPECT_TRUE(IsError(RestoreBoundPod(cluster.state(), pod, "n", c.annotations),
+                        absl::StatusCode::kInvalidArgument, c.parts));
+    EXPECT_EQ(cluster.state(), before);
+  }
+}
+
+// What the scheduler itself writes restores, whatever the vocabulary of the request.
+TEST(AnnotationsRestoreStrictTest, RecordsTheSchedulerWroteRestoreExactly) {
+  const char* requests[] = {
+      R"({"nvidia.com/gpu":"2"})",
+      R"({"koordinator.sh/gpu":"50"})",
+      R"({"koordinator.sh/gpu-core":"30","koordinator.sh/gpu-memory":"10Gi"})",
+      R"({"koordinator.sh/gpu-core":"50","koordinator.sh/gpu-memory-ratio":"25"})",
+      R"({"koordinator.sh/gpu.shared":"2","koordinator.sh/gpu-core":"100","koordinator.sh/gpu-memory-ratio":"100"})",
+      R"({"aliyun.com/gpu-mem":"8192"})",
+      R"({"nvidia.com/gpu":"1","koordinator.sh/rdma":"50"})",
+  };
+  for (const char* r : requests) {
+    for (bool gpushare : {false, true}) {
+      SCOPED_TRACE(absl::StrCat(r, gpushare ? " with gpushare keys" : ""));
+      CheckedCluster placed;
+      ASSERT_OK(placed.AddNodeJson(kH100Node));
+      Pod pod = MakePod(absl::StrCat(R"({"name":"ns/a","requests":)", r, "}"));
+      auto strategy = MakeStrategy("binpack");
+      ASSERT_TRUE(strategy.ok());
+      PlaceResult result = placed.state().Place(pod, **strategy, true);
+      ASSERT_TRUE(result.placed) << result.reason;
+      Annotations written =
+          AllocationAnnotations(result.allocation, placed.state().node(0), gpushare);
+      CheckedCluster restored;
+      ASSERT_OK(restored.AddNodeJson(kH100Node));
+      auto a = RestoreBoundPod(restored.state(), pod, "n", written);
+      ASSERT_TRUE(IsOk(a));
+      EXPECT_EQ(a->devices, result.allocation.devices);
+    }
+  }
 }
 
 }  // namespace

@@ -4,7 +4,9 @@
 #include "gpufleet/engine/action.h"
 #include "gpufleet/engine/config.h"
 #include "gpufleet/engine/plugin.h"
+#include "gpufleet/engine/scenario_json.h"
 #include "gpufleet/engine/scheduler.h"
+#include "gpufleet/engine/spec_json.h"
 
 namespace gpufleet::engine {
 namespace {
@@ -66,7 +68,8 @@ TEST(EngineConfigTest, ErrorsNameTheProblem) {
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate", "tiers": [{"plugins": ["gang", "predicates", "reservation(after_cycles=-2)"]}]})J"),
                   "after_cycles must be >= 0"));
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate", "tiers": []})J"), "\"tiers\" must be a non-empty list"));
-  EXPECT_TRUE(has(Error(R"J({"actions": "allocate", "tier": []})J"), "unknown parameter"));
+  EXPECT_TRUE(has(Error(R"J({"actions": "allocate", "tier": []})J"),
+                  "unknown field \"tier\"; did you mean \"tiers\"?"));
   EXPECT_TRUE(has(Error(R"J({"actions": "", )J" + tiers + "}"), "\"actions\" is empty"));
 }
 
@@ -75,6 +78,86 @@ TEST(EngineConfigTest, SchedulerKeepsItsConfigurationOnError) {
   const Json before = s.config().ToJson();
   EXPECT_FALSE(s.Configure(Json::parse(R"J({"actions": "allocate", "tiers": [{"plugins": ["nope"]}]})J")).ok());
   EXPECT_EQ(s.config().ToJson(), before);
+}
+
+}  // namespace
+}  // namespace gpufleet::engine
+
+namespace gpufleet::engine {
+namespace {
+
+// What a scenario can change: nodes and allocations, queues, jobs.
+struct SchedulerView {
+  ClusterState cluster;
+  Json queues = Json::array();
+  std::vector<std::string> jobs;
+  explicit SchedulerView(const Scheduler& s) : cluster(s.cluster()) {
+    for (const Queue& q : s.Queues()) queues.push_back(QueueToJson(q));
+    for (const JobState& j : s.Jobs()) jobs.push_back(j.name);
+  }
+  bool operator==(const SchedulerView& o) const {
+    return cluster == o.cluster && queues == o.queues && jobs == o.jobs;
+  }
+};
+
+// A malformed scenario anywhere (unknown fields with a did-you-mean, bounds, names taken) leaves
+// the scheduler exactly as it was.
+TEST(EngineScenarioStrictTest, BadScenariosChangeNothing) {
+  const Json node = Json::parse(R"({"name":"n1","cpu":"16","memory":"64Gi",
+                                     "gpus":{"count":4,"memory":"80Gi"}})");
+  const Json job = Json::parse(R"({"name":"j","replicas":1,"requests":{"nvidia.com/gpu":"1"}})");
+  struct Case {
+    const char* name;
+    Json scenario;
+    std::vector<std::string> parts;
+  };
+  auto with = [](Json j, const char* key, Json value) {
+    j[key] = std::move(value);
+    return j;
+  };
+  const Case cases[] = {
+      {"misspelt top-level key", {{"nodes", Json::array()}, {"job", Json::array()}},
+       {"scenario: unknown field \"job\"; did you mean \"jobs\"?"}},
+      {"misspelt job field",
+       {{"nodes", {with(node, "name", "n2")}}, {"jobs", {with(job, "min_avaliable", 1)}}},
+       {"jobs[0]: job j: unknown field \"min_avaliable\"; did you mean \"min_available\"?"}},
+      {"misspelt task-template field",
+       {{"nodes", {with(node, "name", "n2")}}, {"jobs", {with(job, "requets", Json::object())}}},
+       {"jobs[0]: job j: unknown field \"requets\"; did you mean \"requests\"?"}},
+      {"misspelt queue field",
+       {{"nodes", {with(node, "name", "n2")}}, {"queues", {{{"name", "q"}, {"wieght", 1}}}}},
+       {"queues[0]: queue q: unknown field \"wieght\"; did you mean \"weight\"?"}},
+      {"misspelt capability", {{"queues", {{{"name", "q"}, {"capability", {{"gpus", 1}}}}}}},
+       {"queue q: capability.gpus: unknown resource; did you mean \"gpu\"?"}},
+      {"too many replicas", {{"jobs", {with(job, "replicas", 100001)}}},
+       {"job j: replicas: 100001 tasks is more than the 100000"}},
+      {"node name taken", {{"nodes", {with(node, "name", "n2"), node}}},
+       {"nodes[1]: node n1 already exists"}},
+      {"job name taken", {{"jobs", {with(job, "name", "k"), with(job, "name", "k")}}},
+       {"jobs[1]: job k already exists"}},
+      {"fraction of a GPU", {{"nodes", {with(node, "name", "n2")}},
+                             {"jobs", {with(job, "requests", {{"nvidia.com/gpu", "0.5"}})}}},
+       {"jobs[0]", "nvidia.com/gpu", "\"0.5\"", "whole numbers only"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Scheduler s;
+    ASSERT_TRUE(LoadScenario({{"nodes", {node}}, {"jobs", {with(job, "name", "existing")}}}, &s).ok());
+    const SchedulerView before(s);
+    absl::Status st = LoadScenario(c.scenario, &s);
+    ASSERT_FALSE(st.ok());
+    for (const std::string& p : c.parts)
+      EXPECT_NE(st.message().find(p), std::string::npos) << st << " lacks " << p;
+    EXPECT_TRUE(SchedulerView(s) == before);
+  }
+}
+
+TEST(EngineConfigTest, MisspeltEntryFieldsSuggestTheRightOne) {
+  EXPECT_EQ(Error(R"J({"actions": [{"name": "allocate", "argument": {}}],
+                      "tiers": [{"plugins": ["predicates"]}]})J"),
+            "actions[0]: unknown field \"argument\"; did you mean \"arguments\"?");
+  EXPECT_EQ(Error(R"J({"actions": "allocate", "tiers": [{"plugin": ["predicates"]}]})J"),
+            "tiers[0]: unknown field \"plugin\"; did you mean \"plugins\"?");
 }
 
 }  // namespace

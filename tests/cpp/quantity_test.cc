@@ -86,7 +86,18 @@ TEST(QuantityTest, RejectsBadStringsQuotingTheInput) {
       {"1e3x", "bad exponent"},
       {".", "no digits"},
       {"Gi", "no digits"},
-      {"1 Gi", "unknown suffix"},
+      {"1 Gi", "whitespace is not allowed"},
+      {" 1", "whitespace is not allowed"},
+      {"1 ", "whitespace is not allowed"},
+      {"-5", "negative"},
+      {"1e", "unknown suffix \"e\""},
+      {"1Ki5", "unknown suffix"},
+      {"1.5.", "unknown suffix"},
+      {"1e100", "too large"},
+      {"1e99999999999999999999", "too large"},
+      {"+", "no digits"},
+      {"1ki", "unknown suffix \"ki\""},
+      {"0x10", "unknown suffix \"x10\""},
   };
   for (const Bad& c : cases) {
     SCOPED_TRACE(c.text);
@@ -94,6 +105,66 @@ TEST(QuantityTest, RejectsBadStringsQuotingTheInput) {
     EXPECT_TRUE(IsError(q, absl::StatusCode::kInvalidArgument,
                         {std::string("\"") + c.text + "\"", c.why}));
   }
+}
+
+// Control characters and binary junk are quoted escaped, so an error stays on one line.
+TEST(QuantityTest, JunkIsQuotedOnOneLine) {
+  for (absl::string_view text : {absl::string_view("1\n"), absl::string_view("\x01\xff", 2),
+                                 absl::string_view("4\0Gi", 4)}) {
+    auto q = ParseQuantity(text);
+    ASSERT_FALSE(q.ok());
+    EXPECT_EQ(q.status().message().find('\n'), absl::string_view::npos) << q.status();
+    EXPECT_EQ(q.status().message().find('\0'), absl::string_view::npos) << q.status();
+  }
+  std::string long_text(kMaxQuantityLength + 1, '1');
+  EXPECT_TRUE(IsError(ParseQuantity(long_text), absl::StatusCode::kInvalidArgument,
+                      {"longer than 128 characters"}));
+}
+
+// Kubernetes keeps a quantity to the nano and rounds a finer remainder up; the scaled integers
+// follow from that exact value.
+TEST(QuantityTest, ExactValueToTheNano) {
+  EXPECT_EQ(ParseQuantityExact("1.5").value(), "1.5");
+  EXPECT_EQ(ParseQuantityExact("1.5Gi").value(), "1610612736");
+  EXPECT_EQ(ParseQuantityExact("100n").value(), "0.0000001");
+  EXPECT_EQ(ParseQuantityExact("0.9n").value(), "0.000000001");
+  EXPECT_EQ(ParseQuantityExact("1e-20").value(), "0.000000001");
+  EXPECT_EQ(ParseQuantityExact("0.0000000005Ki").value(), "0.000000512");  // exact, not 513n
+  EXPECT_EQ(ParseQuantityExact("250m").value(), "0.25");
+  EXPECT_EQ(ParseQuantityExact("0.000Gi").value(), "0");
+  EXPECT_EQ(ParseQuantityExact("-0").value(), "0");
+  EXPECT_EQ(ParseQuantityExact("5.").value(), "5");
+  EXPECT_EQ(ParseQuantityExact(".5").value(), "0.5");
+  EXPECT_EQ(ParseQuantityExact("1E3").value(), "1000");
+  EXPECT_EQ(ParseQuantityExact("12e-1").value(), "1.2");
+  EXPECT_EQ(ParseQuantityExact("0000000000000000000000000000001").value(), "1");
+  EXPECT_EQ(ParseQuantityExact("9223372036854775807").value(), "9223372036854775807");
+  EXPECT_TRUE(IsError(ParseQuantityExact("9223372036854775808"), absl::StatusCode::kInvalidArgument,
+                      {"too large"}));
+  EXPECT_EQ(ParseQuantity("1.0000000001").value(), 2);
+  EXPECT_EQ(ParseMilli("0.1n").value(), 1);
+}
+
+TEST(QuantityTest, ResourcesKeepKubernetesRules) {
+  EXPECT_TRUE(IsIntegerResource("nvidia.com/gpu"));
+  EXPECT_TRUE(IsIntegerResource("koordinator.sh/gpu.shared"));
+  EXPECT_TRUE(IsIntegerResource("aliyun.com/gpu-mem"));
+  EXPECT_TRUE(IsIntegerResource("pods"));
+  EXPECT_FALSE(IsIntegerResource("cpu"));
+  EXPECT_FALSE(IsIntegerResource("memory"));
+  EXPECT_FALSE(IsIntegerResource("kubernetes.io/batch-cpu"));
+  EXPECT_EQ(ParseResourceQuantity("cpu", "1.5").value(), 1500);
+  EXPECT_EQ(ParseResourceQuantity("memory", "0.5").value(), 1);
+  EXPECT_EQ(ParseResourceQuantity("nvidia.com/gpu", "2000m").value(), 2);
+  EXPECT_EQ(ParseResourceQuantity("koordinator.sh/gpu-memory", "1.5Gi").value(), GiB(1) + GiB(1) / 2);
+  for (const char* bad : {"1.5", "500m", "1.0000000001", "1n"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_TRUE(IsError(ParseResourceQuantity("nvidia.com/gpu", bad),
+                        absl::StatusCode::kInvalidArgument,
+                        {"nvidia.com/gpu", std::string("\"") + bad + "\"", "whole numbers only"}));
+  }
+  EXPECT_TRUE(IsError(ParseResourceQuantity("nvidia.com/gpu", "-5"),
+                      absl::StatusCode::kInvalidArgument, {"nvidia.com/gpu: ", "\"-5\"", "negative"}));
 }
 
 // Values whose intermediate product exceeds even 128 bits must be rejected, not wrap.

@@ -2,6 +2,7 @@
 // on small hand-made nodes, the fragmentation measure on a worked example, and the replay's
 // determinism, invariants and input errors.
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -311,6 +312,17 @@ TEST(OpenbReplay, BadInputIsAnErrorNamingTheRow) {
   r = ReplayOpenb(nodes, SmallPods(), o);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("node row 2"), std::string::npos);
+  // Memory that would overflow 64-bit bytes is refused instead of wrapping around.
+  nodes = SmallNodes();
+  nodes[1].memory_mib = std::numeric_limits<int64_t>::max() / 2;
+  r = ReplayOpenb(nodes, SmallPods(), o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("memory_mib"), std::string::npos) << r.status();
+  pods = SmallPods();
+  pods[3].memory_mib = std::numeric_limits<int64_t>::max();
+  r = ReplayOpenb(SmallNodes(), pods, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("pod row 3"), std::string::npos) << r.status();
   o.policy = "no-such-policy";
   EXPECT_EQ(ReplayOpenb(SmallNodes(), SmallPods(), o).status().code(), absl::StatusCode::kNotFound);
   o.policy = "fgd";

@@ -239,7 +239,7 @@ TEST(RequestParserTest, AliyunGpuMemInMiBOrGiB) {
   EXPECT_EQ(g->devices[0], Gpu(1, 0, 0, GiB(8)));
 
   EXPECT_TRUE(IsError(Parse({{"aliyun.com/gpu-mem", "9223372036854775807"}}),
-                      absl::StatusCode::kInvalidArgument, {"aliyun.com/gpu-mem is too large"}));
+                      absl::StatusCode::kInvalidArgument, {"aliyun.com/gpu-mem=9223372036854775807", "more memory than one GPU"}));
 }
 
 TEST(RequestParserTest, RdmaAndFpgaArePercentOfADevice) {
@@ -297,6 +297,104 @@ TEST(RequestParserTest, ErrorLeavesThePodUnchanged) {
   EXPECT_EQ(pod, before);
   EXPECT_FALSE(ParseRequests({{"cpu", "4"}, {"bogus", "1"}}, &pod).ok());
   EXPECT_EQ(pod, before);
+}
+
+}  // namespace
+}  // namespace gpufleet
+
+namespace gpufleet {
+namespace {
+
+// Kubernetes accepts only whole numbers for extended resources: a fraction is an error naming the
+// resource and the value, never rounded up into a larger request.
+TEST(RequestParserStrictTest, ExtendedResourcesTakeWholeNumbersOnly) {
+  const Requests cases[] = {
+      {{"nvidia.com/gpu", "1.5"}},
+      {{"nvidia.com/gpu", "500m"}},
+      {{"koordinator.sh/gpu", "50.5"}},
+      {{"koordinator.sh/gpu-core", "50.5"}, {"koordinator.sh/gpu-memory-ratio", "50"}},
+      {{"koordinator.sh/gpu-core", "50"}, {"koordinator.sh/gpu-memory-ratio", "1500m"}},
+      {{"koordinator.sh/gpu-core", "50"}, {"koordinator.sh/gpu-memory", "0.5"}},
+      {{"koordinator.sh/gpu.shared", "1.5"}, {"koordinator.sh/gpu-core", "100"},
+       {"koordinator.sh/gpu-memory-ratio", "100"}},
+      {{"aliyun.com/gpu-mem", "1.5"}},
+      {{"koordinator.sh/rdma", "0.5"}},
+      {{"koordinator.sh/fpga", "100m"}},
+      {{"example.com/widget", "2.5"}},
+      {{"pods", "1.5"}},
+  };
+  for (const Requests& r : cases) {
+    const auto& [name, value] = *r.begin();
+    SCOPED_TRACE(name + "=" + value);
+    // The message names the offending resource and quotes its value.
+    bool named = false;
+    auto parsed = Parse(r);
+    ASSERT_FALSE(parsed.ok());
+    for (const auto& [n, v] : r)
+      named |= absl::StrContains(parsed.status().message(), "request " + n) &&
+               absl::StrContains(parsed.status().message(), "\"" + v + "\"");
+    EXPECT_TRUE(named) << parsed.status();
+    EXPECT_TRUE(absl::StrContains(parsed.status().message(), "whole numbers only"))
+        << parsed.status();
+  }
+  // Whole numbers in any spelling stay valid: exponents, suffixes, "2000m" = 2.
+  auto two = Parse({{"nvidia.com/gpu", "2000m"}});
+  ASSERT_TRUE(IsOk(two));
+  EXPECT_EQ(two->devices[0].count, 2);
+  auto memory = Parse({{"koordinator.sh/gpu-core", "50"}, {"koordinator.sh/gpu-memory", "1.5Gi"}});
+  ASSERT_TRUE(IsOk(memory));
+  EXPECT_EQ(memory->devices[0].memory_bytes, GiB(1) + GiB(1) / 2);
+  EXPECT_TRUE(IsOk(Parse({{"koordinator.sh/gpu", "1e2"}})));
+  // cpu and memory are not integer-only: they round up like Kubernetes.
+  auto cpu = Parse({{"cpu", "0.0005"}, {"memory", "0.5"}});
+  ASSERT_TRUE(IsOk(cpu));
+  EXPECT_EQ(cpu->cpu_milli, 1);
+  EXPECT_EQ(cpu->memory_bytes, 1);
+}
+
+TEST(RequestParserStrictTest, GpuSharedZeroIsInvalid) {
+  EXPECT_TRUE(IsError(Parse({{"koordinator.sh/gpu.shared", "0"}, {"koordinator.sh/gpu-core", "50"},
+                             {"koordinator.sh/gpu-memory-ratio", "50"}}),
+                      absl::StatusCode::kInvalidArgument, {"koordinator.sh/gpu.shared=0"}));
+  EXPECT_TRUE(IsError(Parse({{"koordinator.sh/gpu.shared", "0"}}),
+                      absl::StatusCode::kInvalidArgument, {"koordinator.sh/gpu.shared=0"}));
+}
+
+TEST(RequestParserStrictTest, QuantitySyntaxErrorsNameResourceAndValue) {
+  struct Case {
+    const char* name;
+    const char* value;
+    const char* why;
+  };
+  const Case cases[] = {
+      {"nvidia.com/gpu", " 1", "whitespace"},
+      {"nvidia.com/gpu", "1 ", "whitespace"},
+      {"nvidia.com/gpu", "-5", "negative"},
+      {"nvidia.com/gpu", "", "empty"},
+      {"nvidia.com/gpu", "1e100", "too large"},
+      {"cpu", "1e100", "too large"},
+      {"memory", "2x", "unknown suffix"},
+      {"koordinator.sh/gpu-memory", "16GB", "unknown suffix"},
+      {"example.com/widget", "lots", "no digits"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.name) + "=" + c.value);
+    EXPECT_TRUE(IsError(Parse({{c.name, c.value}}), absl::StatusCode::kInvalidArgument,
+                        {std::string("request ") + c.name, std::string("\"") + c.value + "\"", c.why}));
+  }
+}
+
+// Counts beyond what a node may hold are errors with the bound in the message.
+TEST(RequestParserStrictTest, CountsAndSizesAreBounded) {
+  EXPECT_TRUE(IsError(Parse({{"nvidia.com/gpu", "1025"}}), absl::StatusCode::kInvalidArgument,
+                      {"nvidia.com/gpu", "1025", "at most 1024"}));
+  EXPECT_TRUE(IsOk(Parse({{"nvidia.com/gpu", "1024"}})));
+  EXPECT_TRUE(IsError(Parse({{"cpu", "2e9"}}), absl::StatusCode::kInvalidArgument,
+                      {"request cpu=2e9", "more than a node may have"}));
+  EXPECT_TRUE(IsError(Parse({{"memory", "2Ei"}}), absl::StatusCode::kInvalidArgument,
+                      {"request memory=2Ei"}));
+  EXPECT_TRUE(IsError(Parse({{"aliyun.com/gpu-mem", "2147483648"}}),
+                      absl::StatusCode::kInvalidArgument, {"aliyun.com/gpu-mem=2147483648"}));
 }
 
 }  // namespace

@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "gpufleet/io/spec_json.h"
+#include "gpufleet/io/strict_json.h"
 #include "gtest/gtest.h"
 #include "test_util.h"
 
@@ -101,7 +104,7 @@ TEST(SnapshotTest, CorruptSnapshotsAreErrors) {
   };
   const Case cases[] = {
       {"not JSON", "{\"version\":", absl::StatusCode::kInvalidArgument, {"snapshot: not JSON"}},
-      {"array", "[]", absl::StatusCode::kInvalidArgument, {"snapshot: not JSON"}},
+      {"array", "[]", absl::StatusCode::kInvalidArgument, {"snapshot: not a JSON object"}},
       {"no version", "{}", absl::StatusCode::kInvalidArgument, {"unsupported version"}},
       {"version 2", with([](Json& j) { j["version"] = 2; }), absl::StatusCode::kInvalidArgument,
        {"unsupported version"}},
@@ -162,6 +165,153 @@ TEST(SnapshotTest, NodeJsonRejectsIntegersThatWouldWrap) {
   good["nodes"] = Json::array({Json::parse(cases[0].json)});
   EXPECT_TRUE(IsError(LoadSnapshot(good.dump()), absl::StatusCode::kInvalidArgument,
                       {"minor", "4294967296"}));
+}
+
+}  // namespace
+}  // namespace gpufleet
+
+namespace gpufleet {
+namespace {
+
+absl::Status AddJson(CheckedCluster& c, const std::string& json) {
+  auto parsed = ParseJsonText(json, "node spec");
+  if (!parsed.ok()) return parsed.status();
+  auto node = NodeFromJson(*parsed);
+  if (!node.ok()) return node.status();
+  return c.AddNode(*node);
+}
+
+// Every malformed node spec is refused with a message naming the node and the field, and the
+// cluster stays equal to what it was.
+TEST(NodeSpecStrictTest, BadNodesAreRefusedAndChangeNothing) {
+  struct Case {
+    const char* name;
+    std::string json;
+    std::vector<std::string> parts;
+  };
+  const Case cases[] = {
+      {"misspelt field", R"({"name":"n","gpu":{"count":1,"memory":"16Gi"}})",
+       {"node n: unknown field \"gpu\"; did you mean \"gpus\"?"}},
+      {"misspelt device field", R"({"name":"n","devices":[{"type":"gpu","memroy":"16Gi"}]})",
+       {"node n devices[0]: unknown field \"memroy\"; did you mean \"memory\"?"}},
+      {"misspelt topology field",
+       R"({"name":"n","devices":[{"memory":"16Gi","topology":{"numaID":0}}]})",
+       {"node n devices[0] topology: unknown field \"numaID\""}},
+      {"misspelt gpus field", R"({"name":"n","gpus":{"count":1,"memroy":"16Gi"}})",
+       {"node n gpus: unknown field \"memroy\"; did you mean \"memory\"?"}},
+      {"misspelt taint field", R"({"name":"n","taints":[{"key":"k","efect":"NoSchedule"}]})",
+       {"node n taints[0]: unknown field \"efect\"; did you mean \"effect\"?"}},
+      {"unknown taint effect", R"({"name":"n","taints":[{"key":"k","effect":"NoScheduel"}]})",
+       {"node n", "taints[0] (k): effect \"NoScheduel\" is not one of NoSchedule"}},
+      {"duplicate minor",
+       R"({"name":"n","devices":[{"minor":0,"memory":"16Gi"},{"minor":0,"memory":"16Gi"}]})",
+       {"node n: duplicate gpu device minor 0"}},
+      {"duplicate uuid",
+       R"({"name":"n","devices":[{"minor":0,"id":"GPU-a","memory":"16Gi"},
+                                   {"minor":1,"id":"GPU-a","memory":"16Gi"}]})",
+       {"node n: gpu 1: device id \"GPU-a\" is used by another device"}},
+      {"crossing NVLink groups",
+       R"({"name":"n","gpus":{"count":4,"memory":"16Gi"},"nvlink_groups":[[0,1],[1,2]]})",
+       {"node n: nvlink_groups[1] overlaps nvlink_groups[0] without one containing the other"}},
+      {"repeated NVLink group",
+       R"({"name":"n","gpus":{"count":4,"memory":"16Gi"},"nvlink_groups":[[0,1],[1,0]]})",
+       {"node n: nvlink_groups[1] repeats nvlink_groups[0]"}},
+      {"fractional NVLink minor",
+       R"({"name":"n","gpus":{"count":4,"memory":"16Gi"},"nvlink_groups":[[0,1.5]]})",
+       {"node n: nvlink_groups: expected a list of lists of GPU minors"}},
+      {"ten million GPUs", R"({"name":"n","gpus":{"count":10000000,"memory":"16Gi"}})",
+       {"node n gpus: count", "10000000 GPUs", "more than the 1024 devices a node may have"}},
+      {"1025 devices", absl::StrCat(R"({"name":"n","devices":[)",
+                                    [] {
+                                      std::string d;
+                                      for (int i = 0; i <= kMaxDevicesPerNode; ++i)
+                                        absl::StrAppend(&d, i ? "," : "",
+                                                        R"({"type":"rdma","minor":)", i, "}");
+                                      return d;
+                                    }(),
+                                    "]}"),
+       {"node n: devices", "1025 devices is more than the 1024"}},
+      {"fractional pods", R"({"name":"n","pods":"1.5"})",
+       {"node n: pods: invalid quantity \"1.5\": pods takes whole numbers only"}},
+      {"fractional device memory", R"({"name":"n","devices":[{"memory":"0.5"}]})",
+       {"node n devices[0]", "koordinator.sh/gpu-memory", "\"0.5\"", "whole numbers only"}},
+      {"too much cpu", R"({"name":"n","cpu":"2e12"})",
+       {"node n: cpu:", "is more than the", "cores a node may have"}},
+      {"negative memory", R"({"name":"n","memory":"-5Gi"})",
+       {"node n: memory: invalid quantity \"-5Gi\": negative"}},
+      {"whitespace in a quantity", R"({"name":"n","memory":" 5Gi"})",
+       {"node n: memory: invalid quantity \" 5Gi\": whitespace is not allowed"}},
+      {"overflowing quantity", R"({"name":"n","memory":"1e100"})",
+       {"node n: memory: invalid quantity \"1e100\": too large"}},
+      {"device ratio not 100",
+       R"({"name":"n","devices":[{"memory":"16Gi","resources":{"koordinator.sh/gpu-memory-ratio":"50"}}]})",
+       {"node n devices[0] resources: koordinator.sh/gpu-memory-ratio", "got 50"}},
+      {"duplicate key", R"({"name":"n","cpu":"1","cpu":"2"})", {"node spec: duplicate key \"cpu\""}},
+      {"NaN", R"({"name":"n","cpu":NaN})", {"node spec: not JSON"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    CheckedCluster cluster;
+    ASSERT_OK(cluster.AddNodeJson(R"({"name":"before","gpus":{"count":2,"memory":"16Gi"}})"));
+    const ClusterState before = cluster.state();
+    EXPECT_TRUE(IsError(AddJson(cluster, c.json), absl::StatusCode::kInvalidArgument, c.parts));
+    EXPECT_EQ(cluster.state(), before);
+  }
+  // Nested NVLink groups (pairs inside the board) and 1024 devices stay valid.
+  CheckedCluster ok;
+  EXPECT_OK(AddJson(ok, R"({"name":"hgx","gpus":{"count":4,"memory":"80Gi"},
+                            "nvlink_groups":[[0,1],[2,3],[0,1,2,3]]})"));
+  EXPECT_OK(AddJson(ok, R"({"name":"big","gpus":{"count":1024,"memory":"16Gi"}})"));
+}
+
+TEST(PodSpecStrictTest, BadPodsNameTheField) {
+  struct Case {
+    const char* json;
+    std::vector<std::string> parts;
+  };
+  const Case cases[] = {
+      {R"({"name":"p","requets":{"cpu":"1"}})", {"pod p: unknown field \"requets\"; did you mean \"requests\"?"}},
+      {R"({"name":"p","tolerations":[{"key":"k","operater":"Exists"}]})",
+       {"pod p tolerations[0]: unknown field \"operater\"; did you mean \"operator\"?"}},
+      {R"({"name":"p","tolerations":[{"key":"k","effect":"Never"}]})",
+       {"pod p tolerations[0]: effect: \"Never\" is not one of"}},
+      {R"({"name":"p","requests":{"nvidia.com/gpu":"1.5"}})",
+       {"pod p: request nvidia.com/gpu: invalid quantity \"1.5\": nvidia.com/gpu takes whole numbers only"}},
+      {R"({"name":"p","requests":{"nvidia.com/gpu":1.5}})", {"pod p", "nvidia.com/gpu", "whole numbers"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.json);
+    EXPECT_TRUE(IsError(PodFromJson(Json::parse(c.json)), absl::StatusCode::kInvalidArgument, c.parts));
+  }
+}
+
+TEST(StrictJsonTest, RefusesDuplicatesDeepNestingAndJunkOnOneLine) {
+  EXPECT_TRUE(IsError(ParseJsonText(R"({"a":{"b":1,"b":2}})", "f.json"),
+                      absl::StatusCode::kInvalidArgument, {"f.json: duplicate key \"b\""}));
+  // The same key in two different objects is fine.
+  EXPECT_OK(ParseJsonText(R"({"a":{"b":1},"c":{"b":2},"d":[{"b":1},{"b":2}]})", "f.json"));
+  std::string deep(10000, '[');
+  deep += std::string(10000, ']');
+  EXPECT_TRUE(IsError(ParseJsonText(deep, "f.json"), absl::StatusCode::kOutOfRange,
+                      {"f.json: nested deeper than 64 levels"}));
+  for (absl::string_view junk : {absl::string_view("{\"a\": NaN}"), absl::string_view("Infinity"),
+                                 absl::string_view("\x7f" "ELF\x02\x01\x01\0\0", 9),
+                                 absl::string_view("{\"a\": \"\xff\xfe\"}"), absl::string_view("")}) {
+    auto parsed = ParseJsonText(junk, "f.json");
+    ASSERT_FALSE(parsed.ok());
+    EXPECT_TRUE(absl::StartsWith(parsed.status().message(), "f.json: not JSON")) << parsed.status();
+    EXPECT_EQ(parsed.status().message().find('\n'), absl::string_view::npos);
+    EXPECT_EQ(parsed.status().message().find('\0'), absl::string_view::npos);
+  }
+  EXPECT_TRUE(IsError(LoadSnapshot(R"({"version":1,"version":1})"),
+                      absl::StatusCode::kInvalidArgument, {"snapshot: duplicate key \"version\""}));
+  EXPECT_TRUE(IsError(LoadSnapshot(R"({"version":1,"node":[]})"), absl::StatusCode::kInvalidArgument,
+                      {"snapshot: unknown field \"node\"; did you mean \"nodes\"?"}));
+}
+
+TEST(StrictJsonTest, DidYouMeanOnlyForNearMisses) {
+  EXPECT_EQ(DidYouMean("requets", {"name", "requests"}), "; did you mean \"requests\"?");
+  EXPECT_EQ(DidYouMean("zzz", {"name", "requests"}), "; known: name, requests");
 }
 
 }  // namespace

@@ -227,7 +227,7 @@ def test_allocate_shared_gpushare_memory_units(tmp_path, sockdir):
         (env,) = allocate(stub, ids[4:6])
         assert env["ALIYUN_COM_GPU_MEM_POD"] == "2"
         with pytest.raises(grpc.RpcError) as e:
-            allocate(stub, ids[0:4])
+            allocate(stub, ids[20:24])  # IDs nobody holds, but no pod left to match
         assert e.value.code() == grpc.StatusCode.FAILED_PRECONDITION
         assert "no pending pod" in e.value.details() and "4 units" in e.value.details()
     finally:

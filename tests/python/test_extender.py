@@ -22,8 +22,8 @@ with warnings.catch_warnings():  # starlette >= 1.x nudges towards httpx2; httpx
 from gpufleet.k8s.extender import convert, protocol  # noqa: E402
 from gpufleet.k8s.extender.app import UNKNOWN_NODE, create_app  # noqa: E402
 from gpufleet.k8s.extender.binder import KubeBinder, MemoryBinder  # noqa: E402
-from gpufleet.k8s.extender.state import (ANN_DEVICE_ALLOCATED, KubeReconciler,  # noqa: E402
-                                         load_kube, load_scenario, reconcile,
+from gpufleet.k8s.extender.kube import load_kube, reconcile  # noqa: E402
+from gpufleet.k8s.extender.state import (ANN_DEVICE_ALLOCATED, load_scenario,  # noqa: E402
                                          state_from_scenario)
 
 GiB = 1 << 30
@@ -414,7 +414,7 @@ def test_restart_from_kube_api_lists_nodes_and_bound_pods():
     plain = kpod("web", {"cpu": "1"})
     plain["spec"]["nodeName"] = "n1"
     api = FakeCoreV1(nodes, {"items": [holder, plain]})
-    st, report = load_kube(api, api=API, binder=MemoryBinder())
+    st, report, _ = load_kube(api, api=API, binder=MemoryBinder())
     assert report.restored == ["default/a"] and [p for p, _ in report.skipped] == ["default/web"]
     assert [g.minor for g in st.cluster.allocation("default/a").devices] == [1]
     assert "spec.nodeName!=" in api.calls[-1]["field_selector"]
@@ -429,7 +429,7 @@ def test_kube_reconcile_releases_gone_pods_and_keeps_fresh_binds():
             "koordinator.sh/gpu-memory-ratio": "100"}}]})})
     holder["spec"]["nodeName"] = "n1"
     api = FakeCoreV1(nodes, {"items": [holder]})
-    st, _ = load_kube(api, api=API, binder=MemoryBinder())
+    st, _, watcher = load_kube(api, api=API, binder=MemoryBinder())
     client = TestClient(create_app(st, P))
     fresh = kpod("fresh", {"nvidia.com/gpu": "1"})
     client.post(f"{P}/filter", json=filter_args(fresh, ["n1"]))
@@ -440,8 +440,8 @@ def test_kube_reconcile_releases_gone_pods_and_keeps_fresh_binds():
     api.pods = {"items": []}
     api.nodes["items"].append(dict(knode("n2"), metadata={"name": "n2", "annotations": {
         convert.ANN_DEVICES: json.dumps([gpu(0)])}}))
-    out = KubeReconciler(st, api).once()
-    assert out == {"released": ["default/a"], "restored": []}
+    watcher.relist_nodes()
+    assert watcher.relist_pods().restored == [] and st.cluster.allocation("default/a") is None
     assert st.cluster.allocation("default/fresh") is not None and st.cluster.has_node("n2")
     assert reconcile(st, [], time.time_ns() + 120 * 10**9)["released"] == ["default/fresh"]
     assert st.cluster.allocations() == []

@@ -118,13 +118,15 @@ absl::Status ClusterState::SetDeviceHealth(const std::string& node, const std::s
 
 void ClusterState::RefreshUsage(int i) {
   node_version_[i] = ++version_counter_;
-  NodeUsage& u = usage_[i];
+  usage_[i] = SummaryOf(i);
+}
+
+NodeUsage ClusterState::SummaryOf(int i) const {
   const Node& n = nodes_[i];
-  int64_t cpu = u.cpu_used, mem = u.memory_used, pods = u.pods_used;
-  u = NodeUsage();
-  u.cpu_used = cpu;
-  u.memory_used = mem;
-  u.pods_used = pods;
+  NodeUsage u;
+  u.cpu_used = usage_[i].cpu_used;
+  u.memory_used = usage_[i].memory_used;
+  u.pods_used = usage_[i].pods_used;
   u.cpu_capacity = n.cpu_milli;
   u.memory_capacity = n.memory_bytes;
   u.max_pods = n.max_pods;
@@ -152,6 +154,7 @@ void ClusterState::RefreshUsage(int i) {
     u.gpu_max_free_memory = std::max(u.gpu_max_free_memory, v.free_memory(d));
   }
   if (u.gpu_count > 0) u.gpu_memory_average = u.gpu_memory_capacity / u.gpu_count;
+  return u;
 }
 
 FitResult ClusterState::Filter(const Pod& pod, int node) const {
@@ -619,11 +622,10 @@ absl::Status ClusterState::CheckInvariants() const {
         return absl::InternalError(absl::StrFormat("node %s %s %d is over-committed", n.name,
                                                    n.devices[d].type, n.devices[d].minor));
     }
-    NodeUsage fresh = u;
-    const_cast<ClusterState*>(this)->RefreshUsage(i);
-    const NodeUsage& now = usage_[i];
-    if (now.gpu_whole_free != fresh.gpu_whole_free || now.gpu_core_used != fresh.gpu_core_used ||
-        now.gpu_max_free_memory != fresh.gpu_max_free_memory)
+    // Recomputed aside, never written back: a check changes nothing (readers run it in parallel).
+    const NodeUsage now = SummaryOf(i);
+    if (now.gpu_whole_free != u.gpu_whole_free || now.gpu_core_used != u.gpu_core_used ||
+        now.gpu_max_free_memory != u.gpu_max_free_memory)
       return absl::InternalError(absl::StrCat("node ", n.name, ": stale usage summary"));
   }
   return absl::OkStatus();

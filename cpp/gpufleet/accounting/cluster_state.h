@@ -2,7 +2,9 @@
 // Filter answers per device, never from node totals alone; Reserve/Unreserve/Commit/Release move
 // usage; no mutation can over-commit a device (CheckInvariants verifies it), and a failed
 // mutation leaves the state as it was. One ClusterState serves the engine, the simulator and the
-// Kubernetes adapters.
+// Kubernetes adapters. Const methods change nothing (no caches, no refreshes), so any number of
+// threads may call them at once while no thread calls a non-const one; GuardedCluster enforces
+// exactly that with its lock.
 #ifndef GPUFLEET_ACCOUNTING_CLUSTER_STATE_H_
 #define GPUFLEET_ACCOUNTING_CLUSTER_STATE_H_
 
@@ -119,7 +121,8 @@ class ClusterState {
   void set_clock(std::function<int64_t()> clock) { clock_ = std::move(clock); }
 
  private:
-  void RefreshUsage(int node);
+  void RefreshUsage(int node);               // recomputes the summary and bumps the version
+  NodeUsage SummaryOf(int node) const;        // the node's summary from its devices' usage
   struct PlaceShape;
   // Place's per-node step: the node's score for `pod`, or NodeScoreCache::kInfeasible. Fills
   // `plan` when the strategy scores from a plan.

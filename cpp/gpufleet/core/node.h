@@ -14,6 +14,18 @@ namespace gpufleet {
 
 // How a node's GPUs may be handed out. gpushare's rule (a node is either by card or by memory) is
 // kWholeOnly / kSharedOnly; kMixed lets whole and shared pods coexist, each on its own cards.
+// Bounds on what one node may declare, far above real hardware, so a typo or a hostile file
+// ("ten million GPUs") is an error instead of minutes of work and gigabytes of memory. ValidateNode
+// applies the device and list bounds to every node; the capacity bounds (cpu, memory, pods) apply
+// to nodes read from files and requests, since the simulator gives its nodes "unlimited" cpu.
+inline constexpr int kMaxDevicesPerNode = 1024;
+// Capacity bounds keep sums over many nodes inside int64; they admit the simulator's "unlimited".
+inline constexpr int64_t kMaxNodeCpuMilli = int64_t{1} << 40;     // about 1.1 billion cores
+inline constexpr int64_t kMaxNodeMemoryBytes = int64_t{1} << 60;  // 1Ei
+inline constexpr int64_t kMaxNodePods = int64_t{1} << 20;         // 1,048,576
+inline constexpr int64_t kMaxDeviceMemoryBytes = int64_t{1} << 50;    // 1Pi per device
+inline constexpr int kMaxNodeListEntries = 1024;  // labels, taints, NVLink groups
+
 enum class GpuSharing { kMixed = 0, kWholeOnly = 1, kSharedOnly = 2 };
 
 struct Taint {
@@ -22,6 +34,9 @@ struct Taint {
   std::string effect;  // NoSchedule, PreferNoSchedule, NoExecute
   bool operator==(const Taint&) const = default;
 };
+
+// NoSchedule, PreferNoSchedule or NoExecute (Kubernetes' taint effects).
+bool IsTaintEffect(const std::string& effect);
 
 struct Node {
   std::string name;
@@ -38,8 +53,10 @@ struct Node {
   bool operator==(const Node&) const = default;
 };
 
-// Checks what a user can get wrong: empty name, duplicate (type, minor), negative capacities,
-// GPU core not 100, NVLink groups naming unknown minors. The message names the node and field.
+// Checks what a user can get wrong: empty name, duplicate (type, minor) or device id, negative
+// capacities, more devices or list entries than the limits above, GPU core not 100, NVLink groups naming unknown
+// minors or overlapping without nesting, unknown taint effects. The message names the node and
+// field.
 absl::Status ValidateNode(const Node& node);
 
 const char* GpuSharingName(GpuSharing mode);

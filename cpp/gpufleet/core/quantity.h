@@ -1,5 +1,15 @@
 // Kubernetes quantity strings ("64", "500m", "16Gi", "1.5", "1e3") parsed once, at the edge,
 // into integers in fixed units: milli-CPU for cpu, bytes for memory, plain counts otherwise.
+//
+// The grammar is Kubernetes' (k8s.io/apimachinery resource.Quantity):
+//   quantity := sign? number suffix        sign := "+" | "-"
+//   number   := digits | digits "." digits? | "." digits
+//   suffix   := "" | n | u | m | k | M | G | T | P | E          (powers of 1000)
+//             | Ki | Mi | Gi | Ti | Pi | Ei                      (powers of 1024)
+//             | ("e" | "E") sign? digits                         (a power of ten)
+// with no whitespace anywhere. Like Kubernetes, a value is kept exactly down to 1n (1e-9) and a
+// finer non-zero remainder rounds up to the next nano. The core adds its own bounds: a value must
+// not be negative, must fit in int64 in its unit, and the text is at most kMaxQuantityLength long.
 #ifndef GPUFLEET_CORE_QUANTITY_H_
 #define GPUFLEET_CORE_QUANTITY_H_
 
@@ -11,9 +21,11 @@
 
 namespace gpufleet {
 
+inline constexpr size_t kMaxQuantityLength = 128;
+
 // The value of a quantity scaled by `scale` (1 for bytes/counts, 1000 for milli-units), rounded up
-// to an integer as Kubernetes does. Negative values, empty strings, unknown suffixes and overflow
-// are errors whose message quotes the input.
+// to an integer as Kubernetes' Value()/MilliValue() do. Negative values, empty strings, whitespace,
+// unknown suffixes and overflow are errors whose message quotes the input.
 absl::StatusOr<int64_t> ParseQuantityScaled(absl::string_view text, int64_t scale);
 
 // Bytes, counts and percentages: "16Gi" -> 17179869184, "85198045184" -> 85198045184.
@@ -24,6 +36,19 @@ inline absl::StatusOr<int64_t> ParseQuantity(absl::string_view text) {
 inline absl::StatusOr<int64_t> ParseMilli(absl::string_view text) {
   return ParseQuantityScaled(text, 1000);
 }
+
+// The exact value as plain decimal text ("1.5", "1610612736", "0.000000001"), for callers that add
+// quantities together before rounding (Kubernetes sums container requests exactly).
+absl::StatusOr<std::string> ParseQuantityExact(absl::string_view text);
+
+// Kubernetes accepts only whole numbers for extended resources (any name with a domain outside
+// kubernetes.io, e.g. nvidia.com/gpu, koordinator.sh/gpu-core, aliyun.com/gpu-mem) and for pods.
+bool IsIntegerResource(absl::string_view resource);
+
+// A resource's quantity in the core's unit for it: milli-cores for "cpu", whole units for integer
+// resources (a fraction such as "1.5" or "500m" is an error), bytes rounded up otherwise. The
+// message names the resource and the value.
+absl::StatusOr<int64_t> ParseResourceQuantity(absl::string_view resource, absl::string_view text);
 
 // Canonical strings for annotations: bytes as the largest exact binary suffix ("16Gi", "8138Mi"),
 // milli-units as "500m" or "2".

@@ -47,9 +47,9 @@ absl::StatusOr<std::pair<std::string, Json>> ParseSpec(const std::string& spec) 
     std::string value(absl::StripAsciiWhitespace(part.substr(eq + 1)));
     if (key.empty()) return bad("empty key");
     // Not JSON: a bare word, read as a string. Nested too deep: an error (see json_text.h).
-    absl::StatusOr<Json> parsed = ParseJsonText(value);
+    absl::StatusOr<Json> parsed = ParseJsonText(value, key);
     if (parsed.status().code() == absl::StatusCode::kOutOfRange)
-      return bad(absl::StrFormat("%s: %s", key, parsed.status().message()));
+      return bad(std::string(parsed.status().message()));
     params[key] = parsed.ok() ? *std::move(parsed) : Json(value);
   }
   return std::make_pair(name, params);

@@ -9,6 +9,8 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -33,7 +35,11 @@ class Registry {
     return *registry;
   }
 
+  // Thread-safe: names may be registered at run time (engine plugins written in Python) while
+  // other threads build from the registry. Factories run outside the registry's lock, so a
+  // factory may take other locks (a Python plugin's takes the GIL) without ordering problems.
   bool Register(const std::string& name, std::string description, Factory factory) {
+    std::unique_lock<std::shared_mutex> lock(mu_);
     if (entries_.count(name)) {
       duplicates_.push_back(name);
       return false;
@@ -44,34 +50,52 @@ class Registry {
 
   absl::StatusOr<std::unique_ptr<T>> Create(const std::string& name,
                                             const Json& params = Json::object()) const {
-    auto it = entries_.find(name);
-    if (it == entries_.end())
-      return absl::NotFoundError(absl::StrFormat("unknown %s \"%s\"; known: %s", T::kKind, name,
-                                                 absl::StrJoin(Names(), ", ")));
+    Factory factory;
+    {
+      std::shared_lock<std::shared_mutex> lock(mu_);
+      auto it = entries_.find(name);
+      if (it == entries_.end())
+        return absl::NotFoundError(absl::StrFormat("unknown %s \"%s\"; known: %s", T::kKind,
+                                                   name, absl::StrJoin(NamesLocked(), ", ")));
+      factory = it->second.factory;
+    }
     if (!params.is_object() && !params.is_null())
       return absl::InvalidArgumentError(
           absl::StrFormat("%s \"%s\": parameters must be an object", T::kKind, name));
-    return it->second.factory(params.is_null() ? Json::object() : params);
+    return factory(params.is_null() ? Json::object() : params);
   }
 
-  bool Contains(const std::string& name) const { return entries_.count(name) > 0; }
+  bool Contains(const std::string& name) const {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    return entries_.count(name) > 0;
+  }
 
   std::vector<std::string> Names() const {
-    std::vector<std::string> names;
-    for (const auto& [name, entry] : entries_) names.push_back(name);
-    return names;
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    return NamesLocked();
   }
   std::string Description(const std::string& name) const {
+    std::shared_lock<std::shared_mutex> lock(mu_);
     auto it = entries_.find(name);
     return it == entries_.end() ? "" : it->second.description;
   }
-  const std::vector<std::string>& DuplicateNames() const { return duplicates_; }
+  std::vector<std::string> DuplicateNames() const {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    return duplicates_;
+  }
 
  private:
   struct Entry {
     std::string description;
     Factory factory;
   };
+  std::vector<std::string> NamesLocked() const {
+    std::vector<std::string> names;
+    for (const auto& [name, entry] : entries_) names.push_back(name);
+    return names;
+  }
+
+  mutable std::shared_mutex mu_;
   std::map<std::string, Entry> entries_;  // ordered: listings are stable
   std::vector<std::string> duplicates_;
 };

@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <limits>
 #include <optional>
+#include <tuple>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "gpufleet/core/device.h"
+#include "gpufleet/core/node.h"
 #include "gpufleet/core/quantity.h"
 #include "gpufleet/core/status_macros.h"
 
@@ -15,21 +18,22 @@ namespace {
 
 absl::Status Rule(const std::string& what) { return absl::InvalidArgumentError(what); }
 
+// Every resource this parser reads is an extended resource: Kubernetes accepts whole numbers
+// only, so "1.5" or "500m" is an error here instead of being rounded up.
 absl::StatusOr<int64_t> Count(const std::map<std::string, std::string>& r, const char* name) {
   auto it = r.find(name);
   if (it == r.end()) return int64_t{0};
-  auto v = ParseQuantity(it->second);
-  if (!v.ok())
-    return absl::InvalidArgumentError(absl::StrFormat("request %s: %s", name, v.status().message()));
+  auto v = ParseResourceQuantity(name, it->second);
+  if (!v.ok()) return absl::InvalidArgumentError(absl::StrCat("request ", v.status().message()));
   return *v;
 }
 
-// Device counts are ints; a larger quantity is rejected rather than truncated into a small or
-// negative count.
+// Device counts are bounded by what one node may hold, so a huge quantity is rejected rather
+// than truncated into a small or negative int.
 absl::Status CheckCount(const char* name, int64_t count) {
-  if (count > std::numeric_limits<int>::max())
-    return Rule(absl::StrFormat("%s asks for %d devices; at most %d are allowed", name, count,
-                                std::numeric_limits<int>::max()));
+  if (count > kMaxDevicesPerNode)
+    return Rule(absl::StrFormat("request %s asks for %d devices; a node has at most %d", name,
+                                count, kMaxDevicesPerNode));
   return absl::OkStatus();
 }
 
@@ -60,16 +64,14 @@ absl::StatusOr<std::optional<DeviceRequest>> ParseGpu(const std::map<std::string
   ASSIGN_OR_RETURN(int64_t core, Count(r, kKoordGpuCore));
   ASSIGN_OR_RETURN(int64_t ratio, Count(r, kKoordGpuMemoryRatio));
   ASSIGN_OR_RETURN(int64_t shared, Count(r, kKoordGpuShared));
-  int64_t memory = 0;
-  if (auto it = r.find(kKoordGpuMemory); it != r.end()) {
-    auto v = ParseQuantity(it->second);
-    if (!v.ok())
-      return absl::InvalidArgumentError(
-          absl::StrFormat("request %s: %s", kKoordGpuMemory, v.status().message()));
-    memory = *v;
-  }
-  int64_t aliyun_units = 0;
-  ASSIGN_OR_RETURN(aliyun_units, Count(r, kAliyunGpuMem));
+  ASSIGN_OR_RETURN(int64_t memory, Count(r, kKoordGpuMemory));
+  ASSIGN_OR_RETURN(int64_t aliyun_units, Count(r, kAliyunGpuMem));
+  if (r.count(kKoordGpuShared) && shared == 0)
+    return Rule(absl::StrFormat("request %s=0: give at least 1 GPU to share over, or leave it out",
+                                kKoordGpuShared));
+  if (memory > kMaxDeviceMemoryBytes * kMaxDevicesPerNode)
+    return Rule(absl::StrFormat("request %s=%d bytes is more than a node's GPUs may hold",
+                                kKoordGpuMemory, memory));
   bool any_koord = koord || core || ratio || memory || shared;
 
   if (nvidia && (any_koord || aliyun_units))
@@ -89,8 +91,10 @@ absl::StatusOr<std::optional<DeviceRequest>> ParseGpu(const std::map<std::string
   if (aliyun_units) {
     g.count = 1;
     g.core = 0;
-    if (__builtin_mul_overflow(aliyun_units, options.gpushare_unit_bytes, &g.memory_bytes))
-      return Rule("aliyun.com/gpu-mem is too large");
+    if (__builtin_mul_overflow(aliyun_units, options.gpushare_unit_bytes, &g.memory_bytes) ||
+        g.memory_bytes > kMaxDeviceMemoryBytes)
+      return Rule(absl::StrFormat("request %s=%d units is more memory than one GPU may have (1Pi)",
+                                  kAliyunGpuMem, aliyun_units));
     return std::optional<DeviceRequest>(g);
   }
   if (!any_koord) return std::optional<DeviceRequest>();
@@ -174,20 +178,24 @@ absl::Status ParseRequests(const std::map<std::string, std::string>& requests, P
                 absl::StartsWith(name, "aliyun.com/gpu-mem") || name == "nvidia.com/gpus";
     if (!known && (ours || !IsIgnoredResource(name)))
       return absl::InvalidArgumentError(absl::StrFormat("unknown resource name \"%s\"", name));
+    // Resources the scheduler does not count must still be quantities Kubernetes accepts.
+    if (!known && name != "cpu" && name != "memory") {
+      auto v = ParseResourceQuantity(name, value);
+      if (!v.ok()) return absl::InvalidArgumentError(absl::StrCat("request ", v.status().message()));
+    }
   }
   int64_t cpu = 0, memory = 0;
-  if (auto it = requests.find("cpu"); it != requests.end()) {
-    auto v = ParseMilli(it->second);
-    if (!v.ok())
-      return absl::InvalidArgumentError(absl::StrFormat("request cpu: %s", v.status().message()));
-    cpu = *v;
-  }
-  if (auto it = requests.find("memory"); it != requests.end()) {
-    auto v = ParseQuantity(it->second);
-    if (!v.ok())
-      return absl::InvalidArgumentError(
-          absl::StrFormat("request memory: %s", v.status().message()));
-    memory = *v;
+  for (auto [name, out, limit] : {std::tuple<const char*, int64_t*, int64_t>{"cpu", &cpu, kMaxNodeCpuMilli},
+                                  {"memory", &memory, kMaxNodeMemoryBytes}}) {
+    auto it = requests.find(name);
+    if (it == requests.end()) continue;
+    auto v = ParseResourceQuantity(name, it->second);
+    if (!v.ok()) return absl::InvalidArgumentError(absl::StrCat("request ", v.status().message()));
+    if (*v > limit)
+      return Rule(absl::StrFormat("request %s=%s is more than a node may have (%s)", name,
+                                  it->second, name == std::string("cpu") ? FormatMilli(limit)
+                                                                         : FormatBytes(limit)));
+    *out = *v;
   }
   std::vector<DeviceRequest> devices;
   ASSIGN_OR_RETURN(std::optional<DeviceRequest> gpu, ParseGpu(requests, options));

@@ -9,6 +9,7 @@
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/engine/action.h"
 #include "gpufleet/engine/plugin.h"
+#include "gpufleet/io/strict_json.h"
 
 namespace gpufleet::engine {
 namespace {
@@ -26,7 +27,7 @@ absl::StatusOr<NamedArgs> ParseEntry(const Json& e, const std::string& where) {
   if (!e.is_object())
     return absl::InvalidArgumentError(
         absl::StrFormat("%s: expected a name or {\"name\", \"arguments\"}, got %s", where, e.dump()));
-  RETURN_IF_ERROR(CheckKnownParams(e, where, {"name", "arguments"}));
+  RETURN_IF_ERROR(CheckKnownKeys(e, where, {"name", "arguments"}));
   auto name = e.find("name");
   if (name == e.end() || !name->is_string())
     return absl::InvalidArgumentError(absl::StrFormat("%s: \"name\" is missing", where));
@@ -71,7 +72,7 @@ Json Config::ToJson() const {
 absl::StatusOr<Config> ConfigFromJson(const Json& j) {
   if (!j.is_object())
     return absl::InvalidArgumentError("scheduler configuration: expected an object with \"actions\" and \"tiers\"");
-  RETURN_IF_ERROR(CheckKnownParams(j, "scheduler configuration", {"actions", "tiers"}));
+  RETURN_IF_ERROR(CheckKnownKeys(j, "scheduler configuration", {"actions", "tiers"}));
   Config c;
   // Actions.
   auto actions = j.find("actions");
@@ -108,9 +109,9 @@ absl::StatusOr<Config> ConfigFromJson(const Json& j) {
   for (size_t t = 0; t < tiers->size(); ++t) {
     const Json& tier = (*tiers)[t];
     const std::string where = absl::StrFormat("tiers[%d]", t);
+    RETURN_IF_ERROR(CheckKnownKeys(tier, where, {"plugins"}));
     if (!tier.is_object() || !tier.contains("plugins") || !tier["plugins"].is_array())
       return absl::InvalidArgumentError(where + ": expected {\"plugins\": [...]}");
-    RETURN_IF_ERROR(CheckKnownParams(tier, where, {"plugins"}));
     c.tiers.emplace_back();
     for (size_t k = 0; k < tier["plugins"].size(); ++k) {
       const std::string pw = absl::StrFormat("%s.plugins[%d]", where, k);

@@ -31,7 +31,15 @@ struct QueueShare {
   Resources allocated;
   Resources request;
   Resources deserved;
+  Resources held;    // held for this queue's starvation target (not in allocated)
   double share = 0;  // max over resources of allocated / deserved (0 when nothing is allocated)
+};
+
+// Capacity a node holds for the starvation target (reservation_ledger.h): taken, not idle.
+struct HeldCapacity {
+  std::string node;
+  std::string job;      // the target it is held for
+  Resources resources;  // cpu (milli), memory (bytes), gpu (whole-GPU equivalents)
 };
 
 struct CycleResult {
@@ -39,6 +47,8 @@ struct CycleResult {
   std::vector<EvictDecision> evictions;
   std::map<std::string, std::string> pending;  // job -> reason
   std::vector<QueueShare> queues;
+  std::vector<HeldCapacity> held;  // per node, at the end of the cycle
+  std::string target;  // the starvation target this cycle ("" none), whether or not it started
 };
 
 }  // namespace gpufleet::engine

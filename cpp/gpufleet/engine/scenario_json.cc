@@ -1,9 +1,14 @@
 #include "gpufleet/engine/scenario_json.h"
 
+#include <set>
+#include <string>
+#include <vector>
+
 #include "absl/strings/str_format.h"
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/engine/spec_json.h"
 #include "gpufleet/io/spec_json.h"
+#include "gpufleet/io/strict_json.h"
 
 namespace gpufleet::engine {
 namespace {
@@ -38,31 +43,40 @@ absl::Status StartTask(Scheduler* scheduler, const std::string& job_name, int ta
 
 absl::Status LoadScenario(const Json& j, Scheduler* scheduler) {
   if (!j.is_object()) return absl::InvalidArgumentError("scenario: expected an object");
+  RETURN_IF_ERROR(CheckKnownKeys(j, "scenario", {"nodes", "queues", "jobs"}));
   auto list = [&](const char* key) -> absl::StatusOr<Json> {
     auto it = j.find(key);
     if (it == j.end() || it->is_null()) return Json::array();
     if (!it->is_array()) return absl::InvalidArgumentError(absl::StrFormat("scenario: '%s' must be a list", key));
     return *it;
   };
-  ASSIGN_OR_RETURN(Json nodes, list("nodes"));
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    auto node = NodeFromJson(nodes[i]);
+  // Every entry is read before anything is added, so a malformed entry anywhere leaves the
+  // scheduler as it was.
+  ASSIGN_OR_RETURN(Json node_specs, list("nodes"));
+  ASSIGN_OR_RETURN(Json queue_specs, list("queues"));
+  ASSIGN_OR_RETURN(Json job_specs, list("jobs"));
+  std::vector<Node> nodes;
+  std::set<std::string> node_names;
+  for (size_t i = 0; i < node_specs.size(); ++i) {
+    auto node = NodeFromJson(node_specs[i]);
     if (!node.ok()) return Where(absl::StrFormat("nodes[%d]", i), node.status());
-    absl::Status s = scheduler->cluster().AddNode(*node);
-    if (!s.ok()) return Where(absl::StrFormat("nodes[%d]", i), s);
+    if (scheduler->cluster().FindNode(node->name) >= 0 || !node_names.insert(node->name).second)
+      return absl::AlreadyExistsError(
+          absl::StrFormat("nodes[%d]: node %s already exists", i, node->name));
+    nodes.push_back(*std::move(node));
   }
-  ASSIGN_OR_RETURN(Json queues, list("queues"));
-  for (size_t i = 0; i < queues.size(); ++i) {
-    auto q = QueueFromJson(queues[i]);
+  std::vector<Queue> queues;
+  for (size_t i = 0; i < queue_specs.size(); ++i) {
+    auto q = QueueFromJson(queue_specs[i]);
     if (!q.ok()) return Where(absl::StrFormat("queues[%d]", i), q.status());
-    // "default" exists from the start; a scenario may redefine it.
-    absl::Status s = q->name == "default" ? scheduler->UpdateQueue(*q) : scheduler->AddQueue(*q);
-    if (!s.ok()) return Where(absl::StrFormat("queues[%d]", i), s);
+    queues.push_back(*std::move(q));
   }
-  ASSIGN_OR_RETURN(Json jobs, list("jobs"));
-  for (size_t i = 0; i < jobs.size(); ++i) {
+  std::vector<Job> jobs;
+  std::vector<Json> running_lists;
+  std::set<std::string> job_names;
+  for (size_t i = 0; i < job_specs.size(); ++i) {
     const std::string where = absl::StrFormat("jobs[%d]", i);
-    Json spec = jobs[i];
+    Json spec = job_specs[i];
     Json running = Json::array();
     if (spec.is_object() && spec.contains("running")) {
       running = spec["running"];
@@ -76,12 +90,31 @@ absl::Status LoadScenario(const Json& j, Scheduler* scheduler) {
       return absl::InvalidArgumentError(
           absl::StrFormat("%s: 'running' names %d nodes but the job has %d tasks", where,
                           running.size(), job->tasks.size()));
-    absl::Status s = scheduler->SubmitJob(*job);
-    if (!s.ok()) return Where(where, s);
-    for (size_t k = 0; k < running.size(); ++k) {
+    for (size_t k = 0; k < running.size(); ++k)
       if (!running[k].is_string())
         return absl::InvalidArgumentError(absl::StrFormat("%s: running[%d]: expected a node name", where, k));
-      s = StartTask(scheduler, job->name, static_cast<int>(k), running[k].get<std::string>());
+    if (scheduler->FindJob(job->name) != nullptr || !job_names.insert(job->name).second)
+      return absl::AlreadyExistsError(absl::StrFormat("%s: job %s already exists", where, job->name));
+    jobs.push_back(*std::move(job));
+    running_lists.push_back(std::move(running));
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    absl::Status s = scheduler->cluster().AddNode(nodes[i]);
+    if (!s.ok()) return Where(absl::StrFormat("nodes[%d]", i), s);
+  }
+  for (size_t i = 0; i < queues.size(); ++i) {
+    // "default" exists from the start; a scenario may redefine it.
+    const Queue& q = queues[i];
+    absl::Status s = q.name == "default" ? scheduler->UpdateQueue(q) : scheduler->AddQueue(q);
+    if (!s.ok()) return Where(absl::StrFormat("queues[%d]", i), s);
+  }
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const std::string where = absl::StrFormat("jobs[%d]", i);
+    absl::Status s = scheduler->SubmitJob(jobs[i]);
+    if (!s.ok()) return Where(where, s);
+    const Json& running = running_lists[i];
+    for (size_t k = 0; k < running.size(); ++k) {
+      s = StartTask(scheduler, jobs[i].name, static_cast<int>(k), running[k].get<std::string>());
       if (!s.ok()) return Where(where, s);
     }
   }

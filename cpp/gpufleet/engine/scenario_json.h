@@ -12,8 +12,11 @@
 
 namespace gpufleet::engine {
 
-// Adds the scenario's nodes, queues and jobs to `scheduler`. Errors name the entry; on error the
-// scheduler may hold the entries before the faulty one (build a fresh one to retry).
+// Adds the scenario's nodes, queues and jobs to `scheduler`. Errors name the entry. Every entry is
+// read and checked (fields, names already taken) before anything is added, so such an error
+// leaves the scheduler unchanged; a failure while adding (a queue a job names that does not exist,
+// a "running" task that does not fit) may leave the entries before it (build a fresh scheduler to
+// retry).
 absl::Status LoadScenario(const Json& scenario, Scheduler* scheduler);
 
 // Marks a submitted job's task as running on `node` (binpack device choice).

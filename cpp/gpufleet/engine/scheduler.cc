@@ -177,6 +177,7 @@ absl::StatusOr<CycleResult> Scheduler::RunCycleAt(double now) {
     in.inqueue.push_back(admitted_.count(name) > 0);
   }
   in.tiers = config_.TierNames();
+  in.hold_plan = hold_plan_;
   Session session(in);
   session.set_cycle(cycle_);
   std::vector<std::unique_ptr<Plugin>> plugins;
@@ -201,6 +202,7 @@ absl::StatusOr<CycleResult> Scheduler::RunCycleAt(double now) {
           "cycle %d would leave job %s partly running (%d of min_available %d); nothing applied",
           cycle_, j.name(), j.occupied, j.min_available()));
   state_ = std::move(session.state());
+  hold_plan_ = session.reservations().plan();
   for (const JobInfo& j : session.jobs()) {
     if (j.inqueue) admitted_.insert(j.name());
     int& w = waiting_[j.name()];

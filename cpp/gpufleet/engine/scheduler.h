@@ -8,17 +8,22 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "gpufleet/accounting/cluster_state.h"
+#include "gpufleet/accounting/guarded_cluster.h"
+#include "gpufleet/accounting/object_lock.h"
 #include "gpufleet/engine/action.h"
 #include "gpufleet/engine/config.h"
 #include "gpufleet/engine/decisions.h"
 #include "gpufleet/engine/job.h"
 #include "gpufleet/engine/queue.h"
+#include "gpufleet/engine/reservation_ledger.h"
 
 namespace gpufleet::engine {
 
@@ -83,10 +88,43 @@ class Scheduler {
   std::map<std::string, std::string> task_owner_;  // task name -> job name
   std::map<std::string, int> waiting_;
   std::set<std::string> admitted_;
+  HoldPlan hold_plan_;  // where the starvation target will go (reservation_ledger.h)
   int cycle_ = 0;
   int64_t last_creation_ = 0;
   std::function<double()> clock_;
   double last_now_ = 0;
+};
+
+// A Scheduler that many threads may use at once (Python's EngineScheduler): one lock for the
+// scheduler and its accounting. Reads (jobs, queues, config, the cluster's queries) share it;
+// submit, delete, configure and a whole cycle hold it alone, so a cycle never sees a job appear
+// half-way and a reader never sees a cycle half-applied. cluster() is the accounting as a
+// GuardedCluster borrowing this lock, with strategies of its own.
+class GuardedScheduler {
+ public:
+  GuardedScheduler()
+      : cluster_(GuardedCluster::Borrow(&scheduler_.cluster(), &lock_, &strategies_)) {}
+  GuardedScheduler(const GuardedScheduler&) = delete;
+  GuardedScheduler& operator=(const GuardedScheduler&) = delete;
+
+  ObjectLock& lock() const { return lock_; }
+  template <typename F>
+  auto Read(F&& f) const {
+    std::shared_lock<ObjectLock> hold(lock_);
+    return std::forward<F>(f)(std::as_const(scheduler_));
+  }
+  template <typename F>
+  auto Write(F&& f) {
+    std::unique_lock<ObjectLock> hold(lock_);
+    return std::forward<F>(f)(scheduler_);
+  }
+  GuardedCluster& cluster() { return cluster_; }
+
+ private:
+  mutable ObjectLock lock_;
+  StrategyCache strategies_;
+  Scheduler scheduler_;
+  GuardedCluster cluster_;  // declared after what it borrows
 };
 
 }  // namespace gpufleet::engine

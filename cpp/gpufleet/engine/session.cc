@@ -105,9 +105,10 @@ Session::Session(const SessionInput& in) : state_(*in.state), now_(in.now), tier
   reclaimable_.resize(tiers_.size());
   auto binpack = MakeStrategy("binpack");
   strategy_ = binpack.ok() ? *std::move(binpack) : nullptr;
+  reservations_.Restore(in.hold_plan);
 }
 
-Session::~Session() { DiscardHeld(); }
+Session::~Session() = default;
 
 void Session::PrepareJobs(bool admit_all) {
   for (JobInfo& j : jobs_) {
@@ -187,6 +188,8 @@ FitResult Session::Predicate(const TaskInfo& task, int node) const {
     FitResult f = fn(task, node);
     if (!f.ok()) return f;
   }
+  if (!reservations_.Admits(*this, task, node))
+    return FitResult::Unschedulable("capacity held for the reservation target");
   return FitResult::Ok();
 }
 
@@ -370,16 +373,14 @@ void Session::UnrecordEviction(const TaskInfo& task) {
   std::erase_if(evictions_, [&](const EvictDecision& e) { return e.task == task.name(); });
 }
 
-void Session::Hold(std::unique_ptr<Statement> statement) { held_.push_back(std::move(statement)); }
-
-void Session::DiscardHeld() {
-  for (auto it = held_.rbegin(); it != held_.rend(); ++it) (*it)->Discard();
-  held_.clear();
-}
-
 CycleResult Session::Close() {
-  DiscardHeld();
   CycleResult out;
+  // Held capacity is reported as taken, then handed back: the scheduler adopts no holds.
+  out.held = reservations_.Held(*this);
+  out.target = reservations_.elected() >= 0 ? jobs_[reservations_.elected()].name() : "";
+  const int target = reservations_.target();
+  const std::string note = reservations_.Note(*this);
+  reservations_.Release(*this);
   for (int id : bound_) {
     const TaskInfo& t = tasks_[id];
     if (t.status != TaskStatus::kAllocated) continue;  // evicted again later in the cycle
@@ -395,6 +396,7 @@ CycleResult Session::Close() {
     if (reason.empty())
       reason = absl::StrFormat("%d/%d tasks placed (min_available %d); not considered this cycle",
                                j.occupied, j.tasks.size(), j.min_available());
+    if (j.id == target && !note.empty()) reason += "; " + note;
     out.pending[j.name()] = reason;
   }
   for (const QueueInfo& q : queues_) {
@@ -404,6 +406,8 @@ CycleResult Session::Close() {
     s.allocated = q.allocated;
     s.request = q.request;
     s.deserved = q.deserved;
+    if (target >= 0 && jobs_[target].queue == q.id)
+      for (const HeldCapacity& h : out.held) s.held += h.resources;
     for (int r = 0; r < kNumResources; ++r) {
       double d = q.deserved[r], a = q.allocated[r];
       double share = d > 0 ? a / d : (a > 0 ? 1.0 : 0.0);

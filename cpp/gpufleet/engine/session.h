@@ -22,6 +22,7 @@
 #include "gpufleet/accounting/cluster_state.h"
 #include "gpufleet/engine/decisions.h"
 #include "gpufleet/engine/node_classes.h"
+#include "gpufleet/engine/reservation_ledger.h"
 #include "gpufleet/engine/session_types.h"
 
 namespace gpufleet::engine {
@@ -47,6 +48,7 @@ struct SessionInput {
   std::vector<char> inqueue;         // per job: admitted in an earlier cycle
   std::vector<std::vector<std::string>> tiers;  // plugin names per tier
   double now = 0;  // the cycle's time in seconds (Scheduler clock)
+  HoldPlan hold_plan;  // the starvation target's plan from the last cycle (reservation_ledger.h)
 };
 
 class Session {
@@ -141,10 +143,10 @@ class Session {
   void RecordBind(const TaskInfo& task);
   void RecordEviction(const TaskInfo& task, const std::string& node, const std::string& reason);
   void UnrecordEviction(const TaskInfo& task);
-  // A statement the allocate action keeps open to hold resources for a starving job until the
-  // session closes (the issue-561 policy); discarded then.
-  void Hold(std::unique_ptr<Statement> statement);
-  void DiscardHeld();
+  // Capacity held for the starvation target (issue 561); Predicate consults it for every other
+  // job's task. Opened by the plugin that elects the target.
+  ReservationLedger& reservations() { return reservations_; }
+  const ReservationLedger& reservations() const { return reservations_; }
 
   // Decisions, pending reasons and queue shares; call once, after the actions ran.
   CycleResult Close();
@@ -187,7 +189,7 @@ class Session {
   absl::flat_hash_map<int, CachedMiss> misses_;  // request key -> why nothing fits
   uint64_t version_ = 0;
 
-  std::vector<std::unique_ptr<Statement>> held_;
+  ReservationLedger reservations_;
   std::vector<int> bound_;    // task ids in bind order
   std::vector<EvictDecision> evictions_;
 };

@@ -8,6 +8,7 @@
 #include "gpufleet/core/quantity.h"
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/io/spec_json.h"
+#include "gpufleet/io/strict_json.h"
 
 namespace gpufleet::engine {
 namespace {
@@ -70,7 +71,7 @@ absl::StatusOr<Queue> QueueFromJson(const Json& j) {
     return absl::InvalidArgumentError("queue: name is missing");
   q.name = name->get<std::string>();
   const std::string owner = "queue " + q.name;
-  RETURN_IF_ERROR(CheckKnownParams(j, owner, {"name", "weight", "capability", "reclaimable"}));
+  RETURN_IF_ERROR(CheckKnownKeys(j, owner, {"name", "weight", "capability", "reclaimable"}));
   if (auto w = j.find("weight"); w != j.end() && !w->is_null()) {
     if (!w->is_number()) return Bad(owner, "weight", "expected a number, got " + w->dump());
     q.weight = w->get<double>();
@@ -84,7 +85,8 @@ absl::StatusOr<Queue> QueueFromJson(const Json& j) {
       for (int i = 0; i < kNumResources; ++i)
         if (kv.key() == kResourceNames[i]) r = i;
       if (r < 0)
-        return Bad(owner, "capability." + kv.key(), "unknown resource; known: cpu, memory, gpu");
+        return Bad(owner, "capability." + kv.key(),
+                   absl::StrCat("unknown resource", DidYouMean(kv.key(), {"cpu", "memory", "gpu"})));
       ASSIGN_OR_RETURN(q.capability[r], CapabilityValue(*kv, r, owner));
     }
   }
@@ -139,13 +141,19 @@ absl::StatusOr<Job> JobFromJson(const Json& j) {
   const bool has_replicas = j.contains("replicas");
   if (has_tasks == has_replicas)
     return Bad(owner, "tasks", "give either \"tasks\" (a list of pods) or \"replicas\" with pod fields");
+  const std::vector<std::string> job_fields = {"name",       "queue",      "priority",
+                                               "min_available", "creation", "throughput",
+                                               "expected_duration"};
   if (has_tasks) {
-    RETURN_IF_ERROR(CheckKnownParams(
-        j, owner,
-        {"name", "queue", "priority", "min_available", "creation", "tasks", "throughput",
-         "expected_duration"}));
+    std::vector<std::string> known = job_fields;
+    known.push_back("tasks");
+    RETURN_IF_ERROR(CheckKnownKeys(j, owner, known));
     const Json& tasks = j["tasks"];
     if (!tasks.is_array()) return Bad(owner, "tasks", "expected a list of pods");
+    if (tasks.size() > static_cast<size_t>(kMaxJobTasks))
+      return Bad(owner, "tasks",
+                 absl::StrFormat("%d tasks is more than the %d a job may have", tasks.size(),
+                                 kMaxJobTasks));
     for (size_t i = 0; i < tasks.size(); ++i) {
       auto pod = PodFromJson(tasks[i]);
       if (!pod.ok())
@@ -153,8 +161,17 @@ absl::StatusOr<Job> JobFromJson(const Json& j) {
       job.tasks.push_back(*std::move(pod));
     }
   } else {
+    // The job's own fields, then the task template's (pod fields, name excepted).
+    std::vector<std::string> known = job_fields;
+    known.push_back("replicas");
+    for (const std::string& f : PodFields())
+      if (f != "name") known.push_back(f);
+    RETURN_IF_ERROR(CheckKnownKeys(j, owner, known));
     ASSIGN_OR_RETURN(int64_t replicas, get_int("replicas", 1, 0, kInt64Max));
-    if (replicas > 1000000) return Bad(owner, "replicas", "more than 1000000 tasks");
+    if (replicas > kMaxJobTasks)
+      return Bad(owner, "replicas",
+                 absl::StrFormat("%d tasks is more than the %d a job may have", replicas,
+                                 kMaxJobTasks));
     Json pod = j;
     for (const char* key : {"queue", "priority", "min_available", "creation", "replicas",
                             "throughput", "expected_duration"})

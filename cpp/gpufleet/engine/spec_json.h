@@ -5,6 +5,7 @@
 //           "throughput": {gpu model: speed}, "expected_duration": seconds,  (jobtime action)
 //           "tasks": [pod, ...]}  or the shorthand  "replicas": N plus pod fields ("requests",
 //           "node_selector", ...) for N identical tasks named "<job>-<i>".
+// Unknown fields are errors with a did-you-mean; a job has at most kMaxJobTasks tasks.
 #ifndef GPUFLEET_ENGINE_SPEC_JSON_H_
 #define GPUFLEET_ENGINE_SPEC_JSON_H_
 
@@ -14,6 +15,8 @@
 #include "gpufleet/engine/queue.h"
 
 namespace gpufleet::engine {
+
+inline constexpr int kMaxJobTasks = 100000;
 
 absl::StatusOr<Queue> QueueFromJson(const Json& j);
 absl::StatusOr<Job> JobFromJson(const Json& j);

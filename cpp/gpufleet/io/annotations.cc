@@ -1,7 +1,11 @@
 #include "gpufleet/io/annotations.h"
 
+#include <algorithm>
 #include <limits>
+#include <set>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -12,6 +16,7 @@
 #include "gpufleet/core/registry.h"
 #include "gpufleet/core/request_parser.h"
 #include "gpufleet/core/status_macros.h"
+#include "gpufleet/io/strict_json.h"
 
 namespace gpufleet {
 namespace {
@@ -78,17 +83,18 @@ absl::StatusOr<std::vector<DeviceGrant>> GrantsFromAnnotations(
         absl::StrFormat("pod %s: annotation %s: %s", pod.name, key, why));
   };
   if (auto it = annotations.find(kDeviceAllocatedAnnotation); it != annotations.end()) {
-    // Annotation text is anyone's input: parsed with a nesting limit (see json_text.h).
-    absl::StatusOr<Json> parsed = ParseJsonText(it->second);
-    if (!parsed.ok())
-      return bad(it->first, absl::StrCat("not a JSON object: ", parsed.status().message()));
-    const Json j = *std::move(parsed);
+    auto parsed = ParseJsonText(it->second, "value");
+    if (!parsed.ok()) return bad(it->first, std::string(parsed.status().message()));
+    const Json& j = *parsed;
     if (!j.is_object()) return bad(it->first, "not a JSON object");
     for (auto type = j.begin(); type != j.end(); ++type) {
       if (!type->is_array()) return bad(it->first, type.key() + " is not a list");
       for (const Json& entry : *type) {
         if (!entry.is_object() || !entry.contains("minor") || !entry["minor"].is_number_integer())
           return bad(it->first, "an entry has no integer minor");
+        RETURN_IF_ERROR(CheckKnownKeys(entry, absl::StrFormat("pod %s: annotation %s: %s entry",
+                                                              pod.name, it->first, type.key()),
+                                       {"minor", "resources", "id"}));
         // Read wide first: a huge minor must not wrap onto a real device.
         const int64_t minor = entry["minor"].get<int64_t>();
         if (minor < 0 || minor > std::numeric_limits<int>::max())
@@ -100,16 +106,23 @@ absl::StatusOr<std::vector<DeviceGrant>> GrantsFromAnnotations(
         if (d == nullptr)
           return bad(it->first, absl::StrFormat("node %s has no %s %d", node.name, g.type, g.minor));
         Json res = entry.value("resources", Json::object());
+        if (!res.is_object()) return bad(it->first, "resources is not an object");
         auto quantity = [&](const std::string& key, int64_t* out) -> absl::Status {
           if (!res.contains(key)) return absl::OkStatus();
           const Json& v = res[key];
+          if (!v.is_string() && !v.is_number())
+            return bad(it->first, absl::StrFormat("%s: expected a quantity, got %s", key, v.dump()));
           std::string text = v.is_string() ? v.get<std::string>() : v.dump();
-          auto q = ParseQuantity(text);
+          auto q = ParseResourceQuantity(key, text);  // extended resources: whole numbers only
           if (!q.ok()) return bad(it->first, std::string(q.status().message()));
           *out = *q;
           return absl::OkStatus();
         };
         std::string core_key = g.type == kGpu ? kKoordGpuCore : "koordinator.sh/" + g.type;
+        RETURN_IF_ERROR(CheckKnownKeys(
+            res, absl::StrFormat("pod %s: annotation %s: %s %d resources", pod.name, it->first,
+                                 g.type, g.minor),
+            {core_key, kKoordGpuMemory, kKoordGpuMemoryRatio}));
         int64_t ratio = -1;
         g.core = 0;
         RETURN_IF_ERROR(quantity(core_key, &g.core));
@@ -127,16 +140,22 @@ absl::StatusOr<std::vector<DeviceGrant>> GrantsFromAnnotations(
     return grants;
   }
   if (auto it = annotations.find(kGpushareIdx); it != annotations.end()) {
-    int64_t units = 0;
     auto pod_units = annotations.find(kGpusharePod);
-    if (pod_units == annotations.end() || !absl::SimpleAtoi(pod_units->second, &units) || units < 0)
-      return bad(kGpusharePod, "missing or not a number");
+    if (pod_units == annotations.end()) return bad(kGpusharePod, "missing");
+    auto parsed_units = ParseResourceQuantity(kAliyunGpuMem, pod_units->second);
+    if (!parsed_units.ok()) return bad(kGpusharePod, std::string(parsed_units.status().message()));
+    const int64_t units = *parsed_units;
+    if (units == 0) return bad(kGpusharePod, "a grant of 0 memory units is no grant");
     std::vector<std::string> parts = absl::StrSplit(it->second, ',', absl::SkipEmpty());
     if (parts.empty()) return bad(kGpushareIdx, "empty");
     for (const std::string& part : parts) {
       DeviceGrant g;
       g.type = kGpu;
-      if (!absl::SimpleAtoi(part, &g.minor)) return bad(kGpushareIdx, "\"" + part + "\" is not a minor");
+      // Plain digits only: SimpleAtoi would also take " 1" and "+1".
+      if (part.empty() || part.size() > 9 ||
+          !std::all_of(part.begin(), part.end(), [](char c) { return absl::ascii_isdigit(c); }) ||
+          !absl::SimpleAtoi(part, &g.minor))
+        return bad(kGpushareIdx, "\"" + absl::CEscape(part) + "\" is not a minor");
       if (FindDevice(node, kGpu, g.minor) == nullptr)
         return bad(kGpushareIdx, absl::StrFormat("node %s has no gpu %d", node.name, g.minor));
       g.core = 0;
@@ -156,6 +175,47 @@ absl::StatusOr<std::vector<DeviceGrant>> GrantsFromAnnotations(
   return grants;
 }
 
+absl::Status CheckGrantsMatchPod(const std::vector<DeviceGrant>& grants,
+                                 const std::map<std::string, std::string>& annotations,
+                                 const Node& node, const Pod& pod) {
+  const bool koordinator = annotations.count(kDeviceAllocatedAnnotation) > 0;
+  const char* key = koordinator ? kDeviceAllocatedAnnotation : kGpushareIdx;
+  auto differ = [&](const char* k, const std::string& what) {
+    return absl::InvalidArgumentError(absl::StrFormat("pod %s: annotation %s %s", pod.name, k, what));
+  };
+  // Types named by either side, in a stable order.
+  std::set<std::string> types;
+  for (const DeviceGrant& g : grants) types.insert(g.type);
+  for (const DeviceRequest& r : pod.devices) types.insert(r.type);
+  for (const std::string& type : types) {
+    const DeviceRequest* r = pod.Find(type);
+    const int requested = r ? r->count : 0;
+    int granted = 0;
+    for (const DeviceGrant& g : grants) granted += g.type == type;
+    if (granted != requested)
+      return differ(key, absl::StrFormat("grants %d %s devices, the pod requests %d", granted,
+                                         type, requested));
+    for (const DeviceGrant& g : grants) {
+      if (g.type != type) continue;
+      const Device* d = FindDevice(node, g.type, g.minor);
+      if (d == nullptr) continue;  // GrantsFromAnnotations already refused unknown devices
+      const int64_t core = r->whole() ? d->core : r->core;
+      const int64_t memory = r->whole() ? d->memory_bytes : RequestBytesOn(*r, *d);
+      const std::string what = r->whole() ? "a whole device" : "a shared device";
+      if (g.core != core)
+        return differ(key, absl::StrFormat("grants %s %d core %d%%, the pod requests %d%% (%s)",
+                                           type, g.minor, g.core, core, what));
+      if (g.memory_bytes != memory)
+        return differ(koordinator ? kDeviceAllocatedAnnotation : kGpusharePod,
+                      absl::StrFormat("grants %s %d memory %s, the pod requests %s on that "
+                                      "device (%s)",
+                                      type, g.minor, FormatBytes(g.memory_bytes),
+                                      FormatBytes(memory), what));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Allocation> RestoreBoundPod(ClusterState& state, const Pod& pod,
                                            const std::string& node,
                                            const std::map<std::string, std::string>& annotations,
@@ -165,6 +225,7 @@ absl::StatusOr<Allocation> RestoreBoundPod(ClusterState& state, const Pod& pod,
     return absl::NotFoundError(absl::StrFormat("pod %s: node %s does not exist", pod.name, node));
   ASSIGN_OR_RETURN(std::vector<DeviceGrant> grants,
                    GrantsFromAnnotations(annotations, state.node(index), pod, unit_bytes));
+  RETURN_IF_ERROR(CheckGrantsMatchPod(grants, annotations, state.node(index), pod));
   Allocation a;
   a.pod = pod.name;
   a.node = node;

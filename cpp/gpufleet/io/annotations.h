@@ -37,8 +37,19 @@ absl::StatusOr<std::vector<DeviceGrant>> GrantsFromAnnotations(
     const std::map<std::string, std::string>& annotations, const Node& node, const Pod& pod,
     int64_t unit_bytes = int64_t{1} << 20);
 
+// The grants must be exactly what the pod's request gives on those devices: per type the number
+// of devices, and per device the core percent and the memory in bytes (a memory ratio taken of
+// that device's memory; a whole request takes all of it), so whole and shared cannot be mixed up.
+// An InvalidArgument names the pod, the annotation key and the difference:
+//   pod ns/a: annotation scheduling.koordinator.sh/device-allocated grants 2 gpu devices, the pod
+//   requests 1
+absl::Status CheckGrantsMatchPod(const std::vector<DeviceGrant>& grants,
+                                 const std::map<std::string, std::string>& annotations,
+                                 const Node& node, const Pod& pod);
+
 // Rebuilds a bound pod's allocation from its annotations after a restart: reserves and commits
-// exactly the recorded devices (never a second choice), failing if that would over-commit.
+// exactly the recorded devices (never a second choice), failing if they disagree with the pod's
+// request (CheckGrantsMatchPod) or would over-commit. On failure the state is unchanged.
 absl::StatusOr<Allocation> RestoreBoundPod(ClusterState& state, const Pod& pod,
                                            const std::string& node,
                                            const std::map<std::string, std::string>& annotations,

@@ -8,6 +8,7 @@
 #include "gpufleet/core/json_text.h"
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/io/spec_json.h"
+#include "gpufleet/io/strict_json.h"
 
 namespace gpufleet {
 
@@ -36,12 +37,9 @@ std::string SaveSnapshot(const ClusterState& state) {
 }
 
 absl::StatusOr<ClusterState> LoadSnapshot(const std::string& text) {
-  // A snapshot file is outside text: parsed with a nesting limit (see json_text.h).
-  absl::StatusOr<Json> parsed = ParseJsonText(text);
-  if (!parsed.ok())
-    return absl::InvalidArgumentError(absl::StrCat("snapshot: not JSON: ", parsed.status().message()));
-  const Json j = *std::move(parsed);
-  if (!j.is_object()) return absl::InvalidArgumentError("snapshot: not JSON");
+  ASSIGN_OR_RETURN(Json j, ParseJsonText(text, "snapshot"));
+  if (!j.is_object()) return absl::InvalidArgumentError("snapshot: not a JSON object");
+  RETURN_IF_ERROR(CheckKnownKeys(j, "snapshot", {"version", "nodes", "allocations"}));
   auto version = j.find("version");
   if (version == j.end() || !version->is_number_integer() || *version != 1)
     return absl::InvalidArgumentError("snapshot: unsupported version (expected 1)");

@@ -5,14 +5,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "gpufleet/core/quantity.h"
 #include "gpufleet/core/status_macros.h"
+#include "gpufleet/io/strict_json.h"
 
 namespace gpufleet {
 namespace {
 
 // The "gpus" shorthand's count; far above any real node.
-constexpr int kMaxShorthandGpus = 4096;
 
 absl::Status FieldError(const std::string& owner, const std::string& field,
                         const std::string& why) {
@@ -28,14 +29,26 @@ absl::StatusOr<std::string> QuantityText(const Json& v, const std::string& owner
   return FieldError(owner, field, "expected a quantity string or number, got " + v.dump());
 }
 
-absl::StatusOr<int64_t> QuantityField(const Json& j, const std::string& key, int64_t scale,
-                                      int64_t fallback, const std::string& owner) {
+// A quantity in `resource`'s unit (ParseResourceQuantity): milli-cores for cpu, whole numbers
+// for pods and extended resources (koordinator.sh/gpu-core, ...), bytes for memory.
+absl::StatusOr<int64_t> QuantityField(const Json& j, const std::string& key,
+                                      const std::string& resource, int64_t fallback,
+                                      const std::string& owner) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
   ASSIGN_OR_RETURN(std::string text, QuantityText(*it, owner, key));
-  auto v = ParseQuantityScaled(text, scale);
-  if (!v.ok()) return FieldError(owner, key, std::string(v.status().message()));
+  auto v = ParseResourceQuantity(resource, text);
+  if (!v.ok()) {
+    // The field names the value already; the resource shows where its rule applies.
+    absl::string_view message = v.status().message();
+    absl::ConsumePrefix(&message, absl::StrCat(resource, ": "));
+    return FieldError(owner, key, std::string(message));
+  }
   return *v;
+}
+
+absl::Status TooMany(const std::string& owner, const std::string& field, size_t n, size_t limit) {
+  return FieldError(owner, field, absl::StrFormat("%d entries is more than the %d allowed", n, limit));
 }
 
 template <typename T>
@@ -65,6 +78,8 @@ absl::StatusOr<std::map<std::string, std::string>> StringMap(const Json& j, cons
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return out;
   if (!it->is_object()) return FieldError(owner, key, "expected an object");
+  if (it->size() > static_cast<size_t>(kMaxNodeListEntries))
+    return TooMany(owner, key, it->size(), kMaxNodeListEntries);
   for (auto kv = it->begin(); kv != it->end(); ++kv) {
     if (kv->is_string()) out[kv.key()] = kv->get<std::string>();
     else if (kv->is_number() || kv->is_boolean()) out[kv.key()] = kv->dump();
@@ -75,6 +90,8 @@ absl::StatusOr<std::map<std::string, std::string>> StringMap(const Json& j, cons
 
 absl::StatusOr<Device> DeviceFromJson(const Json& j, const std::string& owner) {
   if (!j.is_object()) return FieldError(owner, "device", "expected an object");
+  RETURN_IF_ERROR(
+      CheckKnownKeys(j, owner, {"type", "minor", "id", "model", "health", "resources", "topology", "memory"}));
   Device d;
   ASSIGN_OR_RETURN(d.type, Typed<std::string>(j, "type", kGpu, owner));
   ASSIGN_OR_RETURN(d.minor, Typed<int>(j, "minor", 0, owner));
@@ -84,15 +101,25 @@ absl::StatusOr<Device> DeviceFromJson(const Json& j, const std::string& owner) {
   Json resources = j.value("resources", Json::object());
   if (!resources.is_object()) return FieldError(owner, "resources", "expected an object");
   std::string core_key = d.type == kGpu ? kKoordGpuCore : absl::StrCat("koordinator.sh/", d.type);
-  ASSIGN_OR_RETURN(d.core, QuantityField(resources, core_key, 1, 100, owner + " resources"));
-  ASSIGN_OR_RETURN(d.memory_bytes,
-                   QuantityField(resources, kKoordGpuMemory, 1, 0, owner + " resources"));
+  RETURN_IF_ERROR(CheckKnownKeys(resources, owner + " resources",
+                                 {core_key, kKoordGpuMemory, kKoordGpuMemoryRatio}));
+  ASSIGN_OR_RETURN(d.core, QuantityField(resources, core_key, core_key, 100, owner + " resources"));
+  ASSIGN_OR_RETURN(d.memory_bytes, QuantityField(resources, kKoordGpuMemory, kKoordGpuMemory, 0,
+                                                 owner + " resources"));
+  // A device's own memory-ratio is all of it: any other value describes no device.
+  ASSIGN_OR_RETURN(int64_t ratio, QuantityField(resources, kKoordGpuMemoryRatio,
+                                                kKoordGpuMemoryRatio, 100, owner + " resources"));
+  if (ratio != 100)
+    return FieldError(owner + " resources", kKoordGpuMemoryRatio,
+                      absl::StrFormat("a device has 100 (percent of itself), got %d", ratio));
   // Shorthand: "memory" beside "type".
   if (d.memory_bytes == 0) {
-    ASSIGN_OR_RETURN(d.memory_bytes, QuantityField(j, "memory", 1, 0, owner));
+    ASSIGN_OR_RETURN(d.memory_bytes, QuantityField(j, "memory", kKoordGpuMemory, 0, owner));
   }
   if (auto t = j.find("topology"); t != j.end() && !t->is_null()) {
     if (!t->is_object()) return FieldError(owner, "topology", "expected an object");
+    RETURN_IF_ERROR(
+        CheckKnownKeys(*t, owner + " topology", {"socketID", "nodeID", "pcieID", "busID"}));
     ASSIGN_OR_RETURN(d.topology.socket, Typed<int>(*t, "socketID", -1, owner + " topology"));
     ASSIGN_OR_RETURN(d.topology.numa_node, Typed<int>(*t, "nodeID", -1, owner + " topology"));
     ASSIGN_OR_RETURN(d.topology.pcie_switch,
@@ -104,15 +131,36 @@ absl::StatusOr<Device> DeviceFromJson(const Json& j, const std::string& owner) {
 
 }  // namespace
 
+const std::vector<std::string>& PodFields() {
+  static const auto* fields = new std::vector<std::string>{
+      "name", "requests", "node_selector", "tolerations", "gpu_models", "scope", "priority"};
+  return *fields;
+}
+
 absl::StatusOr<Node> NodeFromJson(const Json& j) {
   if (!j.is_object()) return absl::InvalidArgumentError("node: expected an object");
   Node n;
   ASSIGN_OR_RETURN(n.name, Typed<std::string>(j, "name", "", "node"));
   if (n.name.empty()) return absl::InvalidArgumentError("node: name is missing");
   const std::string owner = "node " + n.name;
-  ASSIGN_OR_RETURN(n.cpu_milli, QuantityField(j, "cpu", 1000, 0, owner));
-  ASSIGN_OR_RETURN(n.memory_bytes, QuantityField(j, "memory", 1, 0, owner));
-  ASSIGN_OR_RETURN(n.max_pods, QuantityField(j, "pods", 1, 110, owner));
+  RETURN_IF_ERROR(CheckKnownKeys(j, owner,
+                                 {"name", "cpu", "memory", "pods", "labels", "taints", "gpu_sharing",
+                                  "nvlink_groups", "devices", "gpus"}));
+  ASSIGN_OR_RETURN(n.cpu_milli, QuantityField(j, "cpu", "cpu", 0, owner));
+  ASSIGN_OR_RETURN(n.memory_bytes, QuantityField(j, "memory", "memory", 0, owner));
+  ASSIGN_OR_RETURN(n.max_pods, QuantityField(j, "pods", "pods", 110, owner));
+  if (n.cpu_milli > kMaxNodeCpuMilli)
+    return FieldError(owner, "cpu",
+                      absl::StrFormat("%s is more than the %s cores a node may have",
+                                      FormatMilli(n.cpu_milli), FormatMilli(kMaxNodeCpuMilli)));
+  if (n.memory_bytes > kMaxNodeMemoryBytes)
+    return FieldError(owner, "memory",
+                      absl::StrFormat("%s is more than the %s a node may have",
+                                      FormatBytes(n.memory_bytes), FormatBytes(kMaxNodeMemoryBytes)));
+  if (n.max_pods > kMaxNodePods)
+    return FieldError(owner, "pods",
+                      absl::StrFormat("%d is more than the %d a node may run", n.max_pods,
+                                      kMaxNodePods));
   ASSIGN_OR_RETURN(n.labels, StringMap(j, "labels", owner));
   std::string sharing;
   ASSIGN_OR_RETURN(sharing, Typed<std::string>(j, "gpu_sharing", "mixed", owner));
@@ -122,8 +170,12 @@ absl::StatusOr<Node> NodeFromJson(const Json& j) {
   }
   if (auto t = j.find("taints"); t != j.end() && !t->is_null()) {
     if (!t->is_array()) return FieldError(owner, "taints", "expected a list");
+    if (t->size() > static_cast<size_t>(kMaxNodeListEntries))
+      return TooMany(owner, "taints", t->size(), kMaxNodeListEntries);
     for (size_t i = 0; i < t->size(); ++i) {
       std::string where = absl::StrFormat("%s taints[%d]", owner, i);
+      if (!(*t)[i].is_object()) return FieldError(where, "taint", "expected an object");
+      RETURN_IF_ERROR(CheckKnownKeys((*t)[i], where, {"key", "value", "effect"}));
       Taint taint;
       ASSIGN_OR_RETURN(taint.key, Typed<std::string>((*t)[i], "key", "", where));
       ASSIGN_OR_RETURN(taint.value, Typed<std::string>((*t)[i], "value", "", where));
@@ -132,22 +184,32 @@ absl::StatusOr<Node> NodeFromJson(const Json& j) {
     }
   }
   if (auto g = j.find("nvlink_groups"); g != j.end() && !g->is_null()) {
-    // Checked element by element: get<int>() on 1e47 is undefined behaviour, not an exception.
-    auto lists_of_ints = [](const Json& groups) {
-      if (!groups.is_array()) return false;
-      for (const Json& group : groups) {
-        if (!group.is_array()) return false;
-        for (const Json& minor : group)
-          if (!IsIntegerIn<int>(minor)) return false;
-      }
-      return true;
-    };
-    if (!lists_of_ints(*g))
+    auto bad_groups = [&] {
       return FieldError(owner, "nvlink_groups", "expected a list of lists of GPU minors");
-    n.nvlink_groups = g->get<std::vector<std::vector<int>>>();
+    };
+    if (!g->is_array()) return bad_groups();
+    if (g->size() > static_cast<size_t>(kMaxNodeListEntries))
+      return TooMany(owner, "nvlink_groups", g->size(), kMaxNodeListEntries);
+    for (const Json& group : *g) {
+      // JSON would convert silently (1.5 -> 1, 4294967296 -> 0); only exact small ints pass.
+      if (!group.is_array() || group.size() > static_cast<size_t>(kMaxDevicesPerNode))
+        return bad_groups();
+      std::vector<int> minors;
+      for (const Json& m : group) {
+        if (!m.is_number_integer() || m.get<int64_t>() < 0 ||
+            m.get<int64_t>() > std::numeric_limits<int>::max())
+          return bad_groups();
+        minors.push_back(static_cast<int>(m.get<int64_t>()));
+      }
+      n.nvlink_groups.push_back(std::move(minors));
+    }
   }
   if (auto d = j.find("devices"); d != j.end() && !d->is_null()) {
     if (!d->is_array()) return FieldError(owner, "devices", "expected a list");
+    if (d->size() > static_cast<size_t>(kMaxDevicesPerNode))
+      return FieldError(owner, "devices",
+                        absl::StrFormat("%d devices is more than the %d a node may have", d->size(),
+                                        kMaxDevicesPerNode));
     for (size_t i = 0; i < d->size(); ++i) {
       ASSIGN_OR_RETURN(Device dev, DeviceFromJson((*d)[i], absl::StrFormat("%s devices[%d]", owner, i)));
       n.devices.push_back(dev);
@@ -156,17 +218,20 @@ absl::StatusOr<Node> NodeFromJson(const Json& j) {
   if (auto g = j.find("gpus"); g != j.end() && !g->is_null()) {
     if (!g->is_object()) return FieldError(owner, "gpus", "expected {count, model, memory}");
     const std::string where = owner + " gpus";
+    RETURN_IF_ERROR(CheckKnownKeys(*g, where, {"count", "model", "memory"}));
     int count;
     ASSIGN_OR_RETURN(count, Typed<int>(*g, "count", 0, where));
     if (count < 0) return FieldError(where, "count", "must not be negative");
-    // Devices are built one by one below: a count in the billions would exhaust memory first.
-    if (count > kMaxShorthandGpus)
+    // Checked before any device is built: a typo of ten million GPUs costs nothing.
+    if (count + n.devices.size() > static_cast<size_t>(kMaxDevicesPerNode))
       return FieldError(where, "count",
-                        absl::StrFormat("at most %d GPUs, got %d", kMaxShorthandGpus, count));
+                        absl::StrFormat("%d GPUs (with %d other devices) is more than the %d "
+                                        "devices a node may have",
+                                        count, n.devices.size(), kMaxDevicesPerNode));
     std::string model;
     ASSIGN_OR_RETURN(model, Typed<std::string>(*g, "model", "", where));
     int64_t memory;
-    ASSIGN_OR_RETURN(memory, QuantityField(*g, "memory", 1, 0, where));
+    ASSIGN_OR_RETURN(memory, QuantityField(*g, "memory", kKoordGpuMemory, 0, where));
     int next_minor = 0;
     for (const Device& dev : n.devices)
       if (dev.type == kGpu) next_minor = std::max(next_minor, dev.minor + 1);
@@ -222,11 +287,14 @@ absl::StatusOr<Pod> PodFromJson(const Json& j, const RequestParseOptions& option
   ASSIGN_OR_RETURN(p.name, Typed<std::string>(j, "name", "", "pod"));
   if (p.name.empty()) return absl::InvalidArgumentError("pod: name is missing");
   const std::string owner = "pod " + p.name;
+  RETURN_IF_ERROR(CheckKnownKeys(j, owner, PodFields()));
   std::map<std::string, std::string> requests;
   {
     auto r = j.find("requests");
     if (r != j.end() && !r->is_null()) {
       if (!r->is_object()) return FieldError(owner, "requests", "expected an object");
+      if (r->size() > static_cast<size_t>(kMaxNodeListEntries))
+        return TooMany(owner, "requests", r->size(), kMaxNodeListEntries);
       for (auto kv = r->begin(); kv != r->end(); ++kv) {
         ASSIGN_OR_RETURN(requests[kv.key()], QuantityText(*kv, owner, "requests." + kv.key()));
       }
@@ -237,6 +305,8 @@ absl::StatusOr<Pod> PodFromJson(const Json& j, const RequestParseOptions& option
   ASSIGN_OR_RETURN(p.node_selector, StringMap(j, "node_selector", owner));
   ASSIGN_OR_RETURN(p.priority, Typed<int>(j, "priority", 0, owner));
   ASSIGN_OR_RETURN(p.gpu_models, Typed<std::vector<std::string>>(j, "gpu_models", {}, owner));
+  if (p.gpu_models.size() > static_cast<size_t>(kMaxNodeListEntries))
+    return TooMany(owner, "gpu_models", p.gpu_models.size(), kMaxNodeListEntries);
   std::string scope;
   ASSIGN_OR_RETURN(scope, Typed<std::string>(j, "scope", "none", owner));
   if (scope == "none" || scope.empty()) p.scope = TopologyScope::kNone;
@@ -245,8 +315,12 @@ absl::StatusOr<Pod> PodFromJson(const Json& j, const RequestParseOptions& option
   else return FieldError(owner, "scope", "\"" + scope + "\" is not one of none, pcie, numa");
   if (auto t = j.find("tolerations"); t != j.end() && !t->is_null()) {
     if (!t->is_array()) return FieldError(owner, "tolerations", "expected a list");
+    if (t->size() > static_cast<size_t>(kMaxNodeListEntries))
+      return TooMany(owner, "tolerations", t->size(), kMaxNodeListEntries);
     for (size_t i = 0; i < t->size(); ++i) {
       std::string where = absl::StrFormat("%s tolerations[%d]", owner, i);
+      if (!(*t)[i].is_object()) return FieldError(where, "toleration", "expected an object");
+      RETURN_IF_ERROR(CheckKnownKeys((*t)[i], where, {"key", "operator", "value", "effect"}));
       Toleration tol;
       ASSIGN_OR_RETURN(tol.key, Typed<std::string>((*t)[i], "key", "", where));
       ASSIGN_OR_RETURN(tol.op, Typed<std::string>((*t)[i], "operator", "Equal", where));
@@ -254,6 +328,9 @@ absl::StatusOr<Pod> PodFromJson(const Json& j, const RequestParseOptions& option
       ASSIGN_OR_RETURN(tol.effect, Typed<std::string>((*t)[i], "effect", "", where));
       if (tol.op != "Equal" && tol.op != "Exists")
         return FieldError(where, "operator", "must be Equal or Exists");
+      if (!tol.effect.empty() && !IsTaintEffect(tol.effect))
+        return FieldError(where, "effect",
+                          "\"" + tol.effect + "\" is not one of NoSchedule, PreferNoSchedule, NoExecute");
       p.tolerations.push_back(tol);
     }
   }

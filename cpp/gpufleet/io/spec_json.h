@@ -3,6 +3,9 @@
 #ifndef GPUFLEET_IO_SPEC_JSON_H_
 #define GPUFLEET_IO_SPEC_JSON_H_
 
+#include <string>
+#include <vector>
+
 #include "absl/status/statusor.h"
 #include "gpufleet/core/node.h"
 #include "gpufleet/core/pod.h"
@@ -12,11 +15,14 @@
 namespace gpufleet {
 
 // {"name","cpu","memory","pods","labels","taints","gpu_sharing","nvlink_groups","devices":[...]}
-// or the shorthand "gpus": {"count", "model", "memory"} for identical GPUs.
+// or the shorthand "gpus": {"count", "model", "memory"} for identical GPUs. Unknown fields are
+// errors with a did-you-mean; sizes are bounded (kMaxDevicesPerNode and friends in core/node.h).
 absl::StatusOr<Node> NodeFromJson(const Json& j);
 Json NodeToJson(const Node& node);
 
 // {"name","requests":{...},"node_selector","tolerations","gpu_models","scope","priority"}
+// Unknown fields are errors with a did-you-mean; PodFields() lists the known ones.
+const std::vector<std::string>& PodFields();
 absl::StatusOr<Pod> PodFromJson(const Json& j, const RequestParseOptions& options = {});
 
 }  // namespace gpufleet

@@ -46,14 +46,19 @@ class Fgd : public PlacementStrategy {
   Fgd(GpuWorkload workload, bool integer) : workload_(std::move(workload)), integer_(integer) {}
 
   double ScoreNode(const NodeView& v, const Pod& pod, absl::Span<const DeviceGrant>) const override {
-    // Place scores every candidate node for one pod: derive its task once.
-    if (&pod != pending_pod_ || pod.name != pending_name_) {
+    // Place scores every candidate node for one pod: derive its task once. The task is keyed by
+    // what it is made of, never by the pod's address or name, which a later pod may share.
+    if (pod.cpu_milli != pending_cpu_ || pod.devices != pending_devices_ ||
+        pod.gpu_models != pending_.models) {
       pending_ = TaskOf(pod);
-      pending_pod_ = &pod;
-      pending_name_ = pod.name;
+      pending_cpu_ = pod.cpu_milli;
+      pending_devices_ = pod.devices;
     }
     return Lookup(v, pending_).score;
   }
+
+  // The memo and the pending task change on every score.
+  bool ConcurrentSafe() const override { return false; }
 
   bool ChooseDevices(const NodeView& v, const DeviceRequest& r,
                      const std::vector<std::vector<int>>& domains,
@@ -136,8 +141,8 @@ class Fgd : public PlacementStrategy {
   GpuWorkload workload_;
   bool integer_;
   mutable ShareTask pending_;
-  mutable const Pod* pending_pod_ = nullptr;
-  mutable std::string pending_name_;
+  mutable int64_t pending_cpu_ = -1;  // no pod has negative cpu: the first score derives a task
+  mutable std::vector<DeviceRequest> pending_devices_;
   mutable absl::flat_hash_map<StateKey, Answer> memo_;
 };
 

@@ -1,7 +1,8 @@
 // random: the Random baseline of Weng et al. (USENIX ATC 2023, "Beware of Fragmentation: Scheduling
 // GPU-Sharing Workloads with Fragmentation Gradient Descent"): a uniformly random feasible node,
 // and on it a uniformly random GPU with enough free share. Seeded (parameter "seed"), so a run is
-// reproducible; the generator advances with every score, so one instance serves one run.
+// reproducible; the generator advances with every score, so one instance serves one run (one
+// cluster: StrategyCache), and its owner serialises every use.
 #include <random>
 
 #include "gpufleet/core/status_macros.h"
@@ -20,6 +21,7 @@ class RandomFit : public PlacementStrategy {
   }
 
   bool Deterministic() const override { return false; }
+  bool ConcurrentSafe() const override { return false; }  // every draw advances the generator
 
   bool ChooseDevices(const NodeView& v, const DeviceRequest& r,
                      const std::vector<std::vector<int>>& domains,

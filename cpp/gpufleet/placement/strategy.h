@@ -7,8 +7,13 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
 
 #include "absl/types/span.h"
 #include "gpufleet/accounting/allocation.h"
@@ -51,6 +56,12 @@ class PlacementStrategy {
   // answer false, or a reused score would skip a draw.
   virtual bool Deterministic() const { return true; }
 
+  // True when the const calls above may run from many threads at once: the strategy keeps no
+  // memo, generator or scratch between calls. A strategy that does (fgd's memo, random's
+  // generator) answers false, and its owner serialises every use of it (GuardedCluster takes its
+  // exclusive lock for such a strategy even for a score).
+  virtual bool ConcurrentSafe() const { return true; }
+
   // Unique per object for the process lifetime (addresses can be reused; ids are not), so cached
   // scores are never taken for another strategy's.
   uint64_t instance_id() const { return instance_id_; }
@@ -66,6 +77,20 @@ class PlacementStrategy {
 // Builds a registered strategy from "name" or "name(k=v,...)".
 absl::StatusOr<std::unique_ptr<PlacementStrategy>> MakeStrategy(const std::string& spec);
 std::vector<std::string> StrategyNames();
+
+// Strategies by spec string, each built on first use and owned here. Every cluster keeps its own
+// cache, so a strategy's memo or generator is never shared with another cluster: two clusters
+// placing with "random(seed=1)" in parallel draw the same numbers as each would alone. Get is
+// thread-safe and the strategies live as long as the cache; using one that is not
+// ConcurrentSafe() is the owner's to serialise.
+class StrategyCache {
+ public:
+  absl::StatusOr<PlacementStrategy*> Get(const std::string& spec);
+
+ private:
+  std::mutex mu_;
+  absl::flat_hash_map<std::string, std::unique_ptr<PlacementStrategy>> by_spec_;
+};
 
 // Picks `count` devices per domain by `better` (a strict weak order on local indices, ties broken
 // by lower minor) and returns the best domain's pick by `domain_better` on the picked sets (equal

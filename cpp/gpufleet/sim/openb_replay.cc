@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <random>
 
@@ -17,6 +18,8 @@ namespace gpufleet {
 namespace {
 
 constexpr int64_t kMiB = int64_t{1} << 20;
+// memory_mib * kMiB must not overflow int64 (hand-built frames can hold anything).
+constexpr int64_t kMaxMemoryMib = std::numeric_limits<int64_t>::max() / kMiB;
 constexpr int64_t kNominalGpuMemory = int64_t{16} << 30;  // GPU memory is not a dimension here
 constexpr int64_t kMaxPods = 1 << 20;                      // the study has no pod-count limit
 
@@ -54,6 +57,9 @@ absl::StatusOr<Node> OpenbNodeToNode(const OpenbNode& row) {
   };
   if (row.cpu_milli < 0) return bad("cpu_milli", "is negative");
   if (row.memory_mib < 0) return bad("memory_mib", "is negative");
+  if (row.memory_mib > kMaxMemoryMib)
+    return bad("memory_mib", absl::StrFormat("is %d; at most %d (bytes must fit in 64 bits)",
+                                             row.memory_mib, kMaxMemoryMib));
   if (row.num_gpu < 0) return bad("num_gpu", "is negative");
   if (row.num_gpu > GpuSlots::kMaxGpus)
     return bad("num_gpu", absl::StrFormat("is %d; at most %d GPUs per node", row.num_gpu,
@@ -82,6 +88,9 @@ absl::StatusOr<Pod> OpenbPodToPod(const OpenbPod& row) {
   if (row.name.empty()) return absl::InvalidArgumentError("pod with an empty name");
   if (row.cpu_milli < 0) return bad("cpu_milli", "is negative");
   if (row.memory_mib < 0) return bad("memory_mib", "is negative");
+  if (row.memory_mib > kMaxMemoryMib)
+    return bad("memory_mib", absl::StrFormat("is %d; at most %d (bytes must fit in 64 bits)",
+                                             row.memory_mib, kMaxMemoryMib));
   if (row.num_gpu < 0) return bad("num_gpu", "is negative");
   if (row.num_gpu == 0 && row.gpu_milli != 0)
     return bad("gpu_milli", absl::StrFormat("is %d but num_gpu is 0", row.gpu_milli));

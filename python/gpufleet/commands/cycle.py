@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.conf) if args.conf else None
     except (ValueError, KeyError) as e:
-        print(f"gpufleet cycle: {args.conf}: {e.args[0] if e.args else e}", file=sys.stderr)
+        print(f"gpufleet cycle: {e.args[0] if e.args else e}", file=sys.stderr)  # names the file
         return 2
     try:
         engine = engine_from_scenario(_read(Path(args.scenario)), args.scenario, config)

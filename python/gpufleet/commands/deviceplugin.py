@@ -21,7 +21,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--mode", choices=["whole", "shared"], default="whole")
     share = p.add_mutually_exclusive_group()
     share.add_argument("--replicas", type=int, help="shared: IDs per GPU")
-    share.add_argument("--memory-unit", help="shared: bytes per ID as a quantity (default 1Gi)")
+    share.add_argument("--memory-unit", help="shared: bytes per ID as a quantity (default 1Gi). The "
+                       "kubelet reads at most 4 MiB of IDs per ListAndWatch message; a smaller unit "
+                       "(or more --replicas) than fits is refused at start, naming what fits")
     p.add_argument("--socket-dir", default="/var/lib/kubelet/device-plugins")
     p.add_argument("--kubelet-socket", help="default: SOCKET_DIR/kubelet.sock")
     src = p.add_mutually_exclusive_group()

@@ -13,15 +13,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--listen", default="127.0.0.1:8888", help="HOST:PORT (default %(default)s)")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--state", metavar="SCENARIO",
-                     help="scenario file (YAML/JSON with nodes: and pods:); binds are recorded")
+                     help="scenario file (YAML/JSON with nodes: and pods:); binds and releases "
+                          "are journalled beside it and survive a restart")
     src.add_argument("--kube", action="store_true",
                      help="read nodes and bound pods from the Kubernetes API and bind there")
+    p.add_argument("--journal", metavar="FILE",
+                   help="with --state: the journal of binds and releases (default SCENARIO.journal)")
     p.add_argument("--strategy", default="binpack", help="device placement strategy")
     p.add_argument("--prefix", default="/gpufleet", help="URL path prefix (default %(default)s)")
     p.add_argument("--gpushare-annotations", choices=["auto", "always", "never"], default="auto",
                    help="write ALIYUN_COM_GPU_MEM_* annotations (auto: for aliyun.com/gpu-mem pods)")
-    p.add_argument("--resync-s", type=float, default=30.0,
-                   help="with --kube: seconds between pod/node resyncs (default %(default)s)")
+    p.add_argument("--resync-s", type=float, default=300.0,
+                   help="with --kube: seconds between full re-lists behind the watches "
+                        "(default %(default)s)")
+    p.add_argument("--max-body-mib", type=float, default=64.0,
+                   help="largest request body accepted, MiB (default %(default)s)")
     p.add_argument("--log-level", default="info",
                    choices=["critical", "error", "warning", "info", "debug"])
     p.set_defaults(func=handler)
@@ -32,27 +38,31 @@ def handler(args: argparse.Namespace) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from gpufleet.k8s.extender import server, state
 
+    watcher = None
     try:
         host, port = server.parse_listen(args.listen)
+        if args.journal and args.kube:
+            raise ValueError("--journal goes with --state; with --kube the pods' annotations "
+                             "are the record")
         kw = dict(strategy=args.strategy, gpushare_annotations=args.gpushare_annotations)
-        reconciler = None
         if args.kube:
-            core_v1 = state.kube_client()
-            st, report = state.load_kube(core_v1, **kw)
-            for pod, why in report.skipped:
-                logging.getLogger("gpufleet.extender").warning("not restored: %s: %s", pod, why)
-            # Deleted and finished pods give their devices back; new nodes are picked up.
-            reconciler = state.KubeReconciler(st, core_v1, args.resync_s)
+            from gpufleet.k8s.extender import kube
+
+            st, _, watcher = kube.load_kube(resync_s=args.resync_s, **kw)
         else:
-            st = state.load_scenario(args.state, **kw)
+            st = state.load_scenario(args.state, journal=args.journal or f"{args.state}.journal",
+                                     **kw)
     except Exception as e:  # noqa: BLE001 - any start-up failure is a clean exit 2
         print(f"gpufleet extender: {e}", file=sys.stderr)
         return 2
-    if reconciler is not None:
-        reconciler.start()
+    if watcher is not None:
+        watcher.start()   # deletions, completions and node changes, as they happen
     try:
-        server.serve(st, host, port, args.prefix, args.log_level)
+        server.serve(st, host, port, args.prefix, args.log_level,
+                     max_body_bytes=int(args.max_body_mib * (1 << 20)))
     finally:
-        if reconciler is not None:
-            reconciler.stop()
+        if watcher is not None:
+            watcher.stop()
+        if st.journal is not None:
+            st.journal.close()
     return 0

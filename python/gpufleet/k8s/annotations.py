@@ -1,16 +1,14 @@
 """Pod allocation annotations: Koordinator's `device-allocated` JSON and gpushare's ALIYUN_* keys.
 
-Pure Python, no native extension: the device plugin and `gpufleet node run` must work on a node
-that only has the Python package. Quantities arrive as Kubernetes strings ("8Gi", "50") and are
-parsed once here into integers (bytes, percent).
+Quantities arrive as Kubernetes strings ("8Gi", "50") and are parsed once here into integers
+(bytes, percent) by the native core's parser, imported lazily so that this module loads without it.
 """
 from __future__ import annotations
 
 import json
 import math
-import re
-from dataclasses import dataclass
 from fractions import Fraction
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
 # --- keys and resource names -------------------------------------------------------------------
@@ -39,30 +37,79 @@ QuantityParser = Callable[[str], int]
 
 # --- Kubernetes quantities ---------------------------------------------------------------------
 _BINARY = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50, "Ei": 1 << 60}
-_DECIMAL: dict[str, int | Fraction] = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": 1,
-            "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
-_QUANTITY_RE = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$")
 
 
 def parse_quantity(text: str | int) -> int:
     """Parses a Kubernetes quantity ("8Gi", "500m", "1e3", "50") to an integer, rounding up
-    like `resource.Quantity.Value()` does."""
-    if isinstance(text, bool):
-        raise ValueError(f"invalid quantity {text!r}")
-    if isinstance(text, int):
-        return text
-    m = _QUANTITY_RE.match(str(text).strip())
-    if not m:
-        raise ValueError(f"invalid quantity {text!r}")
-    number, exponent, suffix = m.groups()
-    value = Fraction(number)
-    if exponent:
-        value *= Fraction(10) ** int(exponent[1:])
-    elif suffix in _BINARY:
-        value *= _BINARY[suffix]
+    like `resource.Quantity.Value()` does. The native core parses it, so every entry point shares
+    one grammar and one set of bounds; only a node without the compiled extension uses
+    `_parse_quantity_without_core`, which follows the same rules (a test holds the two to one
+    table of good and bad inputs)."""
+    if isinstance(text, bool) or not isinstance(text, (str, int)):
+        raise ValueError(f"invalid quantity {text!r}: expected a string or an integer")
+    try:
+        from gpufleet import _core
+    except ImportError:
+        return _parse_quantity_without_core(str(text))
+    return int(_core.parse_quantity(str(text)))
+
+
+_DIGITS = frozenset("0123456789")
+_SUFFIX_EXPONENTS = {"": (0, 0), "n": (-9, 0), "u": (-6, 0), "m": (-3, 0), "k": (3, 0), "M": (6, 0),
+                     "G": (9, 0), "T": (12, 0), "P": (15, 0), "E": (18, 0), "Ki": (0, 10),
+                     "Mi": (0, 20), "Gi": (0, 30), "Ti": (0, 40), "Pi": (0, 50), "Ei": (0, 60)}
+_INT64_MAX = (1 << 63) - 1
+_NANO = 10**9
+
+
+def _parse_quantity_without_core(text: str) -> int:
+    """The core's quantity rules (cpp/gpufleet/core/quantity.h) for nodes without the extension."""
+    def bad(why: str) -> ValueError:
+        return ValueError(f"invalid quantity {text!r}: {why}")
+
+    if not text:
+        raise bad("empty")
+    if len(text) > 128:
+        raise bad("longer than 128 characters")
+    if any(c in " \t\n\v\f\r" for c in text):
+        raise bad("whitespace is not allowed")
+    i, negative = 0, False
+    if text[0] in "+-":
+        negative, i = text[0] == "-", 1
+    start = i
+    while i < len(text) and text[i] in _DIGITS:
+        i += 1
+    digits, fraction = text[start:i], ""
+    if i < len(text) and text[i] == ".":
+        j = i + 1
+        while j < len(text) and text[j] in _DIGITS:
+            j += 1
+        fraction, i = text[i + 1:j], j
+    if not digits and not fraction:
+        raise bad("no digits")
+    suffix = text[i:]
+    if suffix in _SUFFIX_EXPONENTS:
+        exp10, exp2 = _SUFFIX_EXPONENTS[suffix]
+    elif len(suffix) > 1 and suffix[0] in "eE":
+        sign, e = (suffix[1], suffix[2:]) if suffix[1] in "+-" else ("+", suffix[1:])
+        if not e or any(c not in _DIGITS for c in e):
+            raise bad(f'bad exponent "{suffix}"')
+        exp10, exp2 = min(int(e), 100000) * (-1 if sign == "-" else 1), 0
     else:
-        value *= Fraction(_DECIMAL[suffix or ""])
-    return math.ceil(value)
+        raise bad(f'unknown suffix "{suffix}"')
+    mantissa = int(digits + fraction or "0")
+    exp10 -= len(fraction)
+    if mantissa == 0:
+        return 0
+    if negative:
+        raise bad("negative values are not allowed")
+    if len(str(mantissa)) - 1 + exp10 >= 19:  # at least 10^19: past int64 in any unit
+        raise bad("too large")
+    value = Fraction(mantissa << exp2) * Fraction(10) ** exp10
+    nanos = math.ceil(value * _NANO)  # Kubernetes keeps quantities to the nano, rounding up
+    if nanos > _INT64_MAX * _NANO:
+        raise bad("too large")
+    return -(-nanos // _NANO)
 
 
 def format_bytes(n: int) -> str:

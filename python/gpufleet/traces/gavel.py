@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import ast
 import math
-from pathlib import Path
 from typing import Literal
 
 import numpy as np
 import pandas as pd
 
-from ._fields import JsonDoc, PathLike, Row, make_frame
+from ._fields import FirstSeen, JsonDoc, PathLike, Row, make_frame, read_text, show
 from .errors import TraceError
+from .limits import MAX_COUNT, MAX_GPUS, MAX_RATE, MAX_SECONDS
 from .schema import THROUGHPUT_PREFIX, finish_jobs
 
 __all__ = ["GPU_MODELS", "THROUGHPUT_COLUMNS", "TRACE_COLUMNS", "gavel_as_jobs", "load_gavel_cluster_spec",
@@ -59,18 +59,22 @@ def load_gavel_throughputs(path: PathLike, *, unconsolidated: bool = False) -> p
     """
     doc = JsonDoc(path)
     columns: dict[str, list[object]] = {c: [] for c in THROUGHPUT_COLUMNS}
+    models = FirstSeen("GPU model")
     for line, model, model_at, entries in doc.object(0):
+        models.add(Row(doc.source, line, {}), model, model)
         if model.endswith("_unconsolidated") and not unconsolidated:
             continue
         if not isinstance(entries, dict):
             raise TraceError(doc.source, line, model, "expected an object of job types")
+        jobs = FirstSeen("(job type, scale factor)")
         for key_line, key, entry_at, entry in doc.object(model_at):
             job_type, scale_factor = _job_key(doc.source, key_line, f"{model}/{key}", key)
+            jobs.add(Row(doc.source, key_line, {}), f"{model}/{key}", (job_type, scale_factor))
             field = f"{model}/{key}/null"
             if not isinstance(entry, dict) or "null" not in entry:
                 raise TraceError(doc.source, key_line, field, "missing")
             null_line = next(n for n, k, _, _ in doc.object(entry_at) if k == "null")
-            throughput = Row(doc.source, null_line, {field: entry["null"]}).number(field)
+            throughput = Row(doc.source, null_line, {field: entry["null"]}).number(field, max_value=MAX_RATE)
             for column, value in zip(THROUGHPUT_COLUMNS, (job_type, scale_factor, model, throughput)):
                 columns[column].append(value)
     return make_frame(columns, THROUGHPUT_COLUMNS)
@@ -83,8 +87,9 @@ def _job_key(source: str, line: int, field: str, key: str) -> tuple[str, int]:
     except (ValueError, SyntaxError):
         value = None
     if not (isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str)
-            and isinstance(value[1], int) and not isinstance(value[1], bool) and value[1] >= 1):
-        raise TraceError(source, line, field, f"{key!r} is not a ('job type', scale_factor >= 1) key")
+            and isinstance(value[1], int) and not isinstance(value[1], bool) and 1 <= value[1] <= MAX_GPUS):
+        raise TraceError(source, line, field, f"{show(key)} is not a ('job type', scale_factor in "
+                         f"1-{MAX_GPUS:,}) key")
     return value[0], value[1]
 
 
@@ -102,32 +107,31 @@ def load_gavel_trace(path: PathLike) -> pd.DataFrame:
     ``SLO`` is NaN where the layout has none or where the file says -1 (Gavel's "none").
     ``df.attrs["layout"]`` tells which layout was read; a file mixing layouts is an error.
     """
-    path = Path(path)
+    source, content = read_text(path)
     columns: dict[str, list[object]] = {c: [] for c in TRACE_COLUMNS}
     layout: str | None = None
-    with path.open(newline="", encoding="utf-8") as handle:
-        for line, text in enumerate(handle, start=1):
-            fields = text.rstrip("\r\n").split("\t")
-            if not text.strip():
-                continue
-            if len(fields) not in _LAYOUTS:
-                raise TraceError(path.name, line, None, f"{len(fields)} tab-separated fields; expected "
-                                 "10 (physical_cluster layout) or 7 (msr layout)")
-            name, names = _LAYOUTS[len(fields)]
-            if layout is not None and name != layout:
-                raise TraceError(path.name, line, None, f"{name} layout after {layout} lines above")
-            layout = name
-            row = Row(path.name, line, dict(zip(names, fields)))
-            has_weights = "priority_weight" in names
-            slo = row.number("SLO", min_value=None) if has_weights else math.nan
-            weight = row.number("priority_weight") if has_weights else 1.0
-            if weight <= 0:
-                row.fail("priority_weight", f"{weight!r} is not positive")
-            record = (row.text("job_type"), row.integer("scale_factor", min_value=1),
-                      row.integer("total_steps", min_value=1), row.number("arrival_time"),
-                      weight, slo if slo >= 0 else math.nan)
-            for column, value in zip(TRACE_COLUMNS, record):
-                columns[column].append(value)
+    for line, text in enumerate(content.split("\n"), start=1):
+        fields = text.rstrip("\r").split("\t")
+        if not text.strip():
+            continue
+        if len(fields) not in _LAYOUTS:
+            raise TraceError(source, line, None, f"{len(fields)} tab-separated fields; expected "
+                             "10 (physical_cluster layout) or 7 (msr layout)")
+        name, names = _LAYOUTS[len(fields)]
+        if layout is not None and name != layout:
+            raise TraceError(source, line, None, f"{name} layout after {layout} lines above")
+        layout = name
+        row = Row(source, line, dict(zip(names, fields)))
+        has_weights = "priority_weight" in names
+        slo = row.number("SLO", min_value=None, max_value=MAX_SECONDS) if has_weights else math.nan
+        weight = row.number("priority_weight", max_value=MAX_RATE) if has_weights else 1.0
+        if weight <= 0:
+            row.fail("priority_weight", f"{weight!r} is not positive")
+        record = (row.text("job_type"), row.integer("scale_factor", min_value=1, max_value=MAX_GPUS),
+                  row.integer("total_steps", min_value=1, max_value=MAX_COUNT),
+                  row.number("arrival_time", max_value=MAX_SECONDS), weight, slo if slo >= 0 else math.nan)
+        for column, value in zip(TRACE_COLUMNS, record):
+            columns[column].append(value)
     df = make_frame(columns, TRACE_COLUMNS)
     df.attrs["layout"] = layout
     return df
@@ -142,7 +146,9 @@ def load_gavel_cluster_spec(path: PathLike, key: str | None = None) -> list[dict
     doc = JsonDoc(path)
     specs: list[dict[str, int]] = []
     found = []
+    keys = FirstSeen("key")
     for line, name, value_at, value in doc.object(0):
+        keys.add(Row(doc.source, line, {}), name, name)
         found.append(name)
         if key is not None and name != key:
             continue
@@ -154,7 +160,7 @@ def load_gavel_cluster_spec(path: PathLike, key: str | None = None) -> list[dict
             if len(parts) != 3:
                 raise TraceError(doc.source, spec_line, field, f"{spec!r} is not a 'V100:P100:K80' string")
             row = Row(doc.source, spec_line, {f"{field}.{m}": p for m, p in zip(("v100", "p100", "k80"), parts)})
-            specs.append({m: row.integer(f"{field}.{m}") for m in ("v100", "p100", "k80")})
+            specs.append({m: row.integer(f"{field}.{m}", max_value=MAX_GPUS) for m in ("v100", "p100", "k80")})
     if key is not None and key not in found:
         raise TraceError(doc.source, None, key, f"no such key (the file has {found})")
     return specs

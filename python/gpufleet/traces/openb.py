@@ -29,13 +29,13 @@ CPU-only nodes).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ._fields import PathLike, Row, csv_rows, make_frame
+from ._fields import FirstSeen, PathLike, Row, csv_rows, make_frame
 from .errors import TraceError
+from .limits import MAX_CPU_MILLI, MAX_GPUS, MAX_MEMORY_MIB, MAX_SECONDS
 from .schema import finish_jobs
 
 __all__ = ["GPU_MODELS", "NODE_COLUMNS", "POD_COLUMNS", "load_openb_nodes", "load_openb_pods",
@@ -64,23 +64,26 @@ def _models(names: Iterable[str] | None) -> frozenset[str]:
 def load_openb_pods(path: PathLike, *, known_models: Iterable[str] | None = None) -> pd.DataFrame:
     """Load an ``openb_pod_list_*.csv`` file into :data:`POD_COLUMNS`, checking every row.
 
-    Checks: counts are non-negative integers; ``gpu_milli`` is 0 for CPU-only pods,
-    1-1000 for one-GPU pods and exactly 1000 for multi-GPU pods; every model in
-    ``gpu_spec`` (``|``-separated) is known (:data:`GPU_MODELS` plus ``known_models``);
-    deletion and scheduling do not precede creation.
+    Checks: counts are non-negative integers within :mod:`~gpufleet.traces.limits`;
+    ``gpu_milli`` is 0 for CPU-only pods, 1-1000 for one-GPU pods and exactly 1000 for
+    multi-GPU pods; every model in ``gpu_spec`` (``|``-separated) is known
+    (:data:`GPU_MODELS` plus ``known_models``); times are within 0-10**10 s and deletion and
+    scheduling do not precede creation; pod names are unique.
     """
     models = _models(known_models)
     columns: dict[str, list[object]] = {c: [] for c in POD_COLUMNS}
+    names = FirstSeen("pod name")
     for row in csv_rows(path, required=_POD_REQUIRED, optional=list(POD_COLUMNS)):
         record = _pod(row, models)
+        names.add(row, "name", record[0])
         for column, value in zip(POD_COLUMNS, record):
             columns[column].append(value)
     return make_frame(columns, POD_COLUMNS)
 
 
 def _pod(row: Row, models: frozenset[str]) -> tuple[object, ...]:
-    num_gpu = row.integer("num_gpu")
-    gpu_milli = row.integer("gpu_milli")
+    num_gpu = row.integer("num_gpu", max_value=MAX_GPUS)
+    gpu_milli = row.integer("gpu_milli")  # its range depends on num_gpu, checked below
     # The trace encodes a GPU share only for one-GPU pods; anything else is a broken row.
     if num_gpu == 0 and gpu_milli != 0:
         row.fail("gpu_milli", f"{gpu_milli} but num_gpu is 0 (CPU-only pods must have 0)")
@@ -92,12 +95,13 @@ def _pod(row: Row, models: frozenset[str]) -> tuple[object, ...]:
     unknown = [m for m in spec if m not in models]
     if unknown:
         row.fail("gpu_spec", f"unknown GPU model {unknown[0]!r} (known: {', '.join(sorted(models))})")
-    created, deleted, scheduled = (row.number(t, optional=True) for t in _TIMES)
+    created, deleted, scheduled = (row.number(t, max_value=MAX_SECONDS, optional=True) for t in _TIMES)
     if deleted < created:
         row.fail("deletion_time", f"{deleted:g} is before creation_time {created:g}")
     if scheduled < created:
         row.fail("scheduled_time", f"{scheduled:g} is before creation_time {created:g}")
-    return (row.text("name"), row.integer("cpu_milli"), row.integer("memory_mib"), num_gpu, gpu_milli,
+    return (row.text("name"), row.integer("cpu_milli", max_value=MAX_CPU_MILLI),
+            row.integer("memory_mib", max_value=MAX_MEMORY_MIB), num_gpu, gpu_milli,
             spec, row.text("qos", allow_empty=True), row.text("pod_phase", allow_empty=True),
             created, deleted, scheduled)
 
@@ -105,18 +109,22 @@ def _pod(row: Row, models: frozenset[str]) -> tuple[object, ...]:
 def load_openb_nodes(path: PathLike, *, known_models: Iterable[str] | None = None) -> pd.DataFrame:
     """Load an ``openb_node_list_*.csv`` file into :data:`NODE_COLUMNS`, checking every row.
 
-    A node with GPUs must name a known model; a CPU-only node must not name one.
+    A node with GPUs must name a known model; a CPU-only node must not name one; node
+    names (``sn``) are unique; counts are within :mod:`~gpufleet.traces.limits`.
     """
     models = _models(known_models)
     columns: dict[str, list[object]] = {c: [] for c in NODE_COLUMNS}
+    names = FirstSeen("node name")
     for row in csv_rows(path, required=("sn", "cpu_milli", "memory_mib", "gpu", "model")):
-        num_gpu = row.integer("gpu")
+        names.add(row, "sn", row.text("sn"))
+        num_gpu = row.integer("gpu", max_value=MAX_GPUS)
         model = row.text("model", allow_empty=True)
         if num_gpu > 0 and model not in models:
             row.fail("model", f"unknown GPU model {model!r} (known: {', '.join(sorted(models))})")
         if num_gpu == 0 and model:
             row.fail("model", f"{model!r} on a node with gpu 0")
-        record = (row.text("sn"), row.integer("cpu_milli"), row.integer("memory_mib"), num_gpu, model)
+        record = (row.text("sn"), row.integer("cpu_milli", max_value=MAX_CPU_MILLI),
+                  row.integer("memory_mib", max_value=MAX_MEMORY_MIB), num_gpu, model)
         for column, value in zip(NODE_COLUMNS, record):
             columns[column].append(value)
     return make_frame(columns, NODE_COLUMNS)

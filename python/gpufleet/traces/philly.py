@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._fields import JsonDoc, PathLike, Row, make_frame
+from ._fields import FirstSeen, JsonDoc, PathLike, Row, make_frame, show
 from .errors import TraceError
+from .limits import MAX_GPUS, MAX_SECONDS
 from .schema import finish_jobs
 
 __all__ = ["PHILLY_COLUMNS", "load_philly_jobs", "philly_as_jobs"]
@@ -40,24 +41,35 @@ def load_philly_jobs(path: PathLike) -> pd.DataFrame:
     Jobs are **dropped** (not errors) when they have no attempt, when the last attempt
     has no start or end time (never ran, or still running when the log was cut), or when
     the first attempt lists no GPUs; ``df.attrs["dropped"]`` counts them. Malformed
-    records (missing fields, bad time strings, end before start) raise
-    :class:`TraceError` with the line where the job's object starts.
+    records (missing fields, bad time strings, end before start, a ``jobid`` seen before,
+    a duration or a span of submissions over 10**10 s) raise :class:`TraceError` with the
+    line where the job's object starts.
     """
     doc = JsonDoc(path)
     columns: dict[str, list[object]] = {c: [] for c in PHILLY_COLUMNS}
+    lines: list[int] = []
+    ids = FirstSeen("jobid")
     dropped = 0
     for line, job in doc.array(0):
         if not isinstance(job, dict):
             raise TraceError(doc.source, line, None, f"expected a job object, got {type(job).__name__}")
-        record = _job(Row(doc.source, line, job))
+        row = Row(doc.source, line, job)
+        ids.add(row, "jobid", row.text("jobid"))
+        record = _job(row)
         if record is None:
             dropped += 1
             continue
+        lines.append(line)
         for column, value in zip(PHILLY_COLUMNS, record):
             columns[column].append(value)
     df = make_frame(columns, PHILLY_COLUMNS)
     if len(df):
         df["submit_time"] -= df["submit_time"].min()
+        late = int(df["submit_time"].to_numpy().argmax())
+        if df.at[late, "submit_time"] > MAX_SECONDS:
+            raise TraceError(doc.source, lines[late], "submitted_time",
+                             f"{df.at[late, 'submit_time']:g} s after the first submission "
+                             f"(at most {MAX_SECONDS:g})")
     df = df.sort_values("submit_time", kind="stable").reset_index(drop=True)
     df.attrs["dropped"] = dropped
     return df
@@ -85,6 +97,8 @@ def _job(row: Row) -> tuple[object, ...] | None:
         return None
     if end < start:
         row.fail(f"{field}.end_time", "is before start_time")
+    if end - start > MAX_SECONDS:
+        row.fail(f"{field}.end_time", f"{end - start:g} s after start_time (at most {MAX_SECONDS:g})")
     return (*record, num_gpu, end - start, status)
 
 
@@ -95,11 +109,11 @@ def _time(row: Row, field: str, value: Any, *, required: bool = False) -> float 
             row.fail(field, "missing")
         return None
     if not isinstance(value, str):
-        row.fail(field, f"{value!r} is not a time string")
+        row.fail(field, f"{show(value)} is not a time string")
     try:
         return (datetime.strptime(value.strip(), _TIME_FORMAT) - datetime(1970, 1, 1)).total_seconds()
     except ValueError:
-        row.fail(field, f"{value!r} is not a 'YYYY-MM-DD HH:MM:SS' time")
+        row.fail(field, f"{show(value)} is not a 'YYYY-MM-DD HH:MM:SS' time")
 
 
 def _gpus(row: Row, detail: Any) -> int:
@@ -112,8 +126,10 @@ def _gpus(row: Row, detail: Any) -> int:
     for index, machine in enumerate(detail):
         gpus = machine.get("gpus") if isinstance(machine, dict) else None
         if not isinstance(gpus, list):
-            row.fail(f"{field}[{index}].gpus", "missing" if gpus is None else f"{gpus!r} is not a list")
+            row.fail(f"{field}[{index}].gpus", "missing" if gpus is None else f"{show(gpus)} is not a list")
         total += len(gpus)
+    if total > MAX_GPUS:
+        row.fail(field, f"{total:,} GPUs (at most {MAX_GPUS:,})")
     return total
 
 

@@ -24,8 +24,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._fields import PathLike, Row, csv_rows, make_frame
+from ._fields import FirstSeen, PathLike, Row, csv_header, csv_rows, make_frame
 from .errors import TraceError
+from .limits import INT64_MAX, MAX_COUNT, MAX_GPUS, MAX_RATE, MAX_SECONDS
 
 __all__ = ["JOB_COLUMNS", "EXTRA_JOB_COLUMNS", "THROUGHPUT_PREFIX", "finish_jobs", "load_jobs_csv",
            "throughput_columns"]
@@ -47,6 +48,20 @@ EXTRA_JOB_COLUMNS: dict[str, str] = {
     "user": "object",
     "vc": "object",
 }
+
+
+# Bounds (min, max) per column, for the CSV reader and for frames built by the converters.
+# Throughput columns are bounded like priority weights: (0, MAX_RATE).
+COLUMN_BOUNDS: dict[str, tuple[float, float]] = {
+    "job_id": (0, INT64_MAX),
+    "submit_time": (0, MAX_SECONDS),
+    "num_gpu": (1, MAX_GPUS),
+    "duration": (0, MAX_SECONDS),
+    "total_iterations": (0, MAX_COUNT),
+    "gpu_milli": (0, 1000),
+    "priority_weight": (0, MAX_RATE),
+}
+_RATE_BOUNDS = (0, MAX_RATE)
 
 
 def throughput_columns(df: pd.DataFrame) -> list[str]:
@@ -90,14 +105,14 @@ def _check(df: pd.DataFrame, source: str, tput: list[str]) -> None:
 
     first_bad("job_id", df["job_id"].duplicated(), "is a duplicate")
     for column in ("submit_time", "duration", *tput):
+        first_bad(column, ~np.isfinite(df[column]), "is not a finite number")
+    for column in [c for c in COLUMN_BOUNDS if c in df.columns] + tput:
+        low, high = COLUMN_BOUNDS.get(column, _RATE_BOUNDS)
         values = df[column]
-        first_bad(column, ~np.isfinite(values), "is not a finite number")
-        first_bad(column, values < 0, "is negative")
+        first_bad(column, values < low, "is negative" if low == 0 else f"is below {low}")
+        first_bad(column, values > high, f"is out of range (at most {high:g})")
     first_bad("duration", df["duration"] <= 0, "is not positive")
-    first_bad("num_gpu", df["num_gpu"] < 1, "is below 1")
     first_bad("model_name", ~df["model_name"].map(lambda v: isinstance(v, str) and v != ""), "is not a name")
-    if "total_iterations" in df.columns:
-        first_bad("total_iterations", df["total_iterations"] < 0, "is negative")
 
 
 def load_jobs_csv(path: PathLike) -> pd.DataFrame:
@@ -108,24 +123,25 @@ def load_jobs_csv(path: PathLike) -> pd.DataFrame:
     header has them; other columns are ignored.
     """
     path = Path(path)
-    with path.open(newline="", encoding="utf-8-sig") as handle:
-        header = [h.strip() for h in handle.readline().split(",")]
+    header = csv_header(path)
     tput = [h for h in header if h.startswith(THROUGHPUT_PREFIX) and len(h) > len(THROUGHPUT_PREFIX)]
     extras = {c: t for c, t in EXTRA_JOB_COLUMNS.items() if c in header}
     dtypes = {**JOB_COLUMNS, **extras, **{c: "float64" for c in tput}}
     columns: dict[str, list[object]] = {c: [] for c in dtypes}
+    ids = FirstSeen("job_id")
     for row in csv_rows(path, required=list(JOB_COLUMNS), optional=[*extras, *tput]):
         for column, dtype in dtypes.items():
             columns[column].append(_parse(row, column, dtype))
+        ids.add(row, "job_id", columns["job_id"][-1])
         if columns["duration"][-1] == 0:
             row.fail("duration", "0 is not positive")
-        if columns["num_gpu"][-1] < 1:
-            row.fail("num_gpu", f"{columns['num_gpu'][-1]} is below 1")
     return finish_jobs(make_frame(columns, dtypes), path.name)
 
 
-_PARSERS = {"int64": Row.integer, "float64": Row.number, "object": Row.text}
-
-
 def _parse(row: Row, column: str, dtype: str) -> object:
-    return _PARSERS[dtype](row, column)
+    if dtype == "object":
+        return row.text(column)
+    low, high = COLUMN_BOUNDS.get(column, _RATE_BOUNDS)
+    if dtype == "int64":
+        return row.integer(column, min_value=int(low), max_value=int(high))
+    return row.number(column, min_value=low, max_value=high)

@@ -16,8 +16,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._fields import PathLike, csv_rows, make_frame
+from ._fields import FirstSeen, PathLike, csv_rows, make_frame
 from .errors import TraceError
+from .limits import MAX_COUNT, MAX_GPUS, MAX_SECONDS
 from .schema import finish_jobs
 
 __all__ = ["ClusterSpec", "JOB_FILE_COLUMNS", "load_duration_distribution", "load_tiresias_cluster",
@@ -32,18 +33,18 @@ JOB_FILE_COLUMNS: dict[str, str] = {
 def load_tiresias_jobs(path: PathLike) -> pd.DataFrame:
     """Load a Tiresias job CSV into :data:`JOB_FILE_COLUMNS`, checking every row.
 
-    num_gpu must be >= 1, duration > 0, the rest non-negative; job_id must be unique.
+    num_gpu must be >= 1, duration > 0, the rest non-negative, all within
+    :mod:`~gpufleet.traces.limits`; job_id must be unique.
     """
     columns: dict[str, list[object]] = {c: [] for c in JOB_FILE_COLUMNS}
-    seen: set[int] = set()
+    ids = FirstSeen("job_id")
     for row in csv_rows(path, required=list(JOB_FILE_COLUMNS)):
         job_id = row.integer("job_id")
-        if job_id in seen:
-            row.fail("job_id", f"{job_id} is a duplicate")
-        seen.add(job_id)
-        record = (job_id, row.integer("num_gpu", min_value=1), row.number("submit_time"),
-                  row.integer("iterations"), row.text("model_name"), row.number("duration"),
-                  row.number("interval"))
+        ids.add(row, "job_id", job_id)
+        record = (job_id, row.integer("num_gpu", min_value=1, max_value=MAX_GPUS),
+                  row.number("submit_time", max_value=MAX_SECONDS),
+                  row.integer("iterations", max_value=MAX_COUNT), row.text("model_name"),
+                  row.number("duration", max_value=MAX_SECONDS), row.number("interval", max_value=MAX_SECONDS))
         if record[5] == 0:
             row.fail("duration", "0 is not positive")
         for column, value in zip(JOB_FILE_COLUMNS, record):
@@ -90,11 +91,15 @@ def load_tiresias_cluster(path: PathLike) -> ClusterSpec:
         line = rows[1].line if rows else 2
         raise TraceError(Path(path).name, line, None, f"expected exactly one data row, found {len(rows)}")
     row = rows[0]
-    return ClusterSpec(**{field: row.integer(column, min_value=1) for column, field in _CLUSTER_FIELDS.items()})
+    spec = ClusterSpec(**{field: row.integer(column, min_value=1, max_value=MAX_GPUS)
+                          for column, field in _CLUSTER_FIELDS.items()})
+    if spec.num_gpus > MAX_GPUS:  # the simulator counts a cluster's GPUs in int32
+        row.fail("num_gpu_p_node", f"the cluster has {spec.num_gpus:,} GPUs (at most {MAX_GPUS:,})")
+    return spec
 
 
 def load_duration_distribution(path: PathLike) -> np.ndarray:
     """Load a ``yarn-gput*.csv`` duration sample (one ``duration`` column, seconds) as a
     float64 array in file order; Tiresias's Gittins-index policy draws from it."""
-    values = [row.number("duration") for row in csv_rows(path, required=("duration",))]
+    values = [row.number("duration", max_value=MAX_SECONDS) for row in csv_rows(path, required=("duration",))]
     return np.asarray(values, dtype=np.float64)

@@ -1,8 +1,9 @@
 // allocate: queues take turns by queue order (lowest share first), each turn placing its next job
 // by job order, all of a job's tasks in one statement (Volcano's allocate action). A job whose gang
 // cannot complete is discarded whole and the next job gets its turn, so one large job never blocks
-// the small ones behind it; the reservation plugin's target (issue 561) goes first and keeps what
-// it collected until the cycle ends. An overused queue gets no more turns this cycle.
+// the small ones behind it; the reservation plugin's target (issue 561) goes first, on its hold
+// plan if the best-scoring nodes do not take it (reservation_ledger.h). An overused queue gets no
+// more turns this cycle.
 #include <algorithm>
 #include <deque>
 
@@ -23,8 +24,9 @@ class Allocate : public Action {
   std::string name() const override { return "allocate"; }
   void Execute(Session& s) override {
     const int target = s.TargetJob();
-    if (target >= 0 && Wants(s, s.job(target)) && !s.Overused(s.queue(s.job(target).queue)))
-      PlaceJob(s, target, TaskKind::kWithRequests, true);
+    if (target >= 0 && Wants(s, s.job(target)) && !s.Overused(s.queue(s.job(target).queue)) &&
+        PlaceJob(s, target, TaskKind::kWithRequests) == 0 && target == s.reservations().target())
+      s.reservations().StartOnPlan(s);
     std::vector<std::deque<int>> jobs(s.queues().size());
     for (const QueueInfo& q : s.queues()) {
       std::vector<int> ids;
@@ -50,7 +52,7 @@ class Allocate : public Action {
       if (pick < 0) break;
       int j = jobs[pick].front();
       jobs[pick].pop_front();
-      PlaceJob(s, j, TaskKind::kWithRequests, false);
+      PlaceJob(s, j, TaskKind::kWithRequests);
     }
   }
 };

@@ -16,7 +16,7 @@ class Backfill : public Action {
       if (j.valid && j.inqueue && !PendingTasks(s, j.id, TaskKind::kBestEffort).empty())
         ids.push_back(j.id);
     std::stable_sort(ids.begin(), ids.end(), [&](int a, int b) { return s.JobLess(a, b); });
-    for (int j : ids) PlaceJob(s, j, TaskKind::kBestEffort, false);
+    for (int j : ids) PlaceJob(s, j, TaskKind::kBestEffort);
   }
 };
 

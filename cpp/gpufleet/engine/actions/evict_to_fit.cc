@@ -54,6 +54,7 @@ int EvictToFit(Session& s, int job_id, VictimScope scope) {
   JobInfo& job = s.job(job_id);
   std::vector<int> tasks = PendingTasks(s, job_id, TaskKind::kWithRequests);
   if (tasks.empty()) return 0;
+  ReservationLedger::Lift lift(s, job_id);  // the target may use its holds; outlives `st`
   Statement st(s);
   std::string why;
   const std::string verb = scope == VictimScope::kSameQueue ? "preempted" : "reclaimed";

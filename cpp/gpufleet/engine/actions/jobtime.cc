@@ -218,6 +218,17 @@ class Jobtime : public Action {
         for (const DeviceGrant& g : a->devices) counts[m] += g.type == kGpu;
       }
     }
+    // GPUs held for a whole-GPU starvation target (reservation_ledger.h) are its to take: they
+    // count so that the policy can plan it; its start lifts the holds, other starts fail there.
+    const int target = s.reservations().target();
+    if (target >= 0 && WholeGpus(*s.jobs()[target].spec) > 0)
+      for (const auto& [n, d] : s.reservations().HeldWholeGpus(s)) {
+        Allocation probe;
+        probe.node = s.state().node(n).name;
+        probe.devices.push_back(DeviceGrant{kGpu, s.state().node(n).devices[d].minor, 100, 0});
+        const int m = models_.ModelOf(s.state(), probe);
+        if (m >= 0) ++counts[m];
+      }
     return counts;
   }
 

@@ -17,10 +17,11 @@ std::vector<int> PendingTasks(const Session& s, int job, TaskKind kind) {
   return out;
 }
 
-int PlaceJob(Session& s, int job_id, TaskKind kind, bool hold) {
+int PlaceJob(Session& s, int job_id, TaskKind kind) {
   JobInfo& job = s.job(job_id);
   std::vector<int> tasks = PendingTasks(s, job_id, kind);
   if (tasks.empty()) return 0;
+  ReservationLedger::Lift lift(s, job_id);  // outlives the statement
   auto st = std::make_unique<Statement>(s);
   std::string why;
   for (int t : tasks) {
@@ -52,12 +53,7 @@ int PlaceJob(Session& s, int job_id, TaskKind kind, bool hold) {
   job.reason = absl::StrFormat("gang: %d/%d tasks could run, min_available %d; %s", job.occupied,
                                job.tasks.size(), job.min_available(),
                                why.empty() ? "waiting for the rest of the gang" : why);
-  if (hold && placed > 0) {
-    job.reason += absl::StrFormat("; holding %d placements for it this cycle", placed);
-    s.Hold(std::move(st));
-  } else {
-    st->Discard();
-  }
+  st->Discard();
   return 0;
 }
 

@@ -25,6 +25,7 @@ Pod RestrictToModel(const Pod& pod, const std::vector<std::string>& spellings) {
 bool PlaceOnModel(Session& s, int job_id, const std::vector<std::string>& spellings,
                   std::string* why) {
   JobInfo& job = s.job(job_id);
+  ReservationLedger::Lift lift(s, job_id);  // the target may use its holds; outlives `st`
   Statement st(s);
   for (int t : PendingTasks(s, job_id, TaskKind::kWithRequests)) {
     const TaskInfo& task = s.task(t);

@@ -2,11 +2,11 @@
 // pass a large pending gang keeps the cluster busy but can starve the gang forever; blocking them
 // idles the cluster. This plugin elects one target: the valid, admitted job that has been short of
 // its gang for at least `after_cycles` consecutive cycles (highest priority first, then longest
-// waiting, then oldest). The allocate action places the target first and, if its gang is still
-// incomplete, holds what it collected until the cycle ends, so later jobs only use the rest; as
-// running jobs finish, the freed resources accumulate in the target's hands instead of being taken
-// by newcomers, so it starts within a bounded number of cycles. Volcano's elect/reserve actions
-// follow the same idea.
+// waiting, then oldest), and opens the session's reservation ledger for it (reservation_ledger.h):
+// the gang gets a plan on the nodes where the least running work must drain, capacity freed there
+// is held for it, and other jobs only use what the plan leaves. So the target starts once the work
+// running on its planned devices at election has finished, whatever arrives meanwhile. The
+// allocate action places the target first. Volcano's elect/reserve actions follow the same idea.
 //   reservation(after_cycles=3)
 #include "absl/strings/str_format.h"
 #include "gpufleet/core/status_macros.h"
@@ -41,6 +41,8 @@ class Reservation : public Plugin {
       return best;
     });
   }
+  // Jobs are validated by now; the holds are in place before any action places a task.
+  void OnSessionReady(Session& s) override { s.reservations().Open(s, s.TargetJob()); }
 
  private:
   int after_;

@@ -101,7 +101,8 @@ def assigned_patch(pod: PodInfo, now_ns: int | None = None) -> dict[str, str]:
 
 
 class InMemoryPodSource:
-    """Pod source for tests and single-node experiments; thread-safe."""
+    """Pod source for tests and single-node experiments; thread-safe. Listed pods are live
+    until `remove(uid)` (the pod ended or was deleted)."""
 
     def __init__(self, pods: Iterable[PodInfo] = ()) -> None:
         self._lock = threading.Lock()
@@ -115,6 +116,14 @@ class InMemoryPodSource:
         with self._lock:
             return [PodInfo(p.namespace, p.name, p.uid, dict(p.annotations), p.created_ns)
                     for p in self._pods]
+
+    def remove(self, uid: str) -> None:
+        with self._lock:
+            self._pods = [p for p in self._pods if p.uid != uid]
+
+    def live_uids(self) -> set[str]:
+        with self._lock:
+            return {p.uid for p in self._pods}
 
     def mark_assigned(self, pod: PodInfo) -> None:
         with self._lock:
@@ -158,6 +167,13 @@ class KubernetesPodSource:
             out.append(PodInfo(md.namespace, md.name, md.uid, dict(md.annotations or {}),
                                int(created.timestamp() * 1e9) if created else 0))
         return out
+
+    def live_uids(self) -> set[str]:
+        """Pods on the node that have not ended (any phase but Succeeded and Failed): the ones
+        that may still hold devices."""
+        res = self._core().list_pod_for_all_namespaces(
+            field_selector=f"spec.nodeName={self.node_name},status.phase!=Succeeded,status.phase!=Failed")
+        return {p.metadata.uid for p in res.items}
 
     def mark_assigned(self, pod: PodInfo) -> None:
         self._core().patch_namespaced_pod(pod.name, pod.namespace,

@@ -12,9 +12,10 @@ import grpc
 from gpufleet.k8s.annotations import MIB, DeviceGrant
 from gpufleet.k8s.deviceplugin import api_pb2 as pb
 from gpufleet.k8s.deviceplugin import api_pb2_grpc as pb_grpc
+from gpufleet.k8s.deviceplugin.ledger import AllocationLedger, Holder
+from gpufleet.k8s.deviceplugin.listing import HEALTHY, UNHEALTHY, build_table, device_list
 from gpufleet.k8s.deviceplugin.pods import (MarkAssigned, PodSource, UnitCounter, memory_units,
                                             replica_units, select_pod)
-from gpufleet.k8s.deviceplugin.table import DeviceTable
 from gpufleet.k8s.deviceplugin.topology import Topology, choose
 from gpufleet.node.env import container_env
 
@@ -23,7 +24,8 @@ log = logging.getLogger(__name__)
 API_VERSION = "v1beta1"
 DEVICE_PLUGIN_DIR = "/var/lib/kubelet/device-plugins"
 KUBELET_SOCKET = "kubelet.sock"
-HEALTHY, UNHEALTHY = "Healthy", "Unhealthy"
+__all__ = ["API_VERSION", "DEVICE_PLUGIN_DIR", "HEALTHY", "UNHEALTHY", "DevicePluginServer",
+           "register_with_kubelet", "serve"]
 
 
 class _Abort(Exception):
@@ -46,6 +48,10 @@ class DevicePluginServer(pb_grpc.DevicePluginServicer):
     the oldest unassigned pod whose units equal the request and applies its annotation
     (Koordinator or gpushare) including MPS limits, then calls `mark_assigned(pod)`. Without one,
     the requested IDs map to their GPUs (time-slicing, no limits).
+
+    Allocate refuses, leaving every record as it was: an ID named twice in one request, an ID
+    of an unhealthy GPU, and an ID held by another live pod (see `ledger`). The construction
+    refuses settings whose ListAndWatch list the kubelet could not read (see `listing`).
     """
 
     def __init__(self, resource_name: str, devices: Iterable[Mapping[str, Any]], mode: str = "whole",
@@ -57,9 +63,10 @@ class DevicePluginServer(pb_grpc.DevicePluginServicer):
         devices = list(devices)
         self.resource_name = resource_name
         self.mode = mode
-        self.table = DeviceTable(devices, mode, replicas=replicas, memory_unit_bytes=memory_unit_bytes)
         self.devices = devices
         self.topology = Topology(devices, nvlink_groups)
+        self.table = build_table(devices, mode, self.topology, replicas=replicas,
+                                 memory_unit_bytes=memory_unit_bytes)
         self.pod_source = pod_source
         self.mark_assigned = mark_assigned or getattr(pod_source, "mark_assigned", None)
         # gpushare annotation units: the advertised memory unit, else MiB.
@@ -78,6 +85,7 @@ class DevicePluginServer(pb_grpc.DevicePluginServicer):
         self._version = 0
         self._stopping = False
         self._consumed: set[str] = set()  # pod UIDs; guards against a slow mark_assigned
+        self.ledger = AllocationLedger()
         self._alloc_lock = threading.Lock()
         self._server: grpc.Server | None = None
 
@@ -143,13 +151,7 @@ class DevicePluginServer(pb_grpc.DevicePluginServicer):
             self._cond.notify_all()
 
     def device_list(self) -> pb.ListAndWatchResponse:
-        out: list[pb.Device] = []
-        for minor, ids in self.table.ids_by_minor.items():
-            numa = self.topology.numa.get(minor)
-            topo = pb.TopologyInfo(nodes=[pb.NUMANode(ID=numa)]) if numa is not None else None
-            health = HEALTHY if self._health[minor] else UNHEALTHY
-            out.extend(pb.Device(ID=i, health=health, topology=topo) for i in ids)
-        return pb.ListAndWatchResponse(devices=out)
+        return device_list(self.table, self.topology, self._health.__getitem__)
 
     # --- RPCs ------------------------------------------------------------------------------
     def GetDevicePluginOptions(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.DevicePluginOptions:
@@ -242,19 +244,54 @@ class DevicePluginServer(pb_grpc.DevicePluginServicer):
             chosen.extend(take)
         return chosen
 
-    def _allocate(self, requests: list[list[str]]) -> pb.AllocateResponse:
+    def _check_request(self, requests: list[list[str]]) -> list[list[int]]:
+        """Known IDs, each named once in the whole request, all on healthy GPUs; returns the
+        GPUs of each container."""
         per_container = [self._minors(ids) for ids in requests]
+        seen: set[str] = set()
+        for index, ids in enumerate(requests):
+            for i in ids:
+                if i in seen:
+                    raise _Abort(grpc.StatusCode.INVALID_ARGUMENT,
+                                 f"{self.resource_name}: device id {i!r} is named twice in one Allocate "
+                                 f"request (container {index})")
+                seen.add(i)
+        for ids in requests:
+            for i in ids:
+                minor = self.table.minor_of(i)
+                if not self._health[minor]:
+                    raise _Abort(grpc.StatusCode.FAILED_PRECONDITION,
+                                 f"{self.resource_name}: device id {i!r} is on GPU minor {minor}, "
+                                 "which is unhealthy")
+        return per_container
+
+    def _live_pods(self) -> set[str]:
+        """UIDs of the pods that may still hold devices (see `ledger`)."""
+        assert self.pod_source is not None
+        live = getattr(self.pod_source, "live_uids", None)
+        return set(live()) if live is not None else {p.uid for p in self.pod_source()}
+
+    def _allocate(self, requests: list[list[str]]) -> pb.AllocateResponse:
+        per_container = self._check_request(requests)
         if self.mode == "whole" or self.pod_source is None:
             return pb.AllocateResponse(container_responses=[
                 pb.ContainerAllocateResponse(envs=self._env([DeviceGrant("gpu", m) for m in minors]))
                 for minors in per_container])
         units = sum(len(ids) for ids in requests)
-        # One allocation at a time, so two concurrent calls never pick the same pod.
+        all_ids = [i for c in requests for i in c]
+        # One allocation at a time, so two concurrent calls never pick the same pod or IDs.
         with self._alloc_lock:
             try:
                 pods = list(self.pod_source())
+                live = self._live_pods()
             except Exception as e:  # the API server being unreachable is the kubelet's retry
                 raise _Abort(grpc.StatusCode.UNAVAILABLE, f"cannot list pods: {e}") from None
+            taken = self.ledger.conflicts(all_ids, live)
+            if taken:
+                i, holder = taken[0]
+                raise _Abort(grpc.StatusCode.FAILED_PRECONDITION,
+                             f"{self.resource_name}: device id {i!r} is allocated to pod {holder.pod_key}, "
+                             "which is still on this node")
             match = select_pod(pods, units, self._count, consumed=self._consumed,
                                unit_bytes=self.unit_bytes)
             if match is None:
@@ -262,6 +299,10 @@ class DevicePluginServer(pb_grpc.DevicePluginServicer):
                              f"{self.resource_name}: no pending pod on this node with an unassigned "
                              f"allocation of {units} units")
             pod, alloc = match
+            sick = sorted({g.minor for g in alloc.grants if g.type == "gpu" and not self._health.get(g.minor, True)})
+            if sick:
+                raise _Abort(grpc.StatusCode.FAILED_PRECONDITION,
+                             f"pod {pod.key}: its allocation names GPU minor {sick[0]}, which is unhealthy")
             try:
                 responses = [self._with_mps(container_env(
                     alloc, self.devices, container_units=len(ids), unit_bytes=self.unit_bytes))
@@ -269,6 +310,7 @@ class DevicePluginServer(pb_grpc.DevicePluginServicer):
             except ValueError as e:
                 raise _Abort(grpc.StatusCode.FAILED_PRECONDITION, f"pod {pod.key}: {e}") from None
             self._consumed.add(pod.uid)
+            self.ledger.hold(all_ids, Holder(pod.uid, pod.key), live | {pod.uid})
         if self.mark_assigned is not None:
             try:
                 self.mark_assigned(pod)

@@ -11,7 +11,21 @@ from typing import Any, Iterable, Mapping, Sequence
 from gpufleet.node.env import device_memory_bytes, index_devices
 
 MAX_ID_LEN = 63  # kubelet limit on Device.ID
-MAX_IDS = 100_000  # keeps ListAndWatch messages well under gRPC's 4 MiB default
+# The kubelet's gRPC client reads messages of at most 4 MiB (grpc-go's default receive limit),
+# and ListAndWatch sends every ID in one message. The exact encoded size is checked in
+# `listing`; here only a bound that needs no encoding: every Device entry takes at least
+# 14 bytes (entry header 2, a one-character ID 3, "Healthy" 9), so more IDs than this can
+# never fit, and are refused before millions of ID strings are built.
+MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+MIN_DEVICE_BYTES = 14
+
+
+class ListingTooLarge(ValueError):
+    """The advertised IDs do not fit in one ListAndWatch message the kubelet can read."""
+
+    def __init__(self, message: str, count: int) -> None:
+        super().__init__(message)
+        self.count = count
 
 
 class DeviceTable:
@@ -31,6 +45,11 @@ class DeviceTable:
         self.specs = index_devices(devices)
         if not self.specs:
             raise ValueError("no GPUs to advertise")
+        self.count = sum(self._count(minor, spec) for minor, spec in self.specs.items())
+        if self.count > MAX_MESSAGE_BYTES // MIN_DEVICE_BYTES:
+            raise ListingTooLarge(f"{self.count:,} device IDs cannot fit in one ListAndWatch message "
+                                  f"(at most {MAX_MESSAGE_BYTES // MIN_DEVICE_BYTES:,} even with "
+                                  "one-character IDs)", self.count)
         self.ids: list[str] = []
         self.id_to_minor: dict[str, int] = {}
         self.ids_by_minor: dict[int, list[str]] = {}
@@ -46,18 +65,25 @@ class DeviceTable:
                 self.id_to_minor[i] = minor
             self.ids.extend(ids)
             self.ids_by_minor[minor] = ids
-        if len(self.ids) > MAX_IDS:
-            raise ValueError(f"{len(self.ids)} device ids is too many for one ListAndWatch message; "
-                             "use a larger memory unit")
 
-    def _suffixes(self, minor: int, spec: Mapping[str, Any]) -> list[str]:
+    def _count(self, minor: int, spec: Mapping[str, Any]) -> int:
+        """IDs this GPU is advertised as."""
+        if self.mode == "whole":
+            return 1
         if self.replicas is not None:
-            return [f"rep-{k}" for k in range(self.replicas)]
+            return self.replicas
         total = device_memory_bytes(spec)
         if not total:
             raise ValueError(f"GPU minor {minor}: memory size unknown, cannot advertise memory units")
         assert self.memory_unit_bytes is not None
-        return [f"mem-{k}" for k in range(total // self.memory_unit_bytes)]
+        if total < self.memory_unit_bytes:
+            raise ValueError(f"GPU minor {minor}: the memory unit ({self.memory_unit_bytes} bytes) is larger "
+                             f"than the card ({total} bytes)")
+        return total // self.memory_unit_bytes
+
+    def _suffixes(self, minor: int, spec: Mapping[str, Any]) -> list[str]:
+        kind = "rep" if self.replicas is not None else "mem"
+        return [f"{kind}-{k}" for k in range(self._count(minor, spec))]
 
     def minor_of(self, device_id: str) -> int:
         try:

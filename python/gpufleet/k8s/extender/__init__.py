@@ -2,7 +2,9 @@
 from .app import create_app
 from .binder import KubeBinder, MemoryBinder
 from .convert import ConvertError, node_spec, pod_args
-from .state import ExtenderState, load_kube, load_scenario, state_from_scenario
+from .kube import KubeWatcher, load_kube
+from .state import ExtenderState, load_scenario, state_from_scenario
 
 __all__ = ["create_app", "ExtenderState", "MemoryBinder", "KubeBinder", "ConvertError",
-           "node_spec", "pod_args", "load_scenario", "load_kube", "state_from_scenario"]
+           "node_spec", "pod_args", "load_scenario", "load_kube", "KubeWatcher",
+           "state_from_scenario"]

@@ -2,8 +2,12 @@
 
 Handlers are `async` and call the native core inline: each call is microseconds and CPU-bound, so
 hopping to a worker thread would cost more than it saves. The state lock is never held across an
-`await`. Only a blocking binder (the Kubernetes API) runs in a worker thread, while its devices
-stay reserved so no concurrent bind can take them.
+`await`. Only a blocking binder (the Kubernetes API) and the journal's fsync run in a worker
+thread, while the pod's devices stay reserved so no concurrent bind can take them.
+
+Input is read strictly: a body over the size limit is refused from its Content-Length before it
+is read (or once the stream passes the limit), and JSON nested deeper than MAX_DEPTH is refused,
+so no request can make the extender buffer without bound or recurse out of its stack.
 """
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ import logging
 import time
 from typing import Any, Awaitable, Callable
 
+import anyio
 import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -29,10 +34,15 @@ log = logging.getLogger("gpufleet.extender")
 UNKNOWN_NODE = "node unknown to gpufleet"
 MAX_EXTENDER_PRIORITY = 10  # k8s.io/kube-scheduler/extender/v1 MaxExtenderPriority
 MAX_BODY_BYTES = 64 << 20   # a NodeList of thousands of nodes fits; anything larger is refused
+MAX_DEPTH = 100             # Kubernetes objects nest about 20 levels (managedFields included)
 
 
 class BadBody(Exception):
-    """The body is not JSON at all: answered with HTTP 400."""
+    """The body cannot be read as JSON (or is too large or too deep): an HTTP error status."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def _json(data: Any, status: int = 200) -> Response:
@@ -40,14 +50,48 @@ def _json(data: Any, status: int = 200) -> Response:
     return Response(body, status_code=status, media_type="application/json")
 
 
-async def _read(request: Request) -> Any:
-    body = await request.body()
-    if len(body) > MAX_BODY_BYTES:
-        raise BadBody(f"body of {len(body)} bytes is over the {MAX_BODY_BYTES} byte limit")
+def _too_deep(value: Any, limit: int) -> bool:
+    """Whether containers nest more than `limit` levels (iterative: no recursion to exhaust)."""
+    stack = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = v.values() if type(v) is dict else v
+        for c in children:
+            if type(c) is dict or type(c) is list:
+                stack.append((c, depth + 1))
+    return False
+
+
+async def _read(request: Request, limit: int = MAX_BODY_BYTES) -> Any:
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        if not declared.strip().isdigit():
+            raise BadBody(f"Content-Length {declared!r} is not a byte count")
+        if int(declared) > limit:
+            # Refused before a byte of it is read.
+            raise BadBody(f"body of {int(declared)} bytes (Content-Length) is over the {limit} "
+                          "byte limit", 413)
+    chunks, size = [], 0
+    async for chunk in request.stream():   # chunked or unannounced bodies: cap while reading
+        size += len(chunk)
+        if size > limit:
+            raise BadBody(f"body is over the {limit} byte limit (stopped reading at {size} "
+                          "bytes)", 413)
+        chunks.append(chunk)
+    body = b"".join(chunks)
     try:
-        return json.loads(body)
+        data = json.loads(body)
+    except RecursionError:
+        raise BadBody(f"body is not valid JSON: nested more than {MAX_DEPTH} levels deep") \
+            from None
     except (ValueError, UnicodeDecodeError) as e:
         raise BadBody(f"body is not valid JSON: {e}") from None
+    # Counting brackets is C-speed and bounds the depth; only bodies with many pay for the walk.
+    if body.count(b"[") + body.count(b"{") > MAX_DEPTH and _too_deep(data, MAX_DEPTH):
+        raise BadBody(f"body is not valid JSON: nested more than {MAX_DEPTH} levels deep")
+    return data
 
 
 def _scale(score: float) -> int:
@@ -131,7 +175,7 @@ class Extender:
         node = protocol.want_str(args, "Node")
         key = f"{ns}/{name}"
         pod_args = st.find_pod(ns, name, uid)
-        if pod_args is None:
+        if pod_args is None or pod_args.name != key:
             return {"Error": f"pod {key} (uid {uid or '?'}) is unknown: it was not seen by "
                              "filter/prioritize and the pod source does not have it"}
         try:
@@ -154,23 +198,45 @@ class Extender:
         # From here on the devices are reserved: every exit either commits or unreserves.
         try:
             annotations = alloc.annotations(gpushare=st.want_gpushare(pod_args))
-            binder = st.binder
-            if getattr(binder, "blocking", False):
-                await anyio.to_thread.run_sync(binder.bind, ns, name, uid, node, annotations)
-            else:
+            binder, journal = st.binder, st.journal
+
+            def bind_and_record() -> None:
+                # The binder writes the cluster's record (annotations, then Binding); the journal
+                # is scenario mode's. Both are durable before the bind is committed and answered.
                 binder.bind(ns, name, uid, node, annotations)
-            with st.lock:
-                st.cluster.commit(key)
-                st.bound_at[key] = time.time_ns()
-                if uid:
-                    st.uid_to_pod[uid] = key
-        except BaseException as e:  # includes cancellation: never leave a reservation behind
-            with st.lock:
-                st.cluster.unreserve(key)
+                if journal is not None:
+                    journal.record_bind(pod_args, node, annotations)
+
+            # Shielded: once the record may exist, a client that goes away must not leave the
+            # state behind it. The bind completes and a retry is answered from the state.
+            with anyio.CancelScope(shield=True):
+                if getattr(binder, "blocking", False) or journal is not None:
+                    await anyio.to_thread.run_sync(bind_and_record)
+                else:
+                    bind_and_record()
+                st.commit_bind(pod_args, node, annotations)
+        except BaseException as e:  # never leave a reservation behind
+            st.unreserve(key)
             if not isinstance(e, Exception):
                 raise
             log.warning("bind of %s to %s failed: %s", key, node, e)
             return {"Error": f"bind of {key} to {node} failed: {e}"}
+        return {"Error": ""}
+
+    # ---- release (scenario mode: stands in for the pod's deletion) --------------------------
+    def release(self, data: Any) -> dict[str, Any]:
+        st = self.state
+        args = protocol.normalise(data, protocol.RELEASE_ARGS)
+        name = protocol.want_str(args, "PodName")
+        ns = protocol.want_str(args, "PodNamespace", required=False) or "default"
+        uid = protocol.want_str(args, "PodUID", required=False)
+        key = f"{ns}/{name}"
+        if not st.manual_release:
+            return {"Error": "release is only served with a scenario file; in a cluster, "
+                             "deleting the pod releases its devices"}
+        if not st.release_pod(key, uid):
+            return {"Error": f"pod {key} holds no bound allocation"
+                             + (f" with uid {uid}" if uid else "")}
         return {"Error": ""}
 
     # ---- preempt -----------------------------------------------------------------------------
@@ -221,7 +287,8 @@ class Extender:
         return {"NodeNameToMetaVictims": out}
 
 
-def create_app(state: ExtenderState, prefix: str = "") -> Starlette:
+def create_app(state: ExtenderState, prefix: str = "",
+               max_body_bytes: int = MAX_BODY_BYTES) -> Starlette:
     """The ASGI app. `prefix` is the path part of the scheduler's urlPrefix, e.g. "/gpufleet"."""
     prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
     ext = Extender(state)
@@ -237,7 +304,7 @@ def create_app(state: ExtenderState, prefix: str = "") -> Starlette:
             state.count(name)
             try:
                 t0 = time.perf_counter()
-                data = await _read(request)
+                data = protocol.body_object(await _read(request, max_body_bytes))
                 result = fn(data)
                 if inspect.isawaitable(result):
                     result = await result
@@ -248,7 +315,7 @@ def create_app(state: ExtenderState, prefix: str = "") -> Starlette:
                 return response
             except BadBody as e:
                 state.count(f"{name}_errors")
-                return _json({"Error": str(e)}, 400)
+                return _json({"Error": str(e)}, e.status)
             except (ProtocolError, ConvertError, ValueError, KeyError, TypeError) as e:
                 state.count(f"{name}_errors")
                 msg = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
@@ -274,6 +341,7 @@ def create_app(state: ExtenderState, prefix: str = "") -> Starlette:
         Route(f"{prefix}/prioritize", verb(ext.prioritize, 400), methods=["POST"]),
         Route(f"{prefix}/bind", verb(ext.bind, None), methods=["POST"]),
         Route(f"{prefix}/preempt", verb(ext.preempt, 400), methods=["POST"]),
+        Route(f"{prefix}/release", verb(ext.release, None), methods=["POST"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/state", state_view, methods=["GET"]),
     ]

@@ -96,7 +96,7 @@ def _container_requests(c: dict[str, Any], what: str) -> dict[str, Decimal]:
     for name in set(requests) | set(limits):
         raw = requests[name] if name in requests else limits[name]
         try:
-            out[name] = quantity.parse(raw)
+            out[name] = quantity.parse(raw, name)
         except ValueError as e:
             src = "requests" if name in requests else "limits"
             raise ConvertError(f"{what}.resources.{src}.{name}: {e}") from None
@@ -117,7 +117,7 @@ def effective_requests(pod: dict[str, Any], what: str = "pod") -> dict[str, str]
             total[k] = max(total.get(k, Decimal(0)), v)
     for k, raw in _obj(spec.get("overhead"), f"{what}.spec.overhead").items():
         try:
-            total[k] = total.get(k, Decimal(0)) + quantity.parse(raw)
+            total[k] = total.get(k, Decimal(0)) + quantity.parse(raw, k)
         except ValueError as e:
             raise ConvertError(f"{what}.spec.overhead.{k}: {e}") from None
     return {k: quantity.format_quantity(v) for k, v in sorted(total.items()) if v != 0}
@@ -174,7 +174,7 @@ def _count(alloc: dict[str, Any], name: str, what: str) -> int:
     if name not in alloc:
         return 0
     try:
-        return int(quantity.parse(alloc[name]))
+        return int(quantity.parse(alloc[name], name))
     except ValueError as e:
         raise ConvertError(f"{what}: status.allocatable.{name}: {e}") from None
 

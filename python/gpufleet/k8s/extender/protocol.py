@@ -32,10 +32,26 @@ RAW = Raw()
 # A schema is a dict from the canonical Go field name to the schema of its value.
 FILTER_ARGS = {"Pod": RAW, "Nodes": RAW, "NodeNames": RAW}
 BIND_ARGS = {"PodName": RAW, "PodNamespace": RAW, "PodUID": RAW, "Node": RAW}
+RELEASE_ARGS = {"PodName": RAW, "PodNamespace": RAW, "PodUID": RAW}   # gpufleet's own verb
 VICTIMS = {"Pods": RAW, "NumPDBViolations": RAW}
 META_VICTIMS = {"Pods": ListOf({"UID": RAW}), "NumPDBViolations": RAW}
 PREEMPT_ARGS = {"Pod": RAW, "NodeNameToVictims": MapOf(VICTIMS),
                 "NodeNameToMetaVictims": MapOf(META_VICTIMS)}
+
+
+_JSON_TYPES = {type(None): "null", bool: "a boolean", int: "a number", float: "a number",
+               str: "a string", list: "an array", dict: "an object"}
+
+
+def json_type(value: Any) -> str:
+    return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+def body_object(value: Any) -> dict[str, Any]:
+    """Every verb's body is a JSON object; anything else (null, an array, ...) is refused here."""
+    if not isinstance(value, dict):
+        raise ProtocolError(f"body: expected a JSON object, got {json_type(value)}")
+    return value
 
 
 def normalise(value: Any, schema: Any, where: str = "body") -> Any:

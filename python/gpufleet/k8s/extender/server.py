@@ -6,7 +6,7 @@ import threading
 import time
 from typing import Any, Optional
 
-from .app import create_app
+from .app import MAX_BODY_BYTES, create_app
 from .state import ExtenderState
 
 
@@ -19,19 +19,20 @@ def parse_listen(listen: str) -> tuple[str, int]:
 
 
 def make_server(state: ExtenderState, host: str = "127.0.0.1", port: int = 0,
-                prefix: str = "", log_level: str = "warning", **uvicorn_kwargs: Any) -> Any:
+                prefix: str = "", log_level: str = "warning",
+                max_body_bytes: int = MAX_BODY_BYTES, **uvicorn_kwargs: Any) -> Any:
     import uvicorn
 
-    config = uvicorn.Config(create_app(state, prefix), host=host, port=port,
+    config = uvicorn.Config(create_app(state, prefix, max_body_bytes), host=host, port=port,
                             log_level=log_level, access_log=False, **uvicorn_kwargs)
     return uvicorn.Server(config)
 
 
 def serve(state: ExtenderState, host: str, port: int, prefix: str = "",
-          log_level: str = "info") -> None:
+          log_level: str = "info", max_body_bytes: int = MAX_BODY_BYTES) -> None:
     """Run until interrupted (SIGINT/SIGTERM are handled by uvicorn)."""
     freeze_gc()
-    make_server(state, host, port, prefix, log_level).run()
+    make_server(state, host, port, prefix, log_level, max_body_bytes).run()
 
 
 def freeze_gc() -> None:
@@ -45,10 +46,11 @@ class BackgroundServer:
     """A uvicorn server on an ephemeral loopback port in a daemon thread; a context manager."""
 
     def __init__(self, state: ExtenderState, prefix: str = "", host: str = "127.0.0.1",
-                 start_timeout_s: float = 10.0, freeze: bool = False) -> None:
+                 start_timeout_s: float = 10.0, freeze: bool = False,
+                 max_body_bytes: int = MAX_BODY_BYTES) -> None:
         if freeze:
             freeze_gc()
-        self.server = make_server(state, host, 0, prefix)
+        self.server = make_server(state, host, 0, prefix, max_body_bytes=max_body_bytes)
         self.thread = threading.Thread(target=self.server.run, name="gpufleet-extender",
                                        daemon=True)
         self.start_timeout_s = start_timeout_s

@@ -1,12 +1,13 @@
-"""The extender's state: one gpufleet.Cluster plus the caches the protocol needs, and the sources
-that fill it (a scenario file, or the Kubernetes API) including the rebuild after a restart.
+"""The extender's state: one gpufleet.Cluster plus the caches the protocol needs, and the scenario
+source that fills it (the Kubernetes source is in kube.py), including the rebuild after a restart.
 
-After a restart the only durable record of which device a pod holds is the pod's own annotations
-(written before the Binding was created), so the rebuild replays them with
-Cluster.restore_allocation: a device handed out before the restart is never handed out again.
+Every allocation is rebuilt from a durable record with Cluster.restore_allocation: the pod's own
+annotations in a cluster (written before the Binding), the journal beside a scenario file
+(journal.py). A device handed out before a restart is never handed out again.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
@@ -19,6 +20,7 @@ from typing import Any, Callable, Iterable, Optional
 from . import convert, quantity
 from .binder import Binder, MemoryBinder
 from .convert import ConvertError, PodArgs
+from .journal import Journal, pod_of
 
 log = logging.getLogger("gpufleet.extender")
 
@@ -67,7 +69,30 @@ PodSource = Callable[[str, str], Optional[PodArgs]]  # (namespace, name) -> pod 
 @dataclass
 class RebuildReport:
     restored: list[str] = field(default_factory=list)
+    # Bound pods without allocation annotations: their devices are unknown to gpufleet.
     skipped: list[tuple[str, str]] = field(default_factory=list)   # (pod, why)
+    # Pods whose annotations the core refused (unknown node or device, over-commit, annotations
+    # that disagree with the request): not trusted, their devices stay free.
+    refused: list[tuple[str, str]] = field(default_factory=list)   # (pod, why)
+
+    def merge(self, other: "RebuildReport") -> None:
+        """Add another pass's findings (a pod reported again is listed once)."""
+        for mine, theirs in ((self.restored, other.restored), (self.skipped, other.skipped),
+                             (self.refused, other.refused)):
+            known = set(mine)
+            mine += [x for x in theirs if x not in known]
+
+    def summary(self) -> dict[str, Any]:
+        return {"restored": len(self.restored),
+                "refused": [{"pod": p, "reason": r} for p, r in self.refused],
+                "skipped": [{"pod": p, "reason": r} for p, r in self.skipped]}
+
+    def log(self, source: str) -> None:
+        log.info("rebuild from %s: %d allocations restored, %d pods refused, %d skipped",
+                 source, len(self.restored), len(self.refused), len(self.skipped))
+        if self.refused:
+            log.warning("rebuild from %s: %d pods refused (their devices stay free): %s", source,
+                        len(self.refused), "; ".join(f"{p}: {r}" for p, r in self.refused))
 
 
 class ExtenderState:
@@ -92,6 +117,13 @@ class ExtenderState:
         self.node_specs: dict[str, dict[str, Any]] = {}
         self.uid_to_pod: dict[str, str] = {}   # allocation owners by uid, for preempt victims
         self.bound_at: dict[str, int] = {}     # pod -> Unix ns when this process bound it
+        # Bound pods as restore_allocation needs them again (node_name and allocation annotations
+        # set): a node that changes is rebuilt from these.
+        self.held: dict[str, PodArgs] = {}
+        self.journal: Optional[Journal] = None   # scenario mode's durable record
+        self.rebuild = RebuildReport()
+        self.manual_release = False   # the release verb stands in for pod deletion (scenario)
+        self._gone: dict[str, str] = {}   # pod -> uid: deleted while its bind was in flight
         self.counters: dict[str, int] = {}
         # Handler time (body read, JSON, work, response built) of the latest requests, per verb.
         self.latency_s: dict[str, deque[float]] = {}
@@ -140,9 +172,59 @@ class ExtenderState:
                              "max_ms": 1e3 * lat[-1]}
         return out
 
+    # ---- bound pods: one place that keeps cluster, held, uid and journal in step ----------------
+    def _hold(self, p: PodArgs) -> None:
+        self.held[p.name] = p
+        if p.uid:
+            self.uid_to_pod[p.uid] = p.name
+
+    def commit_bind(self, pod: PodArgs, node: str, annotations: dict[str, str]) -> None:
+        """Commit a reserved allocation whose binder (and journal) succeeded."""
+        bound = dataclasses.replace(pod, node_name=node, annotations=dict(annotations))
+        with self.lock:
+            self.cluster.commit(pod.name)
+            self.bound_at[pod.name] = time.time_ns()
+            self._hold(bound)
+            gone_uid = self._gone.pop(pod.name, None)
+            if gone_uid is not None and (not gone_uid or not pod.uid or gone_uid == pod.uid):
+                self.release_pod(pod.name)   # deleted while the bind was in flight
+
+    def release_pod(self, name: str, uid: str = "", defer: bool = False) -> bool:
+        """Give back a Bound pod's devices (deleted or finished). With a journal the release is
+        recorded first. False when the pod holds nothing Bound, or the uid says it is another pod
+        of the same name. `defer`: a pod whose bind is in flight is released at its commit."""
+        with self.lock:
+            a = self.cluster.allocation(name)
+            held = self.held.get(name)
+            if a is not None and a.state != "Bound" and defer:
+                self._gone[name] = uid
+                return False
+            if a is None or a.state != "Bound" or (uid and held is not None and held.uid
+                                                   and held.uid != uid):
+                return False
+            if self.journal is not None:
+                # Under the lock, so the journal's order is the cluster's order for this pod.
+                self.journal.record_release(name, uid or (held.uid if held else ""))
+            self.cluster.release(name)
+            self._forget(name)
+            return True
+
+    def unreserve(self, name: str) -> None:
+        """Undo a reservation whose bind failed (idempotent)."""
+        with self.lock:
+            self.cluster.unreserve(name)
+            self._gone.pop(name, None)
+
+    def _forget(self, name: str) -> None:
+        self.bound_at.pop(name, None)
+        held = self.held.pop(name, None)
+        if held is not None and held.uid and self.uid_to_pod.get(held.uid) == name:
+            del self.uid_to_pod[held.uid]
+
     # ---- restart rebuild -------------------------------------------------------------------
     def restore_bound(self, pods: Iterable[PodArgs]) -> RebuildReport:
-        """Replay bound pods' allocation annotations. Pods with none are skipped (reported)."""
+        """Replay bound pods' allocation annotations. Pods with none are skipped, pods whose
+        annotations the core refuses are refused; both are reported and the rest goes on."""
         report = RebuildReport()
         for p in pods:
             if not p.node_name:
@@ -156,13 +238,59 @@ class ExtenderState:
                         raise ValueError(f"node {p.node_name} unknown to gpufleet")
                     self.cluster.restore_allocation(self.make_pod(p), p.node_name,
                                                     dict(p.annotations))
-                    if p.uid:
-                        self.uid_to_pod[p.uid] = p.name
+                    self._hold(p)
                 report.restored.append(p.name)
             except (ValueError, KeyError, RuntimeError) as e:
-                log.warning("restore of %s on %s skipped: %s", p.name, p.node_name, e)
-                report.skipped.append((p.name, str(e)))
+                log.warning("restore of %s on %s refused: %s", p.name, p.node_name, _msg(e))
+                report.refused.append((p.name, _msg(e)))
         return report
+
+    # ---- node changes ------------------------------------------------------------------------
+    def replace_node(self, spec: dict[str, Any]) -> list[str]:
+        """Add a node, or apply a changed spec to a known one: its bound pods are released and
+        restored on the new spec. Returns the pods the new spec no longer holds (refused).
+        Raises ValueError (state unchanged) for a bad spec, or while a bind on it is in flight."""
+        name = spec["name"]
+        with self.lock:
+            if not self.cluster.has_node(name):
+                self.add_node(spec)
+                return []
+            allocs = [a for a in self.cluster.allocations() if a.node == name]
+            if any(a.state != "Bound" for a in allocs):
+                raise ValueError(f"node {name}: a bind is in flight; retry the update")
+            old_spec = self.node_specs[name]
+            pods = [self.held[a.pod] for a in allocs if a.pod in self.held]
+            for a in allocs:
+                self.cluster.release(a.pod)
+            self.cluster.remove_node(name)
+            try:
+                self.add_node(spec)
+            except (ValueError, KeyError):
+                self.add_node(old_spec)
+                self.restore_bound(pods)
+                raise
+            for a in allocs:
+                if a.pod not in self.held:
+                    self._forget(a.pod)
+            report = self.restore_bound(pods)
+            for p, _ in report.refused:
+                self._forget(p)
+            return [p for p, _ in report.refused]
+
+    def remove_node(self, name: str) -> list[str]:
+        """Forget a deleted node and the allocations on it (its pods are gone with it)."""
+        with self.lock:
+            if not self.cluster.has_node(name):
+                return []
+            allocs = [a for a in self.cluster.allocations() if a.node == name]
+            if any(a.state != "Bound" for a in allocs):
+                raise ValueError(f"node {name}: a bind is in flight; retry the removal")
+            for a in allocs:
+                self.cluster.release(a.pod)
+                self._forget(a.pod)
+            self.cluster.remove_node(name)
+            self.node_specs.pop(name, None)
+            return [a.pod for a in allocs]
 
     # ---- /state ----------------------------------------------------------------------------
     def usage(self) -> dict[str, Any]:
@@ -194,10 +322,13 @@ class ExtenderState:
                              "core_total": 100, "core_used": core_used,
                              "memory_total": mem, "memory_used": mem_used})
             nodes[name] = {"devices": devs, "pods": sorted(pods_on.get(name, []))}
-        return {"strategy": self.strategy, "allocations": len(allocs),
-                "requests": dict(self.counters), "latency": self.latency_summary(),
-                "process_cpu_s": time.process_time(),
-                "nodes": nodes}
+        out = {"strategy": self.strategy, "allocations": len(allocs),
+               "requests": dict(self.counters), "latency": self.latency_summary(),
+               "process_cpu_s": time.process_time(), "rebuild": self.rebuild.summary(),
+               "nodes": nodes}
+        if self.journal is not None:
+            out["journal"] = self.journal.stats()
+        return out
 
 
 # ---- sources ---------------------------------------------------------------------------------
@@ -234,20 +365,37 @@ def _msg(e: Exception) -> str:
     return str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
 
 
-def load_scenario(path: str | Path, **state_kwargs: Any) -> ExtenderState:
+def load_scenario(path: str | Path, journal: str | Path | None = None,
+                  **state_kwargs: Any) -> ExtenderState:
     """Scenario file (YAML or JSON): `nodes:` node specs or Node objects, `pods:` pods; bound pods
-    (with `node`) are restored from their annotations, or placed directly when they have none."""
-    import yaml
+    (with `node`) are restored from their annotations, or placed directly when they have none.
+    With `journal` (a path), binds and releases are recorded there and replayed on the next start."""
+    from gpufleet.scenario import ScenarioError, read_document
 
-    data = yaml.safe_load(Path(path).read_text())
-    return state_from_scenario(data or {}, **state_kwargs)
+    try:
+        data = read_document(path)  # duplicate keys, NaN, junk and deep nesting are errors
+    except ScenarioError as e:
+        raise ConvertError(str(e)) from None
+    opened = Journal.open(journal) if journal is not None else None
+    try:
+        return state_from_scenario(data or {}, journal=opened, **state_kwargs)
+    except BaseException:
+        if opened is not None:
+            opened.close()
+        raise
 
 
-def state_from_scenario(data: dict[str, Any], **state_kwargs: Any) -> ExtenderState:
+def state_from_scenario(data: dict[str, Any], journal: Optional[Journal] = None,
+                        **state_kwargs: Any) -> ExtenderState:
+    """State from scenario data, then the journal's binds and releases on top of it."""
     if not isinstance(data, dict):
         raise ConvertError("scenario: expected a map with nodes: and pods:")
     pending: dict[str, PodArgs] = {}
     state = ExtenderState(pod_source=lambda ns, n: pending.get(f"{ns}/{n}"), **state_kwargs)
+    state.manual_release = True
+    replay = journal.replay if journal is not None else None
+    # A pod the journal mentions is decided by its last journal event, not by the scenario.
+    journalled = set(replay.binds) | set(replay.released) if replay is not None else set()
     for i, n in enumerate(data.get("nodes") or []):
         if not isinstance(n, dict):
             raise ConvertError(f"scenario nodes[{i}]: expected a map")
@@ -262,140 +410,33 @@ def state_from_scenario(data: dict[str, Any], **state_kwargs: Any) -> ExtenderSt
         p = _scenario_pod(entry, i)
         if not p.node_name:
             pending[p.name] = p
+        elif p.name in journalled:
+            continue
         elif ANN_DEVICE_ALLOCATED in p.annotations or ANN_GPUSHARE_IDX in p.annotations:
             bound.append(p)
         else:
             # A scenario convenience: a bound pod without annotations is placed by gpufleet.
             try:
                 with state.lock:
-                    state.cluster.reserve(state.make_pod(p), p.node_name, state.strategy)
+                    a = state.cluster.reserve(state.make_pod(p), p.node_name, state.strategy)
                     state.cluster.commit(p.name)
+                    state._hold(dataclasses.replace(p, annotations=a.annotations(
+                        gpushare=state.want_gpushare(p))))
             except (ValueError, KeyError) as e:
                 raise ConvertError(f"scenario pods[{i}] ({p.name}): {_msg(e)}") from None
     report = state.restore_bound(bound)
-    if report.skipped:
-        raise ConvertError("scenario: bound pods could not be restored: " +
-                           "; ".join(f"{n}: {why}" for n, why in report.skipped))
+    if report.skipped or report.refused:
+        # The scenario file is input: a bound pod in it that cannot be restored is an error in it.
+        raise ConvertError("scenario: bound pods could not be restored: " + "; ".join(
+            f"{n}: {why}" for n, why in report.skipped + report.refused))
+    state.rebuild.merge(report)
+    if journal is not None:
+        # The journal is the record of what this extender answered: a pod it no longer fits is
+        # reported and left out, and the rest still comes back.
+        journal_report = state.restore_bound(pod_of(e) for e in replay.binds.values())
+        journal_report.log(f"journal {journal.path}")
+        state.rebuild.merge(journal_report)
+        state.journal = journal
     return state
 
 
-def kube_client() -> Any:
-    """CoreV1Api of the official client: in-cluster config, else the local kubeconfig."""
-    from kubernetes import client, config
-
-    try:
-        config.load_incluster_config()
-    except config.ConfigException:
-        config.load_kube_config()
-    return client.CoreV1Api()
-
-
-def load_kube(core_v1: Any = None, **state_kwargs: Any) -> tuple[ExtenderState, RebuildReport]:
-    """State from the Kubernetes API: every node, then every bound, unfinished pod's annotations.
-    Uses the official client (imported lazily) unless a CoreV1Api-like object is given."""
-    from .binder import KubeBinder
-
-    if core_v1 is None:
-        core_v1 = kube_client()
-
-    def raw(resp: Any) -> Any:
-        return json.loads(resp.data)
-
-    def pod_source(ns: str, name: str) -> Optional[PodArgs]:
-        try:
-            return convert.pod_args(raw(core_v1.read_namespaced_pod(name, ns,
-                                                                     _preload_content=False)))
-        except Exception as e:  # noqa: BLE001 - any API failure means "not found" to bind
-            log.warning("pod %s/%s could not be read: %s", ns, name, e)
-            return None
-
-    state_kwargs.setdefault("binder", KubeBinder(core_v1))
-    state = ExtenderState(pod_source=pod_source, **state_kwargs)
-    for n in raw(core_v1.list_node(_preload_content=False)).get("items", []):
-        try:
-            state.add_node(convert.node_spec(n))
-        except (ConvertError, ValueError) as e:
-            log.warning("node skipped: %s", e)
-    pods = raw(core_v1.list_pod_for_all_namespaces(
-        field_selector="spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed",
-        _preload_content=False)).get("items", [])
-    bound = []
-    for p in pods:
-        try:
-            bound.append(convert.pod_args(p))
-        except ConvertError as e:
-            log.warning("pod skipped: %s", e)
-    report = state.restore_bound(bound)
-    log.info("rebuilt %d allocations, skipped %d pods", len(report.restored), len(report.skipped))
-    return state, report
-
-
-# ---- keeping a long-running kube-mode state honest -------------------------------------------
-def reconcile(state: ExtenderState, live: Iterable[PodArgs], listed_at_ns: int,
-              grace_ns: int = 60_000_000_000) -> dict[str, list[str]]:
-    """Release Bound allocations whose pod is gone (deleted, finished) and restore annotated bound
-    pods gpufleet does not know. `listed_at_ns` is when the pod list was requested: pods this
-    process bound within `grace_ns` before it are kept, since the list may predate their Binding."""
-    live = [p for p in live if p.node_name]
-    names = {p.name for p in live}
-    released = []
-    with state.lock:
-        for a in list(state.cluster.allocations()):
-            if a.state == "Bound" and a.pod not in names and \
-                    state.bound_at.get(a.pod, 0) < listed_at_ns - grace_ns:
-                state.cluster.release(a.pod)
-                state.bound_at.pop(a.pod, None)
-                released.append(a.pod)
-        for uid, pod in list(state.uid_to_pod.items()):
-            if state.cluster.allocation(pod) is None:
-                del state.uid_to_pod[uid]
-        unknown = [p for p in live if state.cluster.allocation(p.name) is None]
-    report = state.restore_bound(unknown)
-    return {"released": released, "restored": report.restored}
-
-
-class KubeReconciler:
-    """Every `interval_s`, list bound pods and nodes and reconcile (new nodes are added)."""
-
-    def __init__(self, state: ExtenderState, core_v1: Any, interval_s: float = 30.0) -> None:
-        self.state, self.api, self.interval_s = state, core_v1, interval_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="gpufleet-reconcile", daemon=True)
-
-    def start(self) -> "KubeReconciler":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=self.interval_s + 5)
-
-    def once(self) -> dict[str, list[str]]:
-        for n in json.loads(self.api.list_node(_preload_content=False).data).get("items", []):
-            name = (n.get("metadata") or {}).get("name")
-            if name and name not in self.state.node_specs:
-                try:
-                    self.state.add_node(convert.node_spec(n))
-                except (ConvertError, ValueError) as e:
-                    log.warning("node skipped: %s", e)
-        t = time.time_ns()
-        items = json.loads(self.api.list_pod_for_all_namespaces(
-            field_selector="spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed",
-            _preload_content=False).data).get("items", [])
-        live = []
-        for p in items:
-            try:
-                live.append(convert.pod_args(p))
-            except ConvertError as e:
-                log.warning("pod skipped: %s", e)
-        return reconcile(self.state, live, t)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            try:
-                out = self.once()
-                if out["released"] or out["restored"]:
-                    log.info("reconcile: released %s, restored %s", out["released"],
-                             out["restored"])
-            except Exception:  # noqa: BLE001 - keep reconciling after an API hiccup
-                log.exception("reconcile failed")

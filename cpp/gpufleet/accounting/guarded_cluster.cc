@@ -1,0 +1,76 @@
+#include "gpufleet/accounting/guarded_cluster.h"
+
+#include <functional>
+
+#include "absl/strings/str_format.h"
+#include "gpufleet/core/status_macros.h"
+
+namespace gpufleet {
+
+GuardedCluster::GuardedCluster(ClusterState state) : owned_(std::make_unique<Owned>()) {
+  owned_->state = std::move(state);
+  state_ = &owned_->state;
+  lock_ = &owned_->lock;
+  strategies_ = &owned_->strategies;
+}
+
+GuardedCluster GuardedCluster::Borrow(ClusterState* state, ObjectLock* lock,
+                                      StrategyCache* strategies) {
+  return GuardedCluster(state, lock, strategies);
+}
+
+absl::StatusOr<const PlacementStrategy*> GuardedCluster::Strategy(const std::string& spec) const {
+  ASSIGN_OR_RETURN(PlacementStrategy * strategy, strategies_->Get(spec));
+  return strategy;
+}
+
+absl::StatusOr<PlaceResult> GuardedCluster::Place(const Pod& pod, const std::string& strategy,
+                                                  bool commit,
+                                                  const std::vector<std::string>* nodes) {
+  ASSIGN_OR_RETURN(const PlacementStrategy* st, Strategy(strategy));
+  return Write([&](ClusterState& s) -> absl::StatusOr<PlaceResult> {
+    if (nodes == nullptr) return s.Place(pod, *st, commit);
+    ASSIGN_OR_RETURN(std::vector<int> candidates, NodeIndices(s, *nodes));
+    return s.Place(pod, *st, commit, &candidates);
+  });
+}
+
+absl::StatusOr<std::vector<int>> GuardedCluster::PlaceMany(absl::Span<const Pod> pods,
+                                                           const std::string& strategy) {
+  ASSIGN_OR_RETURN(const PlacementStrategy* st, Strategy(strategy));
+  return Write([&](ClusterState& s) {
+    std::vector<int> out(pods.size(), -1);
+    for (size_t k = 0; k < pods.size(); ++k) {
+      PlaceResult r = s.Place(pods[k], *st, true);
+      if (r.placed) out[k] = s.FindNode(r.allocation.node);
+    }
+    return out;
+  });
+}
+
+GuardedCluster GuardedCluster::Copy() const {
+  return GuardedCluster(Read([](const ClusterState& s) { return ClusterState(s); }));
+}
+
+bool GuardedCluster::Equals(const GuardedCluster& other) const {
+  if (lock_ == other.lock_) return Read([&](const ClusterState& s) { return s == *other.state_; });
+  // Lock in address order so two threads comparing the same pair both ways cannot deadlock.
+  const bool mine_first = std::less<const ObjectLock*>()(lock_, other.lock_);
+  std::shared_lock<ObjectLock> first(mine_first ? *lock_ : *other.lock_);
+  std::shared_lock<ObjectLock> second(mine_first ? *other.lock_ : *lock_);
+  return *state_ == *other.state_;
+}
+
+absl::StatusOr<std::vector<int>> NodeIndices(const ClusterState& state,
+                                             const std::vector<std::string>& names) {
+  std::vector<int> out;
+  out.reserve(names.size());
+  for (const std::string& name : names) {
+    const int i = state.FindNode(name);
+    if (i < 0) return absl::NotFoundError(absl::StrFormat("node %s does not exist", name));
+    out.push_back(i);
+  }
+  return out;
+}
+
+}  // namespace gpufleet
