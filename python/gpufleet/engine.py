@@ -46,14 +46,12 @@ Callbacks a Python plugin may define (each optional; names as in the native engi
 """
 from __future__ import annotations
 
-import json
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import pandas as pd
-import yaml
 
 from gpufleet import _core
 

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
 #include "gpufleet/core/json_text.h"
 #include "gpufleet/core/registry.h"
