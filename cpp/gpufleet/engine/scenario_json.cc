@@ -1,5 +1,6 @@
 #include "gpufleet/engine/scenario_json.h"
 
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -98,24 +99,47 @@ absl::Status LoadScenario(const Json& j, Scheduler* scheduler) {
     jobs.push_back(*std::move(job));
     running_lists.push_back(std::move(running));
   }
+  // Applied in order. What only the scheduler can judge (a job naming a queue that does not
+  // exist, a running task that does not fit its node) fails part-way: everything applied so far
+  // is then undone in reverse, so a scenario that cannot be loaded whole changes nothing.
+  std::vector<std::function<void()>> undo;
+  auto fail = [&](const std::string& where, const absl::Status& s) {
+    for (auto it = undo.rbegin(); it != undo.rend(); ++it) (*it)();
+    return Where(where, s);
+  };
   for (size_t i = 0; i < nodes.size(); ++i) {
     absl::Status s = scheduler->cluster().AddNode(nodes[i]);
-    if (!s.ok()) return Where(absl::StrFormat("nodes[%d]", i), s);
+    if (!s.ok()) return fail(absl::StrFormat("nodes[%d]", i), s);
+    undo.push_back([scheduler, name = nodes[i].name] {
+      scheduler->cluster().RemoveNode(name).IgnoreError();
+    });
   }
   for (size_t i = 0; i < queues.size(); ++i) {
     // "default" exists from the start; a scenario may redefine it.
     const Queue& q = queues[i];
-    absl::Status s = q.name == "default" ? scheduler->UpdateQueue(q) : scheduler->AddQueue(q);
-    if (!s.ok()) return Where(absl::StrFormat("queues[%d]", i), s);
+    if (q.name == "default") {
+      Queue previous;
+      for (const Queue& existing : scheduler->Queues())
+        if (existing.name == q.name) previous = existing;
+      absl::Status s = scheduler->UpdateQueue(q);
+      if (!s.ok()) return fail(absl::StrFormat("queues[%d]", i), s);
+      undo.push_back([scheduler, previous] { scheduler->UpdateQueue(previous).IgnoreError(); });
+    } else {
+      absl::Status s = scheduler->AddQueue(q);
+      if (!s.ok()) return fail(absl::StrFormat("queues[%d]", i), s);
+      undo.push_back([scheduler, name = q.name] { scheduler->DeleteQueue(name).IgnoreError(); });
+    }
   }
   for (size_t i = 0; i < jobs.size(); ++i) {
     const std::string where = absl::StrFormat("jobs[%d]", i);
     absl::Status s = scheduler->SubmitJob(jobs[i]);
-    if (!s.ok()) return Where(where, s);
+    if (!s.ok()) return fail(where, s);
+    // Deleting the job also releases the tasks started below.
+    undo.push_back([scheduler, name = jobs[i].name] { scheduler->DeleteJob(name).IgnoreError(); });
     const Json& running = running_lists[i];
     for (size_t k = 0; k < running.size(); ++k) {
       s = StartTask(scheduler, jobs[i].name, static_cast<int>(k), running[k].get<std::string>());
-      if (!s.ok()) return Where(where, s);
+      if (!s.ok()) return fail(where, s);
     }
   }
   return absl::OkStatus();
