@@ -5,7 +5,7 @@
 
 namespace gpufleet::sim {
 namespace {
-constexpr double kEps = 1e-9;
+constexpr double kPivotEps = 1e-9;
 constexpr int kDegenerateBeforeBland = 50;
 }  // namespace
 
@@ -45,10 +45,10 @@ LpResult MaximizeLp(const std::vector<std::vector<double>>& a, const std::vector
   for (;;) {
     const bool bland = degenerate >= kDegenerateBeforeBland;
     int enter = -1;
-    double most = -kEps;
+    double most = -kPivotEps;
     for (int k = 0; k < cols - 1; ++k) {
       double rc = at(rows, k);
-      if (rc < -kEps && (bland ? enter < 0 : rc < most)) {
+      if (rc < -kPivotEps && (bland ? enter < 0 : rc < most)) {
         enter = k;
         most = rc;
         if (bland) break;
@@ -63,10 +63,10 @@ LpResult MaximizeLp(const std::vector<std::vector<double>>& a, const std::vector
     double best = 0;
     for (int r = 0; r < rows; ++r) {
       double p = at(r, enter);
-      if (p <= kEps) continue;
+      if (p <= kPivotEps) continue;
       double ratio = at(r, cols - 1) / p;
-      if (leave < 0 || ratio < best - kEps ||
-          (std::fabs(ratio - best) <= kEps && basis[r] < basis[leave])) {
+      if (leave < 0 || ratio < best - kPivotEps ||
+          (std::fabs(ratio - best) <= kPivotEps && basis[r] < basis[leave])) {
         leave = r;
         best = ratio;
       }
@@ -75,7 +75,7 @@ LpResult MaximizeLp(const std::vector<std::vector<double>>& a, const std::vector
       out.error = "unbounded";
       return out;
     }
-    degenerate = best <= kEps ? degenerate + 1 : 0;
+    degenerate = best <= kPivotEps ? degenerate + 1 : 0;
     const double p = at(leave, enter);
     for (int k = 0; k < cols; ++k) at(leave, k) /= p;
     for (int r = 0; r <= rows; ++r) {

@@ -13,7 +13,7 @@ namespace gpufleet::sim {
 namespace {
 
 // Relative slack when comparing event times computed along different float paths.
-constexpr double kEps = 1e-9;
+constexpr double kTimeEps = 1e-9;
 
 absl::Status ValidateJob(const JobSpec& s, size_t index, const GpuPool& pool) {
   auto bad = [&](const std::string& why) {
@@ -101,7 +101,7 @@ class Run {
       busy_gpu_seconds_ += (t - view_.now) * busy_gpus_;
       view_.now = t;
       // Completions (the finishing job's counters are brought up to t on its own).
-      while (!finish_heap_.empty() && finish_heap_.top().time <= t + kEps * std::max(1.0, t)) {
+      while (!finish_heap_.empty() && finish_heap_.top().time <= t + kTimeEps * std::max(1.0, t)) {
         FinishEntry e = finish_heap_.top();
         finish_heap_.pop();
         Job& j = jobs_[e.job];
@@ -166,7 +166,7 @@ class Run {
     ++j.version;
     double start = std::max(view_.now, j.stall_until);
     double finish = start + j.RemainingWork() / j.Speed(j.model);
-    if (options_.tiresias_compat) finish = std::ceil(finish - kEps * std::max(1.0, finish));
+    if (options_.tiresias_compat) finish = std::ceil(finish - kTimeEps * std::max(1.0, finish));
     finish_heap_.push({finish, i, j.version});
   }
 
