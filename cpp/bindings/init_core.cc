@@ -11,11 +11,13 @@
 
 #include "gpufleet/accounting/guarded_cluster.h"
 #include "gpufleet/core/quantity.h"
+#include "gpufleet/core/request_parser.h"
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/io/annotations.h"
 #include "gpufleet/io/snapshot.h"
 #include "gpufleet/io/spec_json.h"
 #include "locking.h"
+#include "py_json.h"
 #include "status_cast.h"
 
 namespace py = pybind11;
@@ -42,7 +44,7 @@ auto Asking(const GuardedCluster& c, const PlacementStrategy& st, F&& f) {
 Pod PodFrom(const py::handle& obj) {
   if (py::isinstance<Pod>(obj)) return obj.cast<Pod>();
   if (py::isinstance<py::dict>(obj))
-    return Unwrap(PodFromJson(Json::parse(ToJsonText(obj))));
+    return Unwrap(PodFromJson(PyToJson(obj)));
   throw py::type_error("pod must be a gpufleet.Pod or a dict in the scenario format");
 }
 
@@ -62,7 +64,6 @@ PyAllocation Wrap(const ClusterState& s, const Allocation& a) {
   return PyAllocation{a, s.node(s.FindNode(a.node))};
 }
 
-py::object Json2Py(const Json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
 
 // A NumPy array over a block of int64s; the capsule keeps the block alive. Read-only for a view
 // of the core's live buffer, writable for a private copy.
@@ -88,6 +89,7 @@ struct DeviceUsage {
   std::vector<int32_t> node, minor;
   std::vector<int64_t> core_capacity, memory_capacity;
   std::vector<uint8_t> healthy, is_gpu;
+  std::vector<std::string> type, model, node_names;
   std::shared_ptr<std::vector<int64_t>> core_used, memory_used;
 };
 
@@ -100,8 +102,12 @@ DeviceUsage ReadDeviceUsage(const ClusterState& s, bool copy) {
   u.memory_capacity.resize(n);
   u.healthy.resize(n);
   u.is_gpu.resize(n);
+  u.type.resize(n);
+  u.model.resize(n);
+  u.node_names.resize(s.num_nodes());
   for (int i = 0; i < s.num_nodes(); ++i) {
     const Node& nd = s.node(i);
+    u.node_names[i] = nd.name;
     for (size_t d = 0; d < nd.devices.size(); ++d) {
       const int g = s.first_device(i) + static_cast<int>(d);
       u.node[g] = i;
@@ -110,6 +116,8 @@ DeviceUsage ReadDeviceUsage(const ClusterState& s, bool copy) {
       u.memory_capacity[g] = nd.devices[d].memory_bytes;
       u.healthy[g] = nd.devices[d].healthy;
       u.is_gpu[g] = nd.devices[d].type == kGpu;
+      u.type[g] = nd.devices[d].type;
+      u.model[g] = nd.devices[d].model;
     }
   }
   if (copy) {
@@ -131,6 +139,28 @@ struct Planned {
 }  // namespace
 
 void InitCore(py::module_& m) {
+  m.def("wire_keys",
+        [] {
+          return std::map<std::string, std::string>{
+              {"nvidia_gpu", kNvidiaGpu},
+              {"koord_gpu", kKoordGpu},
+              {"koord_gpu_core", kKoordGpuCore},
+              {"koord_gpu_memory", kKoordGpuMemory},
+              {"koord_gpu_memory_ratio", kKoordGpuMemoryRatio},
+              {"koord_gpu_shared", kKoordGpuShared},
+              {"koord_rdma", kKoordRdma},
+              {"koord_fpga", kKoordFpga},
+              {"aliyun_gpu_mem", kAliyunGpuMem},
+              {"device_allocated", kDeviceAllocatedAnnotation},
+              {"gpushare_idx", kGpushareIdx},
+              {"gpushare_pod", kGpusharePod},
+              {"gpushare_dev", kGpushareDev},
+              {"gpushare_assigned", kGpushareAssigned},
+              {"gpushare_assume_time", kGpushareAssumeTime},
+          };
+        },
+        "The Kubernetes resource and annotation names the core reads and writes, by short name "
+        "(gpufleet.k8s.keys holds the same names for Python).");
   m.def("parse_quantity", [](const std::string& s) { return Unwrap(ParseQuantity(s)); },
         "Kubernetes quantity -> integer (bytes or count), rounded up like Kubernetes.");
   m.def("parse_milli", [](const std::string& s) { return Unwrap(ParseMilli(s)); },
@@ -177,7 +207,7 @@ void InitCore(py::module_& m) {
              if (!gpu_models.is_none()) spec["gpu_models"] = gpu_models;
              spec["scope"] = scope;
              spec["priority"] = priority;
-             return Unwrap(PodFromJson(Json::parse(ToJsonText(spec))));
+             return Unwrap(PodFromJson(PyToJson(spec)));
            }),
            py::arg("name"), py::arg("requests") = py::dict(), py::arg("node_selector") = py::none(),
            py::arg("tolerations") = py::none(), py::arg("gpu_models") = py::none(),
@@ -232,7 +262,7 @@ void InitCore(py::module_& m) {
            py::arg("gpushare") = false, py::arg("unit_bytes") = int64_t{1} << 20,
            "Pod annotations recording this allocation (Koordinator's, and gpushare's if asked).")
       .def("device_allocated",
-           [](const PyAllocation& a) { return Json2Py(Json::parse(DeviceAllocatedJson(a.allocation, a.node))); },
+           [](const PyAllocation& a) { return JsonToPy(Json::parse(DeviceAllocatedJson(a.allocation, a.node))); },
            "The Koordinator device-allocated annotation as a dict.")
       .def("__repr__", [](const PyAllocation& a) {
         std::string s = "Allocation(" + a.allocation.pod + " -> " + a.allocation.node;
@@ -253,7 +283,7 @@ void InitCore(py::module_& m) {
       .def(py::init<>())
       .def("add_node",
            [](GuardedCluster& c, py::dict spec) {
-             Node node = Unwrap(NodeFromJson(Json::parse(ToJsonText(spec))));
+             Node node = Unwrap(NodeFromJson(PyToJson(spec)));
              Check(Writing(c, kCluster, [&](ClusterState& s) { return s.AddNode(node); }));
            },
            py::arg("spec"), "Add a node from a scenario-format dict (see docs/scenario.md).")
@@ -295,7 +325,7 @@ void InitCore(py::module_& m) {
                ASSIGN_OR_RETURN(int i, NodeIndex(s, n));
                return NodeToJson(s.node(i));
              }));
-             return Json2Py(j);
+             return JsonToPy(j);
            },
            "The node's spec as a dict.")
       .def("filter",
@@ -509,6 +539,9 @@ void InitCore(py::module_& m) {
              out["node"] = ToArray<int32_t>(u.node);
              out["minor"] = ToArray<int32_t>(u.minor);
              out["is_gpu"] = ToArray<bool>(u.is_gpu);
+             out["type"] = py::cast(u.type);
+             out["model"] = py::cast(u.model);
+             out["node_names"] = py::cast(u.node_names);
              out["healthy"] = ToArray<bool>(u.healthy);
              out["core_capacity"] = ToArray<int64_t>(u.core_capacity);
              out["memory_capacity"] = ToArray<int64_t>(u.memory_capacity);
@@ -517,7 +550,8 @@ void InitCore(py::module_& m) {
              return out;
            },
            py::arg("copy") = false,
-           "Per-device arrays, read at one instant. With copy=False, core_used/memory_used are "
+           "Per-device arrays (node index, minor, type, model, health, capacities, usage) and the "
+           "node names the node index refers to, read at one instant. With copy=False, core_used/memory_used are "
            "read-only zero-copy views of the core's live buffers: they follow later placements "
            "(not a consistent snapshot while other threads place) until a node is added or "
            "removed. copy=True returns private copies taken with the metadata under one lock.");

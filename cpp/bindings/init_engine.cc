@@ -17,6 +17,7 @@
 #include "gpufleet/engine/water_fill.h"
 #include "gpufleet/io/spec_json.h"
 #include "locking.h"
+#include "py_json.h"
 #include "status_cast.h"
 
 namespace py = pybind11;
@@ -32,9 +33,9 @@ using engine::TaskInfo;
 
 Json ToJson(const py::handle& obj) {
   if (obj.is_none()) return Json();
-  return Json::parse(ToJsonText(obj));
+  return PyToJson(obj);
 }
-py::object ToPy(const Json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
+py::object ToPy(const Json& j) { return JsonToPy(j); }
 
 py::dict ResourcesDict(const Resources& r) {
   py::dict d;

@@ -6,6 +6,7 @@
 
 #include "gpufleet/accounting/guarded_cluster.h"
 #include "gpufleet/sim/openb_replay.h"
+#include "py_json.h"
 #include "status_cast.h"
 
 namespace py = pybind11;
@@ -59,7 +60,7 @@ void InitReplay(py::module_& m) {
         o.policy = policy;
         if (!params.is_none()) {
           try {
-            o.params = Json::parse(ToJsonText(params));
+            o.params = PyToJson(params);
           } catch (const std::exception& e) {
             throw py::value_error(std::string("replay: parameters are not JSON: ") + e.what());
           }
@@ -85,7 +86,7 @@ void InitReplay(py::module_& m) {
         out["failed"] = ToArray(res.failed);
         out["failed_gpu"] = ToArray(res.failed_gpu);
         out["gpu_capacity"] = res.gpu_capacity / 100;
-        out["workload"] = py::module_::import("json").attr("loads")(res.workload.ToJson().dump());
+        out["workload"] = JsonToPy(res.workload.ToJson());
         out["cluster"] = py::cast(GuardedCluster(std::move(res.cluster)));  // its own lock
         return out;
       },

@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "bindings/py_json.h"
 #include "bindings/status_cast.h"
 #include "gpufleet/sim/simulator.h"
 
@@ -33,7 +34,7 @@ py::dict Simulate(const py::object& cluster, Arr<int64_t> job_id, Arr<double> su
                   double restore_delay, double tick, double scheduling_interval,
                   bool record_timeseries, py::object progress,
                   const std::string& placement) {
-  GpuPool pool = Unwrap(GpuPool::FromJson(Json::parse(ToJsonText(cluster))));
+  GpuPool pool = Unwrap(GpuPool::FromJson(PyToJson(cluster)));
   const size_t n = job_id.size();
   if (submit_time.size() != static_cast<py::ssize_t>(n) ||
       num_gpu.size() != static_cast<py::ssize_t>(n) ||

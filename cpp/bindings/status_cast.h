@@ -37,20 +37,6 @@ T Unwrap(absl::StatusOr<T> v) {
   return std::move(v).value();
 }
 
-// JSON text of a Python object (dicts from YAML/JSON scenario files and the API).
-// A Python value as JSON text. NaN and infinities have no JSON form: they are a ValueError naming
-// the problem, not a parse error deep in the core.
-inline std::string ToJsonText(const pybind11::handle& obj) {
-  pybind11::object dumps = pybind11::module_::import("json").attr("dumps");
-  try {
-    return dumps(obj, pybind11::arg("allow_nan") = false).cast<std::string>();
-  } catch (pybind11::error_already_set& e) {
-    if (!e.matches(PyExc_ValueError)) throw;
-    throw pybind11::value_error(std::string("not representable as JSON: ") + e.what() +
-                                " (NaN and infinity are not valid numbers here)");
-  }
-}
-
 }  // namespace gpufleet::bindings
 
 #endif  // GPUFLEET_BINDINGS_STATUS_CAST_H_

@@ -51,9 +51,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-import pandas as pd
-
 from gpufleet import _core
+from gpufleet._lazy import lazy
+
+pd = lazy("pandas")  # imported by the first call that builds a frame: `import gpufleet` stays fast
 
 __all__ = [
     "CycleResult",

@@ -17,10 +17,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
 from gpufleet import _core
+from gpufleet._lazy import lazy
+
+# Imported by the first call that needs them: `import gpufleet` stays fast.
+np = lazy("numpy")
+pd = lazy("pandas")
 
 __all__ = ["POLICIES", "PUBLISHED_ALLOC_AT_100", "ReplayResult", "compare_with_published",
            "plot_alloc", "policy_names", "replay_many", "replay_openb"]

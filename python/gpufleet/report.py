@@ -3,9 +3,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from gpufleet._core import Cluster, format_bytes
+from gpufleet._lazy import lazy
+from gpufleet.k8s.keys import RES_GPU_CORE, RES_GPU_MEMORY
+
+np = lazy("numpy")  # imported on first use, so `gpufleet --help` stays fast
 
 
 def placement_table(results: list[dict[str, Any]]) -> str:
@@ -26,8 +28,8 @@ def _compact(device_allocated: dict[str, Any] | None) -> str:
     for dtype, entries in device_allocated.items():
         for e in entries:
             res = e.get("resources", {})
-            core = res.get("koordinator.sh/gpu-core", res.get(f"koordinator.sh/{dtype}", "?"))
-            mem = res.get("koordinator.sh/gpu-memory")
+            core = res.get(RES_GPU_CORE, res.get(f"koordinator.sh/{dtype}", "?"))
+            mem = res.get(RES_GPU_MEMORY)
             parts.append(f"{dtype}{e['minor']} {core}%" + (f" {mem}" if mem else ""))
     return ", ".join(parts)
 

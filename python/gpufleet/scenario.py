@@ -27,20 +27,13 @@ errors, NaN/Infinity, binary junk and nesting deeper than 64 levels are refused 
 """
 from __future__ import annotations
 
-import difflib
-import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
-
-import yaml
+from typing import Any
 
 from gpufleet._core import Cluster, Pod
-
-
-class ScenarioError(ValueError):
-    """A scenario file that cannot be used; the message names file, object and problem."""
+from gpufleet.documents import (MAX_DEPTH, ScenarioError, check_keys,  # noqa: F401
+                                did_you_mean, read_document)
 
 
 @dataclass
@@ -53,106 +46,9 @@ class Scenario:
     path: str = "<scenario>"
 
 
-# Deeper than any scenario or configuration needs (a pod's tolerations sit at depth 5).
-MAX_DEPTH = 64
 SCENARIO_KEYS = ("nodes", "pods", "queues", "jobs")
 # Fields of a pod entry read here; the rest are the core's pod fields (checked there).
 _BOUND_POD_KEYS = ("node", "annotations")
-
-
-class _StrictYamlLoader(yaml.SafeLoader):
-    """A safe YAML loader that refuses a key repeated in one mapping (PyYAML keeps the last)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: dict[Any, yaml.Node] = {}
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue
-            key = self.construct_object(key_node, deep=True)
-            try:
-                repeated = key in seen
-            except TypeError:  # an unhashable key: the base class reports it
-                break
-            if repeated:
-                raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping", node.start_mark,
-                    f"duplicate key {key!r} (first at line {seen[key].start_mark.line + 1})",
-                    key_node.start_mark)
-            seen[key] = key_node
-        return super().construct_mapping(node, deep=deep)
-
-
-def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r}")
-        out[key] = value
-    return out
-
-
-def _json_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a number JSON allows")
-
-
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
-
-
-def _check_values(value: Any, where: str, depth: int = 0) -> None:
-    """Nesting depth and finite numbers (YAML's .nan/.inf are floats too)."""
-    if depth > MAX_DEPTH:
-        raise ScenarioError(f"{where}: nested deeper than {MAX_DEPTH} levels")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ScenarioError(f"{where}: {value!r} is not a finite number")
-    if isinstance(value, dict):
-        for k, v in value.items():
-            _check_values(v, f"{where}.{k}", depth + 1)
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            _check_values(v, f"{where}[{i}]", depth + 1)
-
-
-def read_document(path: str | Path) -> Any:
-    """A YAML or JSON file (JSON for a .json suffix) read strictly; ScenarioError names the file and
-    the problem on one line."""
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise ScenarioError(f"{path}: cannot read: {e.strerror}") from None
-    kind = "JSON" if path.suffix == ".json" else "YAML"
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ScenarioError(f"{path}: not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start})") from None
-    try:
-        if kind == "JSON":
-            data = json.loads(text, object_pairs_hook=_json_object, parse_constant=_json_constant)
-        else:
-            data = yaml.load(text, Loader=_StrictYamlLoader)  # noqa: S506 - a SafeLoader subclass
-    except RecursionError:
-        raise ScenarioError(f"{path}: not valid {kind}: nested deeper than {MAX_DEPTH} levels") from None
-    except (ValueError, yaml.YAMLError) as e:  # JSONDecodeError is a ValueError
-        raise ScenarioError(f"{path}: not valid {kind}: {_one_line(str(e))}") from None
-    try:
-        _check_values(data, str(path))
-    except RecursionError:
-        raise ScenarioError(f"{path}: nested deeper than {MAX_DEPTH} levels") from None
-    return data
-
-
-def did_you_mean(word: str, known: Sequence[str]) -> str:
-    """`; did you mean "requests"?` for a near miss, else `; known: a, b`."""
-    close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
-    return f'; did you mean "{close[0]}"?' if close else f"; known: {', '.join(known)}"
-
-
-def check_keys(data: Mapping[str, Any], known: Sequence[str], where: str) -> None:
-    """Every key of ``data`` must be one of ``known`` (ScenarioError with a did-you-mean)."""
-    for key in data:
-        if key not in known:
-            raise ScenarioError(f'{where}: unknown field "{key}"{did_you_mean(str(key), known)}')
 
 
 def _read(path: Path) -> dict[str, Any]:

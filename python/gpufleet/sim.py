@@ -18,10 +18,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-import numpy as np
-import pandas as pd
-
 from gpufleet import _core
+from gpufleet._lazy import lazy
+
+# Imported by the first call that needs them: `import gpufleet` stays fast.
+np = lazy("numpy")
+pd = lazy("pandas")
 
 THROUGHPUT_PREFIX = "throughput_"
 _PROGRESS_AUTO_JOBS = 20_000  # show a tqdm bar from this many jobs on

@@ -26,8 +26,17 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
-def gpu_node(name: str, count: int = 4, memory: str = "16Gi", model: str = "V100M16", **extra):
-    node = {"name": name, "cpu": "64", "memory": "256Gi",
+# --- builders shared by the tests (one definition; files bind their own defaults with partial) ---
+def gpu_node(name: str, count: int = 4, memory: str = "16Gi", model: str = "V100M16",
+             cpu: str = "64", ram: str = "256Gi", **extra):
+    """A node spec with `count` identical GPUs."""
+    node = {"name": name, "cpu": cpu, "memory": ram,
             "gpus": {"count": count, "model": model, "memory": memory}}
     node.update(extra)
     return node
+
+
+def job(name: str, replicas: int = 1, gpus: int = 1, cpu: str = "1", **extra):
+    """An engine job spec: `replicas` tasks of `gpus` whole GPUs and `cpu` each."""
+    return {"name": name, "replicas": replicas, "requests": {"cpu": cpu, "nvidia.com/gpu": gpus},
+            **extra}

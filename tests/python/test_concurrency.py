@@ -22,6 +22,7 @@ import pytest
 from gpufleet import Cluster, Pod
 from gpufleet.engine import Engine, register_plugin
 
+import conftest
 from conftest import gpu_node
 
 
@@ -329,8 +330,7 @@ def engine_with_nodes(nodes: int = 3, python_plugin: bool = False) -> Engine:
 
 
 def job(name: str, k: int) -> dict:
-    return {"name": name, "queue": "default", "replicas": 1 + k % 2,
-            "requests": {"cpu": "1", "nvidia.com/gpu": 1}}
+    return conftest.job(name, 1 + k % 2, 1, queue="default")
 
 
 def engine_state(e: Engine) -> tuple:

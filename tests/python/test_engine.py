@@ -14,17 +14,17 @@ from gpufleet import engine as eng
 from gpufleet.cli import main
 from gpufleet.engine import Engine, register_plugin
 
+import conftest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def gpu_node(name: str, gpus: int = 8, **extra):
-    return {"name": name, "cpu": "64", "memory": "512Gi",
-            "gpus": {"count": gpus, "model": "A100", "memory": "80Gi"}, **extra}
+    return conftest.gpu_node(name, gpus, memory="80Gi", model="A100", ram="512Gi", **extra)
 
 
 def gang(name: str, replicas: int, gpus: int = 1, queue: str = "default", **extra):
-    return {"name": name, "queue": queue, "replicas": replicas,
-            "requests": {"cpu": "1", "nvidia.com/gpu": gpus}, **extra}
+    return conftest.job(name, replicas, gpus, queue=queue, **extra)
 
 
 def test_registries_list_the_builtins():

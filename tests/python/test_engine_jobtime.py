@@ -6,15 +6,14 @@ import pytest
 
 from gpufleet.engine import Engine
 
+import conftest
+from conftest import job
+
 
 def node(name: str, model: str = "A100", gpus: int = 2):
-    return {"name": name, "cpu": "64", "memory": "512Gi",
-            "gpus": {"count": gpus, "model": model, "memory": "16Gi"}}
+    return conftest.gpu_node(name, gpus, model=model, ram="512Gi")
 
 
-def job(name: str, tasks: int, gpus: int = 1, **extra):
-    return {"name": name, "replicas": tasks, "requests": {"cpu": "1", "nvidia.com/gpu": gpus},
-            **extra}
 
 
 def jobtime(policy: str, **args):

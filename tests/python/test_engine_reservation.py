@@ -7,15 +7,17 @@ from pathlib import Path
 
 from gpufleet.engine import Engine
 
+import conftest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _node(name: str, gpus: int = 8) -> dict:
-    return {"name": name, "cpu": "128", "memory": "1024Gi", "gpus": {"count": gpus, "model": "A100", "memory": "80Gi"}}
+    return conftest.gpu_node(name, gpus, memory="80Gi", model="A100", cpu="128", ram="1024Gi")
 
 
 def _job(name: str, replicas: int, gpus: int, creation: int) -> dict:
-    return {"name": name, "replicas": replicas, "creation": creation, "requests": {"cpu": "1", "nvidia.com/gpu": gpus}}
+    return conftest.job(name, replicas, gpus, creation=creation)
 
 
 def test_two_node_stream_holds_for_the_gang_and_starts_it():

@@ -9,6 +9,8 @@ import sys
 import threading
 from typing import Any
 
+from gpufleet.k8s.keys import RES_NVIDIA_GPU
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -16,7 +18,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Kubelet device plugin. whole: one device per GPU (UUID). shared: each GPU as "
                     "--replicas IDs or as memory units; Allocate then applies the pod's "
                     "Koordinator or gpushare annotation (visible GPUs + MPS limits).")
-    p.add_argument("--resource-name", default="nvidia.com/gpu",
+    p.add_argument("--resource-name", default=RES_NVIDIA_GPU,
                    help="extended resource (default %(default)s; e.g. aliyun.com/gpu-mem for shared)")
     p.add_argument("--mode", choices=["whole", "shared"], default="whole")
     share = p.add_mutually_exclusive_group()

@@ -11,24 +11,11 @@ from fractions import Fraction
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
-# --- keys and resource names -------------------------------------------------------------------
-KOORD_DEVICE_ALLOCATED = "scheduling.koordinator.sh/device-allocated"
-RES_GPU = "koordinator.sh/gpu"
-RES_GPU_CORE = "koordinator.sh/gpu-core"
-RES_GPU_MEMORY = "koordinator.sh/gpu-memory"
-RES_GPU_MEMORY_RATIO = "koordinator.sh/gpu-memory-ratio"
-RES_NVIDIA_GPU = "nvidia.com/gpu"
-
-GPUSHARE_IDX = "ALIYUN_COM_GPU_MEM_IDX"
-GPUSHARE_POD = "ALIYUN_COM_GPU_MEM_POD"
-GPUSHARE_DEV = "ALIYUN_COM_GPU_MEM_DEV"
-GPUSHARE_CONTAINER = "ALIYUN_COM_GPU_MEM_CONTAINER"
-GPUSHARE_ASSIGNED = "ALIYUN_COM_GPU_MEM_ASSIGNED"
-GPUSHARE_ASSUME_TIME = "ALIYUN_COM_GPU_MEM_ASSUME_TIME"
-
-# Koordinator pods carry no "assigned" flag of their own; the device plugin records consumption
-# under this gpufleet key so a restarted plugin does not hand the same grant out twice.
-GPUFLEET_ASSIGNED = "gpufleet.io/device-assigned"
+# Keys and resource names live in keys.py; re-exported here for the callers that read them here.
+from .keys import (GPUFLEET_ASSIGNED, GPUSHARE_ASSIGNED, GPUSHARE_ASSUME_TIME,  # noqa: F401
+                   GPUSHARE_CONTAINER, GPUSHARE_DEV, GPUSHARE_IDX, GPUSHARE_POD,
+                   KOORD_DEVICE_ALLOCATED, RES_GPU, RES_GPU_CORE, RES_GPU_MEMORY,
+                   RES_GPU_MEMORY_RATIO, RES_NVIDIA_GPU)
 
 MIB = 1 << 20
 GIB = 1 << 30

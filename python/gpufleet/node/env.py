@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
-from gpufleet.k8s.annotations import (GPUSHARE_CONTAINER, GPUSHARE_DEV, GPUSHARE_IDX, GPUSHARE_POD,
-                                      MIB, RES_GPU_MEMORY, DeviceGrant, GpuShareAllocation,
-                                      PodAllocation, parse_quantity)
+from gpufleet.k8s.annotations import MIB, DeviceGrant, GpuShareAllocation, PodAllocation, parse_quantity
+from gpufleet.k8s.keys import (GPUSHARE_CONTAINER, GPUSHARE_DEV, GPUSHARE_IDX, GPUSHARE_POD,
+                               RES_GPU_MEMORY)
 
 DeviceSpec = Mapping[str, Any]
 

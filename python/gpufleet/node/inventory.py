@@ -10,7 +10,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpufleet.k8s.annotations import RES_GPU_CORE, RES_GPU_MEMORY, RES_GPU_MEMORY_RATIO, format_bytes
+from gpufleet.k8s.annotations import format_bytes
+from gpufleet.k8s.keys import RES_GPU_CORE, RES_GPU_MEMORY, RES_GPU_MEMORY_RATIO
 
 _TOPOLOGY_MULTIPLE = 20  # NVML_TOPOLOGY_MULTIPLE: common ancestor is a PCIe switch (or closer)
 _ERROR_GPU_IS_LOST = 15
@@ -246,14 +247,9 @@ def _read(nvml: Any, sysfs: str) -> NodeInventory:
 def load_devices_file(path: str) -> NodeInventory:
     """Reads device specs from a YAML/JSON file: a list of entries, or a mapping with `devices`
     (and optionally `nvlink_groups`), e.g. the output of `gpufleet node inventory --json`."""
-    with open(path) as f:
-        text = f.read()
-    try:
-        import json
-        doc = json.loads(text)
-    except ValueError:
-        import yaml  # YAML only when the file is not JSON
-        doc = yaml.safe_load(text)
+    from gpufleet.documents import read_document
+
+    doc = read_document(path)
     if isinstance(doc, list):
         return NodeInventory([d for d in doc if isinstance(d, dict)])
     if not isinstance(doc, dict) or not isinstance(doc.get("devices"), list):

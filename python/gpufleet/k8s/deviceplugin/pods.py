@@ -13,9 +13,9 @@ import time
 from dataclasses import dataclass, field
 from typing import AbstractSet, Any, Callable, Iterable
 
-from gpufleet.k8s.annotations import (GPUFLEET_ASSIGNED, GPUSHARE_ASSIGNED, GPUSHARE_IDX,
-                                      KOORD_DEVICE_ALLOCATED, PodAllocation,
-                                      allocation_from_annotations, parse_gpushare)
+from gpufleet.k8s.annotations import PodAllocation, allocation_from_annotations, parse_gpushare
+from gpufleet.k8s.keys import (GPUFLEET_ASSIGNED, GPUSHARE_ASSIGN_TIME, GPUSHARE_ASSIGNED,
+                               GPUSHARE_IDX, KOORD_DEVICE_ALLOCATED)
 
 
 @dataclass
@@ -96,7 +96,7 @@ def assigned_patch(pod: PodInfo, now_ns: int | None = None) -> dict[str, str]:
     if KOORD_DEVICE_ALLOCATED in pod.annotations:
         out[GPUFLEET_ASSIGNED] = "true"
     if GPUSHARE_IDX in pod.annotations:  # gpushare's own tooling reads these two
-        out.update({GPUSHARE_ASSIGNED: "true", "ALIYUN_COM_GPU_MEM_ASSIGN_TIME": now})
+        out.update({GPUSHARE_ASSIGNED: "true", GPUSHARE_ASSIGN_TIME: now})
     return out
 
 

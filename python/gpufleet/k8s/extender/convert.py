@@ -12,21 +12,14 @@ from typing import Any
 
 from . import quantity
 
-# Pod annotations gpufleet reads.
-ANN_SCOPE = "gpufleet.io/topology-scope"          # none | pcie | numa
-ANN_GPU_MODELS = "gpufleet.io/gpu-models"         # comma separated, e.g. "A100,H100"
-# Node annotations / labels gpufleet reads.
-ANN_DEVICES = "gpufleet.io/devices"               # JSON list of device specs
-ANN_GPU_SHARING = "gpufleet.io/gpu-sharing"       # mixed | whole | shared
-ANN_NVLINK = "gpufleet.io/nvlink-groups"          # JSON list of lists of minors
-LABEL_GPU_MEMORY = "nvidia.com/gpu.memory"        # GPU feature discovery, MiB per GPU
-LABEL_GPU_PRODUCT = "nvidia.com/gpu.product"
-NVIDIA_GPU = "nvidia.com/gpu"
-ALIYUN_GPU_COUNT = "aliyun.com/gpu-count"
-ALIYUN_GPU_MEM = "aliyun.com/gpu-mem"
-KOORD_CORE = "koordinator.sh/gpu-core"
-KOORD_MEMORY = "koordinator.sh/gpu-memory"
-KOORD_RATIO = "koordinator.sh/gpu-memory-ratio"
+from ..keys import (ANN_DEVICES, ANN_GPU_MODELS, ANN_GPU_SHARING, ANN_NVLINK, ANN_SCOPE,
+                    LABEL_GPU_MEMORY, LABEL_GPU_PRODUCT)
+from ..keys import RES_ALIYUN_GPU_COUNT as ALIYUN_GPU_COUNT
+from ..keys import RES_ALIYUN_GPU_MEM as ALIYUN_GPU_MEM
+from ..keys import RES_GPU_CORE as KOORD_CORE
+from ..keys import RES_GPU_MEMORY as KOORD_MEMORY
+from ..keys import RES_GPU_MEMORY_RATIO as KOORD_RATIO
+from ..keys import RES_NVIDIA_GPU as NVIDIA_GPU
 
 _MIB = 1 << 20
 

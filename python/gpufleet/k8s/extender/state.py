@@ -17,16 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
-from . import convert, quantity
+from . import convert
 from .binder import Binder, MemoryBinder
 from .convert import ConvertError, PodArgs
 from .journal import Journal, pod_of
+from ..keys import GPUSHARE_IDX as ANN_GPUSHARE_IDX
+from ..keys import KOORD_DEVICE_ALLOCATED as ANN_DEVICE_ALLOCATED
 
 log = logging.getLogger("gpufleet.extender")
 
-ANN_DEVICE_ALLOCATED = "scheduling.koordinator.sh/device-allocated"
-ANN_GPUSHARE_IDX = "ALIYUN_COM_GPU_MEM_IDX"
-ANN_GPUSHARE_ASSIGNED = "ALIYUN_COM_GPU_MEM_ASSIGNED"
 
 
 def _gpufleet_api() -> Any:
@@ -294,34 +293,24 @@ class ExtenderState:
 
     # ---- /state ----------------------------------------------------------------------------
     def usage(self) -> dict[str, Any]:
-        """Per node, per device: capacity and what allocations hold (Reserved and Bound)."""
+        """Per node, per device: capacity and what allocations hold (Reserved and Bound), as the
+        core accounts it (one read of its device arrays)."""
         with self.lock:
             allocs = list(self.cluster.allocations())
-            specs = dict(self.node_specs)
-        used: dict[tuple[str, str, int], list[int]] = {}
+            u = self.cluster.device_usage(copy=True)
         pods_on: dict[str, list[str]] = {}
         for a in allocs:
             pods_on.setdefault(a.node, []).append(a.pod)
-            for g in a.devices:
-                u = used.setdefault((a.node, g.type, g.minor), [0, 0])
-                u[0] += g.core
-                u[1] += g.memory_bytes
-        nodes = {}
-        for name, spec in sorted(specs.items()):
-            devs = []
-            for d in spec.get("devices", []):
-                res = d.get("resources", {})
-                try:
-                    mem = quantity.to_int(res.get(convert.KOORD_MEMORY, "0"))
-                except ValueError:
-                    mem = 0
-                dtype, minor = d.get("type", "gpu"), int(d.get("minor", 0))
-                core_used, mem_used = used.get((name, dtype, minor), (0, 0))
-                devs.append({"type": dtype, "minor": minor, "model": d.get("model", ""),
-                             "health": bool(d.get("health", True)),
-                             "core_total": 100, "core_used": core_used,
-                             "memory_total": mem, "memory_used": mem_used})
-            nodes[name] = {"devices": devs, "pods": sorted(pods_on.get(name, []))}
+        names = u["node_names"]
+        nodes: dict[str, Any] = {name: {"devices": [], "pods": sorted(pods_on.get(name, []))}
+                                 for name in sorted(names)}
+        for i in range(len(u["minor"])):
+            nodes[names[u["node"][i]]]["devices"].append({
+                "type": u["type"][i], "minor": int(u["minor"][i]), "model": u["model"][i],
+                "health": bool(u["healthy"][i]),
+                "core_total": int(u["core_capacity"][i]), "core_used": int(u["core_used"][i]),
+                "memory_total": int(u["memory_capacity"][i]),
+                "memory_used": int(u["memory_used"][i])})
         out = {"strategy": self.strategy, "allocations": len(allocs),
                "requests": dict(self.counters), "latency": self.latency_summary(),
                "process_cpu_s": time.process_time(), "rebuild": self.rebuild.summary(),
