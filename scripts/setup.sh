@@ -52,7 +52,7 @@ if [ ! -f "$stamp" ]; then
 import tomllib
 p = tomllib.load(open("pyproject.toml", "rb"))["project"]
 deps = list(p["dependencies"])
-for extra in ("plot", "k8s", "node", "lp", "test"):
+for extra in ("plot", "k8s", "node", "test", "dev"):
     deps += p.get("optional-dependencies", {}).get(extra, [])
 print("\n".join(sorted(set(deps))))
 PYEOF

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates python/gpufleet/_core.pyi from the built extension (pybind11-stubgen, a dev tool:
-# .venv/bin/pip install pybind11-stubgen). tests/python/test_stubs.py checks the stub is current.
+# Regenerates python/gpufleet/_core.pyi from the built extension (pybind11-stubgen, from the dev
+# extra that setup.sh installs). tests/python/test_stubs.py checks the stub is current.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(mktemp -d)

@@ -15,6 +15,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="gpufleet",
         description="Scheduling core for deep-learning GPU clusters.",
     )
+    parser.add_argument("--version", action="version", version=f"gpufleet {gpufleet.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for info in sorted(pkgutil.iter_modules(gpufleet.commands.__path__), key=lambda m: m.name):
         try:

@@ -71,6 +71,14 @@ def test_help_lists_commands():
     assert proc.returncode == 0 and "place" in proc.stdout
 
 
+def test_version_names_the_package_version():
+    import gpufleet
+
+    proc = subprocess.run([sys.executable, "-m", "gpufleet", "--version"], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == f"gpufleet {gpufleet.__version__}"
+
+
 def test_quickstart_example_runs():
     proc = subprocess.run([sys.executable, str(ROOT / "examples" / "quickstart.py")],
                           capture_output=True, text=True, timeout=120)
