@@ -592,3 +592,53 @@ def test_cli_registers_extender_subcommand(tmp_path):
     assert args.func(args) == 2
     args = parser.parse_args(["extender", "--state", str(bad), "--strategy", "nope"])
     assert args.func(args) == 2
+
+
+# ---- operations: /metrics and /readyz ----------------------------------------------------------
+def _metric(text: str, name: str, **labels: str) -> float:
+    """The value of one sample in Prometheus text format (0 when absent)."""
+    want = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        key, _, value = line.rpartition(" ")
+        sample, _, rest = key.partition("{")
+        got = ",".join(sorted(rest.rstrip("}").split(","))) if rest else ""
+        if sample == name and got == want:
+            return float(value)
+    return 0.0
+
+
+def test_metrics_count_verbs_outcomes_binds_and_allocations():
+    st, client, _ = make(gpushare_scenario())
+    pod = gshare_pod("new", 8 * 1024)
+    assert client.post(f"{P}/filter", json=filter_args(pod, ["n1", "n2", "n3"])).status_code == 200
+    client.post(f"{P}/bind", json={"PodName": "new", "PodNamespace": "default",
+                                   "PodUID": "uid-new", "Node": "n3"})
+    client.post(f"{P}/filter", content=b"{not json")
+    too_big = gshare_pod("huge", 64 * 1024)
+    client.post(f"{P}/filter", json=filter_args(too_big, ["n1"]))
+    for path in ("/metrics", f"{P}/metrics"):
+        r = client.get(path)
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
+    text = client.get("/metrics").text
+    assert _metric(text, "gpufleet_extender_requests_total", verb="filter", outcome="ok") == 2
+    assert _metric(text, "gpufleet_extender_requests_total", verb="filter",
+                   outcome="bad_request") == 1
+    assert _metric(text, "gpufleet_extender_requests_total", verb="bind", outcome="ok") == 1
+    assert _metric(text, "gpufleet_extender_binds_total") == 1
+    assert _metric(text, "gpufleet_extender_request_seconds_count", verb="filter") == 2
+    assert _metric(text, "gpufleet_extender_allocations", state="Bound") == 7
+    assert _metric(text, "gpufleet_extender_allocations", state="Reserved") == 0
+    assert _metric(text, "gpufleet_extender_rebuild_pods", result="restored") == 6
+    assert _metric(text, "gpufleet_extender_rebuild_pods", result="refused") == 0
+
+
+def test_readyz_reports_failing_checks():
+    st, client, _ = make(gpushare_scenario())
+    assert client.get("/readyz").status_code == 200
+    assert client.get(f"{P}/readyz").text == "ok"
+    st.ready_checks["kubernetes watches"] = lambda: False
+    r = client.get("/readyz")
+    assert r.status_code == 503 and "kubernetes watches" in r.text
+    assert client.get("/healthz").status_code == 200  # alive, just not ready

@@ -362,8 +362,12 @@ def test_kube_mode_watches_deletions_completions_and_node_changes(fake_api: Fake
         api.delete_pod("default/late")
         assert eventually(lambda: st.cluster.allocation("default/late") is None)
         st.cluster.check_invariants()
+        assert client.get("/readyz").status_code == 200
     finally:
         watcher.stop()
+    # Watches stopped: the extender is alive but no longer ready.
+    r = client.get("/readyz")
+    assert r.status_code == 503 and "kubernetes watches" in r.text
 
 
 def test_kube_restart_rebuilds_the_same_state_from_annotations(fake_api: FakeKubeAPI):

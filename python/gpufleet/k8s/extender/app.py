@@ -26,6 +26,7 @@ from starlette.routing import Route
 
 from . import convert, protocol
 from .convert import ConvertError
+from .metrics import ExtenderMetrics, readiness
 from .protocol import ProtocolError
 from .state import ExtenderState
 
@@ -292,6 +293,7 @@ def create_app(state: ExtenderState, prefix: str = "",
     """The ASGI app. `prefix` is the path part of the scheduler's urlPrefix, e.g. "/gpufleet"."""
     prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
     ext = Extender(state)
+    metrics = ExtenderMetrics(state)
 
     Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -308,22 +310,28 @@ def create_app(state: ExtenderState, prefix: str = "",
                 result = fn(data)
                 if inspect.isawaitable(result):
                     result = await result
-                if isinstance(result, dict) and result.get("Error"):
+                failed = isinstance(result, dict) and bool(result.get("Error"))
+                if failed:
                     state.count(f"{name}_errors")
                 response = _json(result)
-                state.observe(name, time.perf_counter() - t0)
+                seconds = time.perf_counter() - t0
+                state.observe(name, seconds)
+                metrics.observe(name, "error" if failed else "ok", seconds)
                 return response
             except BadBody as e:
                 state.count(f"{name}_errors")
+                metrics.observe(name, "bad_request", None)
                 return _json({"Error": str(e)}, e.status)
             except (ProtocolError, ConvertError, ValueError, KeyError, TypeError) as e:
                 state.count(f"{name}_errors")
+                metrics.observe(name, "bad_request", None)
                 msg = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
                 if error_status is None:
                     return _json({"Error": msg})
                 return _json({"Error": msg}, error_status)
             except Exception as e:  # noqa: BLE001 - an extender must answer, not crash
                 state.count(f"{name}_errors")
+                metrics.observe(name, "internal", None)
                 log.exception("%s failed", name)
                 return _json({"Error": f"internal error: {type(e).__name__}: {e}"},
                              200 if error_status is None else 500)
@@ -332,6 +340,19 @@ def create_app(state: ExtenderState, prefix: str = "",
 
     async def healthz(request: Request) -> Response:
         return Response("ok", media_type="text/plain")
+
+    async def readyz(request: Request) -> Response:
+        # Serving means the state was loaded and rebuilt; the checks cover what runs after that
+        # (the Kubernetes watches).
+        failing = readiness(state.ready_checks)
+        if failing:
+            return Response("not ready: " + ", ".join(failing), status_code=503,
+                            media_type="text/plain")
+        return Response("ok", media_type="text/plain")
+
+    async def metrics_view(request: Request) -> Response:
+        body, content_type = metrics.render()
+        return Response(body, media_type=content_type)
 
     async def state_view(request: Request) -> Response:
         return _json(state.usage())
@@ -342,12 +363,10 @@ def create_app(state: ExtenderState, prefix: str = "",
         Route(f"{prefix}/bind", verb(ext.bind, None), methods=["POST"]),
         Route(f"{prefix}/preempt", verb(ext.preempt, 400), methods=["POST"]),
         Route(f"{prefix}/release", verb(ext.release, None), methods=["POST"]),
-        Route("/healthz", healthz, methods=["GET"]),
-        Route("/state", state_view, methods=["GET"]),
     ]
-    if prefix:
-        routes += [Route(f"{prefix}/healthz", healthz, methods=["GET"]),
-                   Route(f"{prefix}/state", state_view, methods=["GET"])]
+    reads = {"/healthz": healthz, "/readyz": readyz, "/metrics": metrics_view, "/state": state_view}
+    for base in ("", prefix) if prefix else ("",):
+        routes += [Route(f"{base}{path}", view, methods=["GET"]) for path, view in reads.items()]
     app = Starlette(routes=routes)
     app.state.extender = state
     return app

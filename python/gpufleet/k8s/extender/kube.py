@@ -209,6 +209,9 @@ class KubeWatcher:
                                  daemon=True)
             t.start()
             self._threads.append(t)
+        # Ready while both watch loops run (they retry API failures themselves).
+        self.state.ready_checks["kubernetes watches"] = (
+            lambda: not self._stop.is_set() and all(t.is_alive() for t in self._threads))
         return self
 
     def stop(self, timeout_s: float = 5.0) -> None:

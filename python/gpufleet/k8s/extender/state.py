@@ -126,6 +126,8 @@ class ExtenderState:
         self.counters: dict[str, int] = {}
         # Handler time (body read, JSON, work, response built) of the latest requests, per verb.
         self.latency_s: dict[str, deque[float]] = {}
+        # Named readiness checks for /readyz beyond "the state is loaded" (the Kubernetes watches).
+        self.ready_checks: dict[str, Callable[[], bool]] = {}
 
     # ---- nodes and pods -------------------------------------------------------------------
     def add_node(self, spec: dict[str, Any]) -> None:

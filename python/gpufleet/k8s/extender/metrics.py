@@ -1,0 +1,93 @@
+"""Prometheus metrics and readiness for the extender.
+
+Each app has its own registry (several extenders may live in one process, as tests run them).
+Counters and the latency histogram are updated by the verb handler; what the state holds
+(allocations, the rebuild's results) is read when Prometheus scrapes, so it is never stale.
+
+Exported (prefix gpufleet_extender_):
+- requests_total{verb, outcome}: outcome is ok, error (an answer with Error set: no fit, bind
+  refused), bad_request (malformed input) or internal (a bug; also logged);
+- request_seconds{verb}: handler time, body read to response built;
+- binds_total: successful binds;
+- allocations{state}: pods holding devices, Reserved (bind in flight) or Bound;
+- rebuild_pods{result}: what the last start's rebuild did with each bound pod
+  (restored, refused, skipped).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator
+
+OUTCOMES = ("ok", "error", "bad_request", "internal")
+# Extender verbs answer in well under a millisecond to tens of milliseconds.
+LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+
+
+class ExtenderMetrics:
+    """The metrics of one extender app; `render()` is the /metrics body."""
+
+    def __init__(self, state: Any) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Histogram
+
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.requests = Counter("gpufleet_extender_requests", "Extender requests by verb and outcome.",
+                                ["verb", "outcome"], registry=self.registry)
+        self.latency = Histogram("gpufleet_extender_request_seconds",
+                                 "Handler time per verb (body read to response built).", ["verb"],
+                                 buckets=LATENCY_BUCKETS, registry=self.registry)
+        self.binds = Counter("gpufleet_extender_binds", "Successful binds.", registry=self.registry)
+        self.registry.register(_StateCollector(state))
+
+    def observe(self, verb: str, outcome: str, seconds: float | None) -> None:
+        self.requests.labels(verb, outcome).inc()
+        if seconds is not None:
+            self.latency.labels(verb).observe(seconds)
+        if verb == "bind" and outcome == "ok":
+            self.binds.inc()
+
+    def render(self) -> tuple[bytes, str]:
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+
+class _StateCollector:
+    """Gauges read from the state at scrape time."""
+
+    def __init__(self, state: Any) -> None:
+        self.state = state
+
+    def describe(self) -> list[Any]:
+        return []  # read at scrape time only; nothing to check at registration
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        held = GaugeMetricFamily("gpufleet_extender_allocations",
+                                 "Pods holding devices, by allocation state.", labels=["state"])
+        counts = {"Reserved": 0, "Bound": 0}
+        for a in self.state.cluster.allocations():
+            counts[a.state] = counts.get(a.state, 0) + 1
+        for name, n in sorted(counts.items()):
+            held.add_metric([name], n)
+        yield held
+        rebuild = GaugeMetricFamily("gpufleet_extender_rebuild_pods",
+                                    "Bound pods the last rebuild restored, refused or skipped.",
+                                    labels=["result"])
+        summary = self.state.rebuild.summary()
+        rebuild.add_metric(["restored"], summary["restored"])
+        rebuild.add_metric(["refused"], len(summary["refused"]))
+        rebuild.add_metric(["skipped"], len(summary["skipped"]))
+        yield rebuild
+
+
+def readiness(checks: dict[str, Callable[[], bool]]) -> list[str]:
+    """The names of the readiness checks that fail (an empty list: ready)."""
+    failing = []
+    for name, check in sorted(checks.items()):
+        try:
+            ok = bool(check())
+        except Exception:  # noqa: BLE001 - a check that raises is a failing check
+            ok = False
+        if not ok:
+            failing.append(name)
+    return failing
