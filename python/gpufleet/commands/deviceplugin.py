@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import signal
 import sys
 import threading
 from typing import Any
+
+from gpufleet import logs
 
 from gpufleet.k8s.keys import RES_NVIDIA_GPU
 
@@ -39,8 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "limits (e.g. /tmp/nvidia-mps; the MPS daemon must run on the node)")
     p.add_argument("--health-interval", type=float, default=10.0,
                    help="seconds between NVML health probes (0: off)")
-    p.add_argument("--log-level", default="info",
-                   choices=["critical", "error", "warning", "info", "debug"])
+    logs.add_arguments(p)
     p.set_defaults(func=handler)
 
 
@@ -62,8 +62,7 @@ def _health_loop(server: Any, nvml: Any, stop: threading.Event, interval: float)
 
 
 def handler(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=args.log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logs.configure(args.log_level, args.log_format)
     from gpufleet.k8s.annotations import GIB, parse_quantity
     from gpufleet.node.inventory import NvmlUnavailable, load_devices_file, load_nvml, read_inventory
     nvml = None

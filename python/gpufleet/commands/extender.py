@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
+
+from gpufleet import logs
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -28,14 +29,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "(default %(default)s)")
     p.add_argument("--max-body-mib", type=float, default=64.0,
                    help="largest request body accepted, MiB (default %(default)s)")
-    p.add_argument("--log-level", default="info",
-                   choices=["critical", "error", "warning", "info", "debug"])
+    logs.add_arguments(p)
     p.set_defaults(func=handler)
 
 
 def handler(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=args.log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logs.configure(args.log_level, args.log_format)
     from gpufleet.k8s.extender import server, state
 
     watcher = None

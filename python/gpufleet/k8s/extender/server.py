@@ -30,9 +30,10 @@ def make_server(state: ExtenderState, host: str = "127.0.0.1", port: int = 0,
 
 def serve(state: ExtenderState, host: str, port: int, prefix: str = "",
           log_level: str = "info", max_body_bytes: int = MAX_BODY_BYTES) -> None:
-    """Run until interrupted (SIGINT/SIGTERM are handled by uvicorn)."""
+    """Run until interrupted (SIGINT/SIGTERM are handled by uvicorn). uvicorn's own loggers are
+    left unconfigured, so they go through the process's logging set-up (gpufleet.logs)."""
     freeze_gc()
-    make_server(state, host, port, prefix, log_level, max_body_bytes).run()
+    make_server(state, host, port, prefix, log_level, max_body_bytes, log_config=None).run()
 
 
 def freeze_gc() -> None:
