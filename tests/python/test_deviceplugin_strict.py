@@ -259,3 +259,29 @@ def test_whole_mode_list_is_one_id_per_gpu(pcie4):
     table = build_table(pcie4.devices, "whole", topo)
     assert table.ids == [d["id"] for d in pcie4.devices]
     assert largest_size(table, topo) == full_size(table, topo) < 1024
+
+
+def test_metrics_count_rpcs_by_outcome_and_gpus_by_health(pcie4, sockdir):
+    import urllib.request
+
+    srv = DevicePluginServer("nvidia.com/gpu", pcie4.devices, "whole", None, str(sockdir))
+    metrics = srv.enable_metrics()
+    http = metrics.serve("127.0.0.1", 0)
+    ch, stub = serving(srv)
+    try:
+        u = [d["id"] for d in pcie4.devices]
+        assert allocate(stub, [u[0]])[0]["NVIDIA_VISIBLE_DEVICES"] == u[0]
+        refused(stub, grpc.StatusCode.INVALID_ARGUMENT, [u[1], u[1]])
+        srv.set_health(3, False)
+        url = f"http://127.0.0.1:{http.server_port}/metrics"
+        text = urllib.request.urlopen(url, timeout=T).read().decode()
+        samples = dict(line.rsplit(" ", 1) for line in text.splitlines()
+                       if line and not line.startswith("#"))
+        assert float(samples['gpufleet_deviceplugin_rpcs_total{outcome="ok",rpc="Allocate"}']) == 1
+        assert float(samples['gpufleet_deviceplugin_rpcs_total{outcome="refused",rpc="Allocate"}']) == 1
+        assert float(samples['gpufleet_deviceplugin_gpus{health="healthy"}']) == 3
+        assert float(samples['gpufleet_deviceplugin_gpus{health="unhealthy"}']) == 1
+    finally:
+        http.shutdown()
+        ch.close()
+        srv.stop(0)

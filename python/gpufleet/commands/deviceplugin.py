@@ -40,6 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "limits (e.g. /tmp/nvidia-mps; the MPS daemon must run on the node)")
     p.add_argument("--health-interval", type=float, default=10.0,
                    help="seconds between NVML health probes (0: off)")
+    p.add_argument("--metrics-listen", metavar="HOST:PORT",
+                   help="serve Prometheus metrics at http://HOST:PORT/metrics (default: off)")
     logs.add_arguments(p)
     p.set_defaults(func=handler)
 
@@ -90,6 +92,14 @@ def handler(args: argparse.Namespace) -> int:
     except (NvmlUnavailable, OSError, ValueError, ImportError) as e:
         print(f"gpufleet deviceplugin: {e}", file=sys.stderr)
         return 2
+    if args.metrics_listen:
+        from gpufleet.k8s.extender.server import parse_listen
+        try:
+            host, port = parse_listen(args.metrics_listen)
+            server.enable_metrics().serve(host, port)
+        except (OSError, ValueError) as e:
+            print(f"gpufleet deviceplugin: --metrics-listen: {e}", file=sys.stderr)
+            return 2
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())

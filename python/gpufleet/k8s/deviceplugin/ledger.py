@@ -35,6 +35,11 @@ class AllocationLedger:
             return [(i, h) for i in ids if (h := self._held.get(i)) is not None
                     and h.pod_uid in live and h.pod_uid != pod_uid]
 
+    def size(self) -> int:
+        """Device IDs held (ended pods are pruned at the next hold)."""
+        with self._lock:
+            return len(self._held)
+
     def hold(self, ids: Iterable[str], holder: Holder, live: AbstractSet[str]) -> None:
         """Drops the holds of pods that are no longer live, then records ``holder`` on ``ids``."""
         with self._lock:

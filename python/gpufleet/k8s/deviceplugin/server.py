@@ -88,6 +88,7 @@ class DevicePluginServer(pb_grpc.DevicePluginServicer):
         self.ledger = AllocationLedger()
         self._alloc_lock = threading.Lock()
         self._server: grpc.Server | None = None
+        self.metrics: Any = None  # a DevicePluginMetrics once enable_metrics() is called
 
     # --- lifecycle -------------------------------------------------------------------------
     @property
@@ -138,6 +139,14 @@ class DevicePluginServer(pb_grpc.DevicePluginServicer):
                 timeout=timeout)
 
     # --- health ----------------------------------------------------------------------------
+    def enable_metrics(self) -> Any:
+        """Counts RPCs and list updates from now on; returns the DevicePluginMetrics."""
+        from .metrics import DevicePluginMetrics
+
+        if self.metrics is None:
+            self.metrics = DevicePluginMetrics(lambda: dict(self._health), self.ledger.size)
+        return self.metrics
+
     def set_health(self, minor: int, healthy: bool) -> None:
         """Marks a GPU (and all its shared IDs) healthy or not; open ListAndWatch streams get the
         new list."""
@@ -168,6 +177,8 @@ class DevicePluginServer(pb_grpc.DevicePluginServicer):
                     return
                 seen = self._version
                 msg = self.device_list()
+            if self.metrics is not None:
+                self.metrics.list_updates.inc()
             yield msg
 
     def _wake(self) -> None:
@@ -179,10 +190,11 @@ class DevicePluginServer(pb_grpc.DevicePluginServicer):
         return self._guard(context, lambda: pb.PreferredAllocationResponse(
             container_responses=[pb.ContainerPreferredAllocationResponse(deviceIDs=self._prefer(
                 list(r.available_deviceIDs), list(r.must_include_deviceIDs), r.allocation_size))
-                for r in request.container_requests]))
+                for r in request.container_requests]), "GetPreferredAllocation")
 
     def Allocate(self, request: pb.AllocateRequest, context: grpc.ServicerContext) -> pb.AllocateResponse:
-        return self._guard(context, lambda: self._allocate([list(r.devices_ids) for r in request.container_requests]))
+        return self._guard(context, lambda: self._allocate([list(r.devices_ids) for r in request.container_requests]),
+                           "Allocate")
 
     def PreStartContainer(self, request: pb.PreStartContainerRequest,
                           context: grpc.ServicerContext) -> pb.PreStartContainerResponse:
@@ -191,14 +203,19 @@ class DevicePluginServer(pb_grpc.DevicePluginServicer):
                 if not self._health[m]:
                     raise _Abort(grpc.StatusCode.FAILED_PRECONDITION, f"GPU minor {m} is unhealthy")
             return pb.PreStartContainerResponse()
-        return self._guard(context, check)
+        return self._guard(context, check, "PreStartContainer")
 
     # --- implementation --------------------------------------------------------------------
-    def _guard(self, context: grpc.ServicerContext, fn: Callable[[], Any]) -> Any:
+    def _guard(self, context: grpc.ServicerContext, fn: Callable[[], Any], rpc: str) -> Any:
         try:
-            return fn()
+            answer = fn()
         except _Abort as e:
+            if self.metrics is not None:
+                self.metrics.rpc(rpc, "refused")
             context.abort(e.code, str(e))
+        if self.metrics is not None:
+            self.metrics.rpc(rpc, "ok")
+        return answer
 
     def _minors(self, ids: Sequence[str]) -> list[int]:
         try:
