@@ -237,3 +237,14 @@ def test_cli_errors(tmp_path, capsys):
     conf.write_text("actions: allocate\ntiers: [{plugins: [gang]}]\n")
     assert main(["cycle", str(bad), "--conf", str(conf)]) == 2
     assert 'need the "predicates" plugin' in capsys.readouterr().err
+
+
+def test_a_queue_read_back_is_the_queue_written():
+    e = Engine()
+    e.add_queue("a", weight=2, capability={"cpu": "1500m", "memory": "8Gi", "gpu": 3})
+    first = e.queues().set_index("queue").loc["a"]
+    assert first["capability"] == {"cpu": 1.5, "memory": 8 << 30, "gpu": 3}
+    # What queues() reports is valid input that means the same queue.
+    e.add_queue("b", weight=first["weight"], capability=first["capability"])
+    again = e.queues().set_index("queue").loc["b"]
+    assert again["capability"] == first["capability"] and again["weight"] == 2

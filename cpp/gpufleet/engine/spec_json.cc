@@ -98,9 +98,11 @@ absl::StatusOr<Queue> QueueFromJson(const Json& j) {
 }
 
 Json QueueToJson(const Queue& q) {
+  // In the units QueueFromJson reads: cpu in cores (kept in milli-CPU), memory in bytes, GPUs.
   Json cap = Json::object();
   for (int i = 0; i < kNumResources; ++i)
-    if (!std::isinf(q.capability[i])) cap[kResourceNames[i]] = q.capability[i];
+    if (!std::isinf(q.capability[i]))
+      cap[kResourceNames[i]] = i == 0 ? q.capability[i] / 1000.0 : q.capability[i];
   return Json{{"name", q.name}, {"weight", q.weight}, {"capability", cap},
               {"reclaimable", q.reclaimable}};
 }
