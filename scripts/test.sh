@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test: GoogleTest through ctest (a normal build and an AddressSanitizer + UBSan build), the
 # concurrency tests under ThreadSanitizer, then pytest over the Python API, the CLI, the services
-# and every notebook.
+# and every notebook, and last the release artefacts (scripts/release.sh: a portable wheel that
+# installs and runs in a fresh environment, and the sdist).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GPUFLEET_BUILD_TESTS=ON bash scripts/setup.sh
@@ -30,3 +31,6 @@ FUZZ_SECONDS=60 bash tests/fuzz/run_fuzzers.sh
 
 echo "== Python tests and notebooks"
 MPLBACKEND=Agg .venv/bin/python -m pytest -q -p no:cacheprovider tests/python
+
+echo "== Release artefacts (portable wheel, sdist, install into a fresh environment)"
+GPUFLEET_BUILD_TESTS=ON bash scripts/release.sh
