@@ -34,3 +34,6 @@ MPLBACKEND=Agg .venv/bin/python -m pytest -q -p no:cacheprovider tests/python
 
 echo "== Release artefacts (portable wheel, sdist, install into a fresh environment)"
 GPUFLEET_BUILD_TESTS=ON bash scripts/release.sh
+
+echo "== Python tests against the oldest supported dependencies (tests/min-versions.txt)"
+bash scripts/min_versions.sh

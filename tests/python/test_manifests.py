@@ -62,3 +62,20 @@ def test_probes_use_paths_the_extender_serves():
         for probe in ("readinessProbe", "livenessProbe"):
             if probe in c:
                 assert c[probe]["httpGet"]["path"] in paths, f"{name}: {probe}"
+
+
+def test_dependency_floors_are_the_tested_minimum_versions():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    floors = {}
+    for req in project["dependencies"] + [r for deps in project["optional-dependencies"].values()
+                                          for r in deps]:
+        m = re.match(r"\s*([A-Za-z0-9_.-]+)\s*>=\s*([^,;\s]+)", req)
+        if m:
+            floors[m.group(1).lower()] = m.group(2)
+    pins = {}
+    for line in (ROOT / "tests" / "min-versions.txt").read_text().splitlines():
+        if "==" in line and not line.startswith("#"):
+            name, version = line.split("==")
+            pins[name.strip().lower()] = version.strip()
+    assert pins and all(floors.get(name) == version for name, version in pins.items()), \
+        {n: (floors.get(n), v) for n, v in pins.items() if floors.get(n) != v}
