@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Allocation', 'Cluster', 'DeviceGrant', 'DeviceRequest', 'EngineScheduler', 'FitResult', 'PlaceResult', 'Pod', 'engine_action_description', 'engine_actions', 'engine_check_config', 'engine_default_config', 'engine_plugin_description', 'engine_plugins', 'engine_registry_duplicates', 'format_bytes', 'parse_milli', 'parse_quantity', 'parse_quantity_exact', 'parse_resource_quantity', 'registry_duplicates', 'sim_check_policy', 'sim_policy_description', 'sim_policy_names', 'sim_run', 'strategies', 'strategy_description', 'water_fill']
+__all__: list[str] = ['Allocation', 'Cluster', 'DeviceGrant', 'DeviceRequest', 'EngineScheduler', 'FitResult', 'PlaceResult', 'Pod', 'engine_action_description', 'engine_actions', 'engine_check_config', 'engine_default_config', 'engine_plugin_description', 'engine_plugins', 'engine_registry_duplicates', 'format_bytes', 'parse_milli', 'parse_quantity', 'parse_quantity_exact', 'parse_resource_quantity', 'registry_duplicates', 'registry_metadata', 'sim_check_policy', 'sim_policy_description', 'sim_policy_names', 'sim_run', 'strategies', 'strategy_description', 'water_fill']
 class DeviceRequest:
     def __repr__(self) -> str:
         ...
@@ -311,6 +311,10 @@ def parse_resource_quantity(resource: str, quantity: str) -> int:
     """
 def registry_duplicates() -> list[str]:
     ...
+def registry_metadata() -> dict:
+    """
+    Per registry (strategies, plugins, actions, policies), what each registered name declares: a list of dicts with name, description, parameters (name, type, default, help, example) and capabilities.
+    """
 def sim_check_policy(spec: str) -> None:
     """
     Raises KeyError/ValueError if the policy spec is not valid.
