@@ -26,7 +26,7 @@ using test::MakeNode;
 using test::MakePod;
 
 template <typename T>
-Registration InfoOf(const std::string& name) {
+Registration DeclaredInfo(const std::string& name) {
   absl::StatusOr<Registration> info = Registry<T>::Global().Info(name);
   EXPECT_TRUE(info.ok()) << info.status();
   return info.ok() ? *info : Registration{};
@@ -35,7 +35,7 @@ Registration InfoOf(const std::string& name) {
 // Every declared default has the declared type, names are unique, and every help line is filled.
 template <typename T>
 void ExpectWellDeclared(const std::string& name) {
-  Registration info = InfoOf<T>(name);
+  Registration info = DeclaredInfo<T>(name);
   EXPECT_EQ(info.name, name);
   EXPECT_FALSE(info.description.empty());
   std::vector<std::string> seen;
@@ -59,7 +59,7 @@ void ExpectWellDeclared(const std::string& name) {
 
 template <typename T>
 std::unique_ptr<T> BuildFromDeclarations(const std::string& name) {
-  auto built = Registry<T>::Global().Create(name, InfoOf<T>(name).ExampleParams());
+  auto built = Registry<T>::Global().Create(name, DeclaredInfo<T>(name).ExampleParams());
   EXPECT_TRUE(built.ok()) << built.status();
   return built.ok() ? *std::move(built) : nullptr;
 }
@@ -187,7 +187,7 @@ class PluginConformance : public ::testing::TestWithParam<std::string> {};
 TEST_P(PluginConformance, RunsCyclesWithTheDefaultActions) {
   ExpectWellDeclared<engine::Plugin>(GetParam());
   ASSERT_NE(BuildFromDeclarations<engine::Plugin>(GetParam()), nullptr);
-  Registration info = InfoOf<engine::Plugin>(GetParam());
+  Registration info = DeclaredInfo<engine::Plugin>(GetParam());
   std::vector<std::string> extra = Providers(info);
   extra.push_back(GetParam());
   Json tiers = Tiers(extra);
@@ -213,7 +213,7 @@ class ActionConformance : public ::testing::TestWithParam<std::string> {};
 TEST_P(ActionConformance, RunsCyclesAndKeepsToItsCapabilities) {
   ExpectWellDeclared<engine::Action>(GetParam());
   ASSERT_NE(BuildFromDeclarations<engine::Action>(GetParam()), nullptr);
-  Registration info = InfoOf<engine::Action>(GetParam());
+  Registration info = DeclaredInfo<engine::Action>(GetParam());
   Json actions = Json::array();
   if (!info.Has(engine::kAdmitsJobs)) actions.push_back("enqueue");
   actions.push_back({{"name", GetParam()}, {"arguments", info.ExampleParams()}});
