@@ -143,7 +143,8 @@ py::dict Simulate(const py::object& cluster, Arr<int64_t> job_id, Arr<double> su
 void InitSim(py::module_& m) {
   m.def("sim_policy_names", &jobtime::JobTimePolicyNames, "Registered job-time policy names.");
   m.def("sim_policy_description", &jobtime::JobTimePolicyDescription, py::arg("name"));
-  m.def("sim_check_policy", [](const std::string& spec) { Unwrap(jobtime::MakeJobTimePolicy(spec)); },
+  m.def("sim_check_policy",
+        [](const std::string& spec) { Unwrap(jobtime::MakeJobTimePolicy(spec)); },
         py::arg("spec"), "Raises KeyError/ValueError if the policy spec is not valid.");
   m.def("sim_run", &Simulate, py::arg("cluster"), py::arg("job_id"), py::arg("submit_time"),
         py::arg("num_gpu"), py::arg("duration"), py::arg("speed"), py::arg("memory_gib"),

@@ -1,6 +1,6 @@
-// The jobtime action: a jobtime::JobTimePolicy runs unchanged in the engine. The key check drives the engine
-// through the simulator's own scheduling points and asserts that every job starts at the same time
-// and is preempted (and migrated) as often as in the simulator.
+// The jobtime action: a JobTimePolicy runs unchanged in the engine. The key check drives the
+// engine through the simulator's own scheduling points and asserts that every job starts at the
+// same time and is preempted (and migrated) as often as in the simulator.
 #include <algorithm>
 #include <map>
 #include <memory>

@@ -24,7 +24,8 @@ TEST(LpSimplex, SolvesATextbookLp) {
 
 TEST(LpSimplex, DegenerateStartAndMaxMinShape) {
   // max t s.t. t <= x1, t <= 2 x2, x1 + x2 <= 3: t = 2 at x1 = 2, x2 = 1 (rows with b = 0).
-  absl::StatusOr<LpSolution> r = MaximizeLp({{1, -1, 0}, {1, 0, -2}, {0, 1, 1}}, {0, 0, 3}, {1, 0, 0});
+  absl::StatusOr<LpSolution> r =
+      MaximizeLp({{1, -1, 0}, {1, 0, -2}, {0, 1, 1}}, {0, 0, 3}, {1, 0, 0});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_NEAR(r->objective, 2, 1e-9);
   EXPECT_NEAR(r->x[1], 2, 1e-9);

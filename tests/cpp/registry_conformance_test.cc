@@ -76,7 +76,8 @@ class StrategyConformance : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(StrategyConformance, PlacesWhatFitsAndRefusesWhatFitsNowhere) {
   ExpectWellDeclared<PlacementStrategy>(GetParam());
-  std::unique_ptr<PlacementStrategy> strategy = BuildFromDeclarations<PlacementStrategy>(GetParam());
+  std::unique_ptr<PlacementStrategy> strategy =
+      BuildFromDeclarations<PlacementStrategy>(GetParam());
   ASSERT_NE(strategy, nullptr);
   EXPECT_EQ(strategy->Deterministic(),
             !Registry<PlacementStrategy>::Global().HasCapability(GetParam(), "random"))

@@ -249,7 +249,8 @@ absl::Status CheckKnownParams(const Json& params, const std::string& owner,
 //                   {.name = "random", .description = "...",
 //                    .params = {{"seed", ParamType::kInt, 0, "generator seed"}},
 //                    .capabilities = {"random"}},
-//                   [](const Params& p) -> absl::StatusOr<std::unique_ptr<PlacementStrategy>> {...});
+//                   [](const Params& p) -> absl::StatusOr<std::unique_ptr<PlacementStrategy>> {
+//                     ...});
 // (variadic, so the braces may hold commas)
 #define GPUFLEET_REGISTER(Type, ...)                                              \
   static const bool GPUFLEET_REGISTRY_CONCAT_(gpufleet_registered_, __COUNTER__) = \

@@ -1,6 +1,6 @@
-// The jobtime action's memory across cycles: one jobtime::Job per whole-GPU engine job (by name), the
-// running list and the GPUs in use per model, kept exactly as the simulator keeps them (same
-// counter updates, same running-list order, same validation of a plan), so that a jobtime::JobTimePolicy
+// The jobtime action's memory across cycles: one jobtime::Job per whole-GPU engine job (by name),
+// the running list and the GPUs in use per model, kept exactly as the simulator keeps them (same
+// counter updates, same running-list order, same validation of a plan), so that a JobTimePolicy
 // reading a JobTimeView sees in the engine what it would see in the simulator at the same times.
 // Jobs are never removed: a finished job keeps its index (policies index their state by it).
 #ifndef GPUFLEET_ENGINE_JOBTIME_LEDGER_H_

@@ -60,7 +60,8 @@ absl::StatusOr<jobtime::GpuPool> JobtimeModels::Pool(const std::vector<int>& cou
     models[m].count = m < static_cast<int>(counts.size()) ? counts[m] : 0;
     models[m].memory_gib = memory_gib_[m];
     auto pf = perf_factors_.find(absl::AsciiStrToLower(names_[m]));
-    models[m].perf_factor = pf != perf_factors_.end() ? pf->second : jobtime::DefaultPerfFactor(names_[m]);
+    models[m].perf_factor =
+        pf != perf_factors_.end() ? pf->second : jobtime::DefaultPerfFactor(names_[m]);
   }
   return jobtime::GpuPool::Create(std::move(models));
 }

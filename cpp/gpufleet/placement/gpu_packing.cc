@@ -52,8 +52,8 @@ class GpuPacking : public PlacementStrategy {
 
 GPUFLEET_REGISTER(PlacementStrategy,
     {.name = "gpu-packing",
-     .description = "partly used GPUs first, then idle GPUs on used nodes, then idle nodes (Weng et "
-                    "al., ATC 2023 baseline)"},
+     .description = "partly used GPUs first, then idle GPUs on used nodes, then idle nodes "
+                    "(Weng et al., ATC 2023 baseline)"},
     [](const Params&) -> absl::StatusOr<std::unique_ptr<PlacementStrategy>> {
       return std::unique_ptr<PlacementStrategy>(new GpuPacking());
     });

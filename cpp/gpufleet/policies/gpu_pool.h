@@ -1,5 +1,5 @@
-// GPUs counted by model, on nodes of `gpus_per_node`: what job-time policies see of a cluster. Job-time
-// policies (Tiresias' "count" placement, Gavel's per-type allocation) decide how many GPUs of which
+// GPUs counted by model, on nodes of `gpus_per_node`: what job-time policies see of a cluster.
+// Job-time policies (Tiresias' "count" placement, Gavel's per-type allocation) decide how many GPUs of which
 // model a job holds; the host keeps one free counter per model for them, and (by default) a
 // DeviceLedger that gives each start real devices in the foundation's ClusterState.
 #ifndef GPUFLEET_POLICIES_GPU_POOL_H_

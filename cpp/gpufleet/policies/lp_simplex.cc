@@ -9,8 +9,9 @@ constexpr double kPivotEps = 1e-9;
 constexpr int kDegenerateBeforeBland = 50;
 }  // namespace
 
-absl::StatusOr<LpSolution> MaximizeLp(const std::vector<std::vector<double>>& a, const std::vector<double>& b,
-                    const std::vector<double>& c, int max_pivots) {
+absl::StatusOr<LpSolution> MaximizeLp(const std::vector<std::vector<double>>& a,
+                                      const std::vector<double>& b, const std::vector<double>& c,
+                                      int max_pivots) {
   LpSolution out;
   const int rows = static_cast<int>(b.size());
   const int vars = static_cast<int>(c.size());

@@ -21,8 +21,9 @@ struct LpSolution {
 // `a` is row-major (rows = b.size(), each of c.size() entries). Errors: InvalidArgument for bad
 // input (shapes, b not finite and >= 0), FailedPrecondition "unbounded", ResourceExhausted
 // "pivot limit".
-absl::StatusOr<LpSolution> MaximizeLp(const std::vector<std::vector<double>>& a, const std::vector<double>& b,
-                    const std::vector<double>& c, int max_pivots = 100000);
+absl::StatusOr<LpSolution> MaximizeLp(const std::vector<std::vector<double>>& a,
+                                      const std::vector<double>& b, const std::vector<double>& c,
+                                      int max_pivots = 100000);
 
 }  // namespace gpufleet::jobtime
 

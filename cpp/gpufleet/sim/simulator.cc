@@ -63,7 +63,8 @@ struct FinishEntry {
 
 class Run {
  public:
-  Run(const GpuPool& pool, std::vector<JobSpec> specs, JobTimePolicy& policy, const SimOptions& options,
+  Run(const GpuPool& pool, std::vector<JobSpec> specs, JobTimePolicy& policy,
+      const SimOptions& options,
       DeviceLedger* ledger)
       : pool_(pool), policy_(policy), options_(options), ledger_(ledger) {
     jobs_.resize(specs.size());
@@ -295,7 +296,8 @@ class Run {
 
 }  // namespace
 
-absl::StatusOr<SimResult> Simulate(const GpuPool& pool, std::vector<JobSpec> jobs, JobTimePolicy& policy,
+absl::StatusOr<SimResult> Simulate(const GpuPool& pool, std::vector<JobSpec> jobs,
+                                   JobTimePolicy& policy,
                                    const SimOptions& options) {
   if (!(options.restore_delay >= 0) || !(options.tick >= 0) ||
       !(options.scheduling_interval >= 0) || options.progress_every < 1)

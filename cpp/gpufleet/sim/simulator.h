@@ -58,7 +58,9 @@ struct SimResult {
 };
 
 // Validates the jobs against the pool (every job must fit on some model) and runs to the end.
-absl::StatusOr<SimResult> Simulate(const jobtime::GpuPool& pool, std::vector<jobtime::JobSpec> jobs, jobtime::JobTimePolicy& policy,
+absl::StatusOr<SimResult> Simulate(const jobtime::GpuPool& pool,
+                                   std::vector<jobtime::JobSpec> jobs,
+                                   jobtime::JobTimePolicy& policy,
                                    const SimOptions& options);
 
 }  // namespace gpufleet::sim

@@ -1,5 +1,5 @@
-// jobtime: runs a job-time policy of the simulator (any registered jobtime::JobTimePolicy: fifo, las,
-// dlas-gpu, hetero-las, gavel-lp, ...) unchanged inside the engine cycle. The action keeps one
+// jobtime: runs a job-time policy (any registered jobtime::JobTimePolicy: fifo, las, dlas-gpu,
+// hetero-las, gavel-lp, ...) unchanged inside the engine cycle. The action keeps one
 // policy object and a ledger (jobtime_ledger.h) across cycles and, on each cycle at the session's
 // time, does what the simulator does on a scheduling point:
 //   1. jobs that left the scheduler finished (OnFinish); the ledger's running jobs are those whose

@@ -51,7 +51,8 @@ class Reservation : public Plugin {
 GPUFLEET_REGISTER(Plugin,
     {.name = "reservation",
      .description = "after N waiting cycles a starving gang holds what it collects",
-     .params = {{"after_cycles", ParamType::kInt, 3, "waiting cycles before a gang reserves (>= 0)"}},
+     .params = {{"after_cycles", ParamType::kInt, 3,
+                 "waiting cycles before a gang reserves (>= 0)"}},
      .capabilities = {"target-job", "needs:job-ready"}},
     [](const Params& p) -> absl::StatusOr<std::unique_ptr<Plugin>> {
       ASSIGN_OR_RETURN(int after, p.Get<int>("after_cycles"));
