@@ -72,8 +72,8 @@ class NoNodeClasses : public Plugin {
   std::string name() const override { return "bench-no-node-classes"; }
   void OnSessionOpen(Session& s) override { s.DisableNodeClasses(); }
 };
-GPUFLEET_REGISTER(Plugin, "bench-no-node-classes", "benchmark only",
-                  [](const Json&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
+GPUFLEET_REGISTER(Plugin, {.name = "bench-no-node-classes", .description = "benchmark only"},
+                  [](const Params&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
                     return std::unique_ptr<Plugin>(new NoNodeClasses());
                   });
 

@@ -13,6 +13,10 @@
 #include "gpufleet/sim/simulator.h"
 
 namespace gpufleet::sim {
+
+using jobtime::GpuPool;
+using jobtime::JobSpec;
+using jobtime::MakeJobTimePolicy;
 namespace {
 
 std::vector<JobSpec> Tiresias9600() {
@@ -72,7 +76,7 @@ void RunPolicy(benchmark::State& state, const std::vector<JobSpec>& jobs, int gp
   o.placement = devices ? "binpack" : "";
   double avg = 0;
   for (auto _ : state) {
-    auto p = MakePolicy(policy).value();
+    auto p = MakeJobTimePolicy(policy).value();
     auto r = Simulate(pool, jobs, *p, o);
     if (!r.ok()) state.SkipWithError(std::string(r.status().message()).c_str());
     else avg = r->summary.avg_jct;

@@ -259,9 +259,11 @@ void RegisterPythonPlugin(const std::string& name) {
   if (name.empty() || name.find_first_of("(),= ") != std::string::npos)
     throw py::value_error("plugin name \"" + name + "\" must be a non-empty word");
   PythonPluginNames().insert(name);
+  // A Python plugin checks its own arguments (they become the class's keyword arguments).
   Registry<engine::Plugin>::Global().Register(
-      name, "Python plugin (slow path)",
-      [name](const Json& args) -> absl::StatusOr<std::unique_ptr<engine::Plugin>> {
+      {.name = name, .description = "Python plugin (slow path)", .open_params = true},
+      [name](const Params& params) -> absl::StatusOr<std::unique_ptr<engine::Plugin>> {
+        const Json& args = params.json();
         py::gil_scoped_acquire gil;
         try {
           py::object table = py::module_::import("gpufleet.engine").attr("_PYTHON_PLUGINS");

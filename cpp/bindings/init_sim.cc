@@ -14,14 +14,14 @@ namespace py = pybind11;
 namespace gpufleet::bindings {
 namespace {
 
-using sim::GpuPool;
-using sim::JobSpec;
+using jobtime::GpuPool;
+using jobtime::JobSpec;
 
 template <typename T>
 using Arr = py::array_t<T, py::array::c_style | py::array::forcecast>;
 
 template <typename T, typename F>
-py::array_t<T> Column(const std::vector<sim::Job>& jobs, F f) {
+py::array_t<T> Column(const std::vector<jobtime::Job>& jobs, F f) {
   py::array_t<T> out(jobs.size());
   auto v = out.template mutable_unchecked<1>();
   for (size_t i = 0; i < jobs.size(); ++i) v(i) = f(jobs[i]);
@@ -71,7 +71,7 @@ py::dict Simulate(const py::object& cluster, Arr<int64_t> job_id, Arr<double> su
     auto mv = mem.unchecked<1>();
     for (size_t i = 0; i < n; ++i) jobs[i].memory_gib = mv(i);
   }
-  auto policy = Unwrap(sim::MakePolicy(policy_spec));
+  auto policy = Unwrap(jobtime::MakeJobTimePolicy(policy_spec));
   sim::SimOptions o;
   o.tiresias_compat = tiresias_compat;
   o.restore_delay = restore_delay;
@@ -142,9 +142,10 @@ py::dict Simulate(const py::object& cluster, Arr<int64_t> job_id, Arr<double> su
 }  // namespace
 
 void InitSim(py::module_& m) {
-  m.def("sim_policy_names", &sim::PolicyNames, "Registered job-time policy names.");
-  m.def("sim_policy_description", &sim::PolicyDescription, py::arg("name"));
-  m.def("sim_check_policy", [](const std::string& spec) { Unwrap(sim::MakePolicy(spec)); },
+  m.def("sim_policy_names", &jobtime::JobTimePolicyNames, "Registered job-time policy names.");
+  m.def("sim_policy_description", &jobtime::JobTimePolicyDescription, py::arg("name"));
+  m.def("sim_check_policy",
+        [](const std::string& spec) { Unwrap(jobtime::MakeJobTimePolicy(spec)); },
         py::arg("spec"), "Raises KeyError/ValueError if the policy spec is not valid.");
   m.def("sim_run", &Simulate, py::arg("cluster"), py::arg("job_id"), py::arg("submit_time"),
         py::arg("num_gpu"), py::arg("duration"), py::arg("speed"), py::arg("memory_gib"),

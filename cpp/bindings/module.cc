@@ -6,6 +6,7 @@ void InitCore(pybind11::module_& m);
 void InitEngine(pybind11::module_& m);
 void InitSim(pybind11::module_& m);
 void InitReplay(pybind11::module_& m);
+void InitRegistry(pybind11::module_& m);
 }  // namespace gpufleet::bindings
 
 PYBIND11_MODULE(_core, m) {
@@ -14,4 +15,5 @@ PYBIND11_MODULE(_core, m) {
   gpufleet::bindings::InitEngine(m);
   gpufleet::bindings::InitSim(m);
   gpufleet::bindings::InitReplay(m);
+  gpufleet::bindings::InitRegistry(m);
 }

@@ -126,16 +126,16 @@ struct Thing {
 TEST(ConcurrentRegistryTest, RegisterWhileOthersCreate) {
   Registry<Thing> r;
   auto factory = [](int v) {
-    return [v](const Json&) -> absl::StatusOr<std::unique_ptr<Thing>> {
+    return [v](const Params&) -> absl::StatusOr<std::unique_ptr<Thing>> {
       auto t = std::make_unique<Thing>();
       t->v = v;
       return t;
     };
   };
-  r.Register("base", "", factory(7));
+  r.Register({.name = "base"}, factory(7));
   RunThreads(kThreads, [&](int t) {
     for (int k = 0; k < 50; ++k) {
-      if (t == 0) r.Register(absl::StrCat("n", k), "", factory(k));
+      if (t == 0) r.Register({.name = absl::StrCat("n", k)}, factory(k));
       auto made = r.Create("base");
       ASSERT_TRUE(made.ok());
       EXPECT_EQ((*made)->v, 7);

@@ -46,7 +46,9 @@ TEST(EngineConfigTest, ErrorsNameTheProblem) {
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate", "tiers": [{"plugins": ["gang", "predicates", "magic"]}]})J"),
                   "tiers[0].plugins[2]: unknown plugin \"magic\""));
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate", "tiers": [{"plugins": ["predicates", "nodeorder(binpak=1)"]}]})J"),
-                  "unknown parameter"));
+                  "nodeorder: unknown parameter \"binpak\" (did you mean \"binpack\"?)"));
+  EXPECT_TRUE(has(Error(R"J({"actions": "allocate", "tiers": [{"plugins": ["predicates", "nodeorder(binpack=\"lots\")"]}]})J"),
+                  "nodeorder: parameter \"binpack\" has the wrong type (\"lots\"; expected number)"));
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate", "tiers": [{"plugins": ["predicates", "nodeorder(binpack=-1)"]}]})J"),
                   "weights must be finite and >= 0"));
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate", "tiers": [{"plugins": ["predicates", {"name": "deviceshare", "arguments": {"strategy": "nope"}}]}]})J"),
@@ -58,13 +60,13 @@ TEST(EngineConfigTest, ErrorsNameTheProblem) {
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate", "tiers": [{"plugins": ["gang", "predicates"]}, {"plugins": ["gang"]}]})J"),
                   "plugin \"gang\" appears twice"));
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate", "tiers": [{"plugins": ["gang"]}]})J"),
-                  "need the \"predicates\" plugin"));
+                  "\"allocate\" needs a plugin that answers \"predicates\" (registered: predicates)"));
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate, reclaim", "tiers": [{"plugins": ["gang", "predicates"]}]})J"),
-                  "\"reclaim\" needs the \"proportion\" plugin"));
+                  "\"reclaim\" needs a plugin that answers \"overused\" (registered: proportion)"));
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate, preempt", "tiers": [{"plugins": ["predicates", "proportion"]}]})J"),
-                  "\"preempt\" needs a plugin that names victims"));
+                  "\"preempt\" needs a plugin that answers \"preemptable\" (registered: drf, gang, priority)"));
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate", "tiers": [{"plugins": ["predicates", "reservation"]}]})J"),
-                  "needs the \"gang\" plugin"));
+                  "\"reservation\" needs a plugin that answers \"job-ready\" (registered: gang)"));
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate", "tiers": [{"plugins": ["gang", "predicates", "reservation(after_cycles=-2)"]}]})J"),
                   "after_cycles must be >= 0"));
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate", "tiers": []})J"), "\"tiers\" must be a non-empty list"));

@@ -1,6 +1,6 @@
-// The jobtime action: a sim::Policy runs unchanged in the engine. The key check drives the engine
-// through the simulator's own scheduling points and asserts that every job starts at the same time
-// and is preempted (and migrated) as often as in the simulator.
+// The jobtime action: a JobTimePolicy runs unchanged in the engine. The key check drives the
+// engine through the simulator's own scheduling points and asserts that every job starts at the
+// same time and is preempted (and migrated) as often as in the simulator.
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -83,12 +83,12 @@ struct Observed {
 void ExpectSameDecisions(const std::string& policy, const std::vector<TraceJob>& trace,
                          int* moves = nullptr) {
   SCOPED_TRACE(policy);
-  auto pool = sim::GpuPool::FromJson(Json::array(
+  auto pool = jobtime::GpuPool::FromJson(Json::array(
       {{{"name", "v100"}, {"count", 4}}, {{"name", "k80"}, {"count", 4}}}));
   ASSERT_TRUE(pool.ok()) << pool.status();
-  std::vector<sim::JobSpec> specs;
+  std::vector<jobtime::JobSpec> specs;
   for (size_t i = 0; i < trace.size(); ++i) {
-    sim::JobSpec s;
+    jobtime::JobSpec s;
     s.id = static_cast<int64_t>(i);
     s.submit_time = trace[i].submit;
     s.num_gpu = trace[i].gpus;
@@ -96,7 +96,7 @@ void ExpectSameDecisions(const std::string& policy, const std::vector<TraceJob>&
     s.speed = trace[i].speed;
     specs.push_back(s);
   }
-  auto sim_policy = sim::MakePolicy(policy);
+  auto sim_policy = jobtime::MakeJobTimePolicy(policy);
   ASSERT_TRUE(sim_policy.ok()) << sim_policy.status();
   sim::SimOptions options;
   options.record_timeseries = true;
@@ -114,7 +114,7 @@ void ExpectSameDecisions(const std::string& policy, const std::vector<TraceJob>&
   auto name = [](size_t i) { return absl::StrCat("j", i); };
   for (double t : times) {
     for (size_t i = 0; i < trace.size(); ++i) {
-      const sim::Job& done = result->jobs[i];
+      const jobtime::Job& done = result->jobs[i];
       if (done.end_time == t && submitted.count(name(i)) && !deleted.count(name(i))) {
         ASSERT_TRUE(engine->DeleteJob(name(i)).ok());
         deleted.insert(name(i));
@@ -144,7 +144,7 @@ void ExpectSameDecisions(const std::string& policy, const std::vector<TraceJob>&
   int total = 0;
   for (size_t i = 0; i < trace.size(); ++i) {
     SCOPED_TRACE(name(i));
-    const sim::Job& expect = result->jobs[i];
+    const jobtime::Job& expect = result->jobs[i];
     EXPECT_EQ(seen[name(i)].first_start, expect.first_start);
     EXPECT_EQ(seen[name(i)].preemptions, expect.preemptions);
     EXPECT_EQ(seen[name(i)].migrations, expect.migrations);

@@ -78,8 +78,8 @@ class NoNodeClasses : public Plugin {
   std::string name() const override { return "test-no-node-classes"; }
   void OnSessionOpen(Session& s) override { s.DisableNodeClasses(); }
 };
-GPUFLEET_REGISTER(Plugin, "test-no-node-classes", "test only",
-                  [](const Json&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
+GPUFLEET_REGISTER(Plugin, {.name = "test-no-node-classes", .description = "test only"},
+                  [](const Params&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
                     return std::unique_ptr<Plugin>(new NoNodeClasses());
                   });
 

@@ -7,36 +7,40 @@
 #include "gpufleet/policies/lp_simplex.h"
 #include "gpufleet/sim/simulator.h"
 
-namespace gpufleet::sim {
+namespace gpufleet::jobtime {
 namespace {
+
+using sim::SimOptions;
+using sim::Simulate;
 
 TEST(LpSimplex, SolvesATextbookLp) {
   // max 3x + 5y  s.t.  x <= 4, 2y <= 12, 3x + 2y <= 18: optimum 36 at (2, 6).
-  LpResult r = MaximizeLp({{1, 0}, {0, 2}, {3, 2}}, {4, 12, 18}, {3, 5});
-  ASSERT_TRUE(r.optimal) << r.error;
-  EXPECT_NEAR(r.objective, 36, 1e-9);
-  EXPECT_NEAR(r.x[0], 2, 1e-9);
-  EXPECT_NEAR(r.x[1], 6, 1e-9);
+  absl::StatusOr<LpSolution> r = MaximizeLp({{1, 0}, {0, 2}, {3, 2}}, {4, 12, 18}, {3, 5});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_NEAR(r->objective, 36, 1e-9);
+  EXPECT_NEAR(r->x[0], 2, 1e-9);
+  EXPECT_NEAR(r->x[1], 6, 1e-9);
 }
 
 TEST(LpSimplex, DegenerateStartAndMaxMinShape) {
   // max t s.t. t <= x1, t <= 2 x2, x1 + x2 <= 3: t = 2 at x1 = 2, x2 = 1 (rows with b = 0).
-  LpResult r = MaximizeLp({{1, -1, 0}, {1, 0, -2}, {0, 1, 1}}, {0, 0, 3}, {1, 0, 0});
-  ASSERT_TRUE(r.optimal) << r.error;
-  EXPECT_NEAR(r.objective, 2, 1e-9);
-  EXPECT_NEAR(r.x[1], 2, 1e-9);
-  EXPECT_NEAR(r.x[2], 1, 1e-9);
+  absl::StatusOr<LpSolution> r =
+      MaximizeLp({{1, -1, 0}, {1, 0, -2}, {0, 1, 1}}, {0, 0, 3}, {1, 0, 0});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_NEAR(r->objective, 2, 1e-9);
+  EXPECT_NEAR(r->x[1], 2, 1e-9);
+  EXPECT_NEAR(r->x[2], 1, 1e-9);
 }
 
 TEST(LpSimplex, UnboundedAndBadInputAreReported) {
-  LpResult unbounded = MaximizeLp({{-1}}, {1}, {1});
-  EXPECT_FALSE(unbounded.optimal);
-  EXPECT_EQ(unbounded.error, "unbounded");
-  LpResult negative = MaximizeLp({{1}}, {-1}, {1});
-  EXPECT_FALSE(negative.optimal);
-  EXPECT_NE(negative.error.find("b must be"), std::string::npos);
-  LpResult ragged = MaximizeLp({{1, 2}}, {1}, {1});
-  EXPECT_FALSE(ragged.optimal);
+  absl::StatusOr<LpSolution> unbounded = MaximizeLp({{-1}}, {1}, {1});
+  EXPECT_EQ(unbounded.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(unbounded.status().message(), "unbounded");
+  absl::StatusOr<LpSolution> negative = MaximizeLp({{1}}, {-1}, {1});
+  EXPECT_EQ(negative.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(negative.status().message().find("b must be"), std::string::npos);
+  absl::StatusOr<LpSolution> ragged = MaximizeLp({{1, 2}}, {1}, {1});
+  EXPECT_EQ(ragged.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 JobSpec Job2(int64_t id, double work, std::vector<double> speed) {
@@ -58,7 +62,7 @@ TEST(GavelLp, RoundsRealiseTheMaxMinAllocation) {
                                                 {{"name", "k80"}, {"count", 1}}}))
                      .value();
   std::vector<JobSpec> jobs = {Job2(1, 10000, {1.0, 0.5}), Job2(2, 10000, {1.0, 0.1})};
-  auto policy = MakePolicy("gavel-lp").value();
+  auto policy = MakeJobTimePolicy("gavel-lp").value();
   auto r = Simulate(pool, jobs, *policy, SimOptions{}).value();
   EXPECT_NEAR(r.jobs[0].end_time, 13333, 13333 * 0.03);
   EXPECT_NEAR(r.jobs[1].end_time, 13333 + 2667, 400);  // up to one round late on the fast GPU
@@ -71,8 +75,10 @@ TEST(GavelLp, RoundsRealiseTheMaxMinAllocation) {
 // at x = 7/12: both reach t = 1.1875. Blind to speeds, every split of the time is equally fair
 // (t = 1 in its own terms), so the agnostic LP cannot prefer that allocation.
 TEST(GavelLp, AwareSharesFavourTheJobThatGainsMost) {
-  MaxMinShares aware = SolveMaxMinShares({{1, 1, {1.0, 0.5}}, {1, 1, {1.0, 0.1}}}, {1, 2});
-  ASSERT_TRUE(aware.ok);
+  absl::StatusOr<MaxMinShares> solved =
+      SolveMaxMinShares({{1, 1, {1.0, 0.5}}, {1, 1, {1.0, 0.1}}}, {1, 2});
+  ASSERT_TRUE(solved.ok()) << solved.status();
+  const MaxMinShares& aware = *solved;
   EXPECT_NEAR(aware.t, 1.1875, 1e-6);
   EXPECT_NEAR(aware.x[0][0], 7.0 / 12, 1e-6);
   EXPECT_NEAR(aware.x[1][0], 5.0 / 12, 1e-6);
@@ -83,19 +89,21 @@ TEST(GavelLp, AwareSharesFavourTheJobThatGainsMost) {
     EXPECT_GE((speed[k][0] * aware.x[k][0] + speed[k][1] * aware.x[k][1]) / equal[k],
               aware.t - 1e-9);
   // Identical jobs form one class: two of them share the V100 half-and-half.
-  MaxMinShares same = SolveMaxMinShares({{2, 1, {1.0, 1.0}}}, {1, 2});
-  ASSERT_TRUE(same.ok);
-  EXPECT_NEAR(same.t, 1.0, 1e-6);
-  EXPECT_LE(2 * same.x[0][0], 1.0 + 1e-9);
-  EXPECT_FALSE(SolveMaxMinShares({{1, 1, {1.0}}}, {1, 2}).ok) << "speeds of the wrong length";
+  absl::StatusOr<MaxMinShares> same = SolveMaxMinShares({{2, 1, {1.0, 1.0}}}, {1, 2});
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_NEAR(same->t, 1.0, 1e-6);
+  EXPECT_LE(2 * same->x[0][0], 1.0 + 1e-9);
+  EXPECT_EQ(SolveMaxMinShares({{1, 1, {1.0}}}, {1, 2}).status().code(),
+            absl::StatusCode::kInvalidArgument)
+      << "speeds of the wrong length";
 }
 
 TEST(GavelLp, BadParametersAreNamed) {
-  auto bad = MakePolicy("gavel-lp(round_duration=0)");
+  auto bad = MakeJobTimePolicy("gavel-lp(round_duration=0)");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("gavel-lp"), std::string::npos);
-  EXPECT_FALSE(MakePolicy("gavel-lp(rounds=3)").ok());
+  EXPECT_FALSE(MakeJobTimePolicy("gavel-lp(rounds=3)").ok());
 }
 
 }  // namespace
-}  // namespace gpufleet::sim
+}  // namespace gpufleet::jobtime

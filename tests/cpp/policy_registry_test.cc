@@ -6,29 +6,36 @@
 #include "gpufleet/sim/simulator.h"
 
 namespace gpufleet::sim {
+
+using jobtime::GpuPool;
+using jobtime::JobSpec;
+using jobtime::JobTimePolicy;
+using jobtime::JobTimePolicyDescription;
+using jobtime::JobTimePolicyNames;
+using jobtime::MakeJobTimePolicy;
 namespace {
 
 TEST(PolicyRegistry, ExpectedNamesAndNoDuplicates) {
-  auto names = PolicyNames();
+  auto names = JobTimePolicyNames();
   for (const char* n : {"fifo", "sjf", "srtf", "las", "dlas-gpu", "gittins", "hetero-las",
                         "gavel-maxmin"})
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
-  EXPECT_TRUE(Registry<Policy>::Global().DuplicateNames().empty());
-  EXPECT_FALSE(PolicyDescription("dlas-gpu").empty());
+  EXPECT_TRUE(Registry<JobTimePolicy>::Global().DuplicateNames().empty());
+  EXPECT_FALSE(JobTimePolicyDescription("dlas-gpu").empty());
 }
 
 TEST(PolicyRegistry, SpecsAndErrors) {
-  EXPECT_TRUE(MakePolicy("dlas-gpu(queue_limits=[3250,7200])").ok());
-  EXPECT_TRUE(MakePolicy("hetero-las(priority_threshold_ratio=1.5, swap=false)").ok());
-  auto unknown = MakePolicy("lottery");
+  EXPECT_TRUE(MakeJobTimePolicy("dlas-gpu(queue_limits=[3250,7200])").ok());
+  EXPECT_TRUE(MakeJobTimePolicy("hetero-las(priority_threshold_ratio=1.5, swap=false)").ok());
+  auto unknown = MakeJobTimePolicy("lottery");
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_FALSE(MakePolicy("dlas-gpu(queue_limits=[7200,3250])").ok());
-  EXPECT_FALSE(MakePolicy("dlas-gpu(queue_limit=[1])").ok());  // typo
-  EXPECT_FALSE(MakePolicy("fifo(backfill=3)").ok());
-  EXPECT_FALSE(MakePolicy("gittins").ok());  // no distribution
-  EXPECT_FALSE(MakePolicy("gittins(distribution_file=\"/nonexistent.csv\")").ok());
-  EXPECT_FALSE(MakePolicy("las(service=\"memory\")").ok());
+  EXPECT_FALSE(MakeJobTimePolicy("dlas-gpu(queue_limits=[7200,3250])").ok());
+  EXPECT_FALSE(MakeJobTimePolicy("dlas-gpu(queue_limit=[1])").ok());  // typo
+  EXPECT_FALSE(MakeJobTimePolicy("fifo(backfill=3)").ok());
+  EXPECT_FALSE(MakeJobTimePolicy("gittins").ok());  // no distribution
+  EXPECT_FALSE(MakeJobTimePolicy("gittins(distribution_file=\"/nonexistent.csv\")").ok());
+  EXPECT_FALSE(MakeJobTimePolicy("las(service=\"memory\")").ok());
 }
 
 JobSpec J(int64_t id, double submit, int gpus, double duration, std::vector<double> speed = {}) {
@@ -44,7 +51,7 @@ JobSpec J(int64_t id, double submit, int gpus, double duration, std::vector<doub
 SimResult RunSim(const Json& cluster, std::vector<JobSpec> jobs, const std::string& policy,
                  SimOptions o = {}) {
   GpuPool pool = GpuPool::FromJson(cluster).value();
-  auto p = MakePolicy(policy).value();
+  auto p = MakeJobTimePolicy(policy).value();
   auto r = Simulate(pool, std::move(jobs), *p, o);
   EXPECT_TRUE(r.ok()) << r.status();
   return *std::move(r);

@@ -19,6 +19,10 @@
   } while (0)
 
 namespace gpufleet::sim {
+
+using jobtime::GpuPool;
+using jobtime::JobSpec;
+using jobtime::MakeJobTimePolicy;
 namespace {
 
 std::vector<JobSpec> LoadSixtyJobs(bool* found) {
@@ -43,7 +47,7 @@ std::vector<JobSpec> LoadSixtyJobs(bool* found) {
 
 double AvgJct(const std::string& policy, bool compat, const std::vector<JobSpec>& jobs) {
   GpuPool pool = GpuPool::FromJson({{"gpu", 8}}).value();
-  auto p = MakePolicy(policy).value();
+  auto p = MakeJobTimePolicy(policy).value();
   SimOptions o;
   o.tiresias_compat = compat;
   auto r = Simulate(pool, jobs, *p, o);

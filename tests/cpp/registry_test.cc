@@ -56,17 +56,21 @@ struct Widget {
   int size = 0;
 };
 
-absl::StatusOr<std::unique_ptr<Widget>> MakeWidget(const Json& p) {
-  absl::Status known = CheckKnownParams(p, "widget", {"size"});
-  if (!known.ok()) return known;
-  auto size = Param<int>(p, "widget", "size", 1);
+absl::StatusOr<std::unique_ptr<Widget>> MakeWidget(const Params& p) {
+  auto size = p.Get<int>("size");
   if (!size.ok()) return size.status();
   auto w = std::make_unique<Widget>();
   w->size = *size;
   return w;
 }
 
-GPUFLEET_REGISTER(Widget, "registered-by-macro", "a test widget", MakeWidget);
+Registration WidgetInfo(std::string name, std::string description) {
+  return {.name = std::move(name),
+          .description = std::move(description),
+          .params = {{"size", ParamType::kInt, 1, "widget size"}}};
+}
+
+GPUFLEET_REGISTER(Widget, WidgetInfo("registered-by-macro", "a test widget"), MakeWidget);
 
 TEST(RegistryTest, MacroRegistersGlobally) {
   EXPECT_TRUE(Registry<Widget>::Global().Contains("registered-by-macro"));
@@ -76,9 +80,9 @@ TEST(RegistryTest, MacroRegistersGlobally) {
 
 TEST(RegistryTest, RegisterCreateAndDuplicates) {
   Registry<Widget> r;
-  EXPECT_TRUE(r.Register("b", "second", MakeWidget));
-  EXPECT_TRUE(r.Register("a", "first", MakeWidget));
-  EXPECT_FALSE(r.Register("a", "again", MakeWidget));
+  EXPECT_TRUE(r.Register(WidgetInfo("b", "second"), MakeWidget));
+  EXPECT_TRUE(r.Register(WidgetInfo("a", "first"), MakeWidget));
+  EXPECT_FALSE(r.Register(WidgetInfo("a", "again"), MakeWidget));
   EXPECT_EQ(r.DuplicateNames(), std::vector<std::string>{"a"});
   EXPECT_EQ(r.Description("a"), "first");  // the first registration stays
   EXPECT_EQ(r.Names(), (std::vector<std::string>{"a", "b"}));
@@ -89,14 +93,39 @@ TEST(RegistryTest, RegisterCreateAndDuplicates) {
   auto d = r.Create("b", Json());  // null parameters read as {}
   ASSERT_TRUE(IsOk(d));
   EXPECT_EQ((*d)->size, 1);
-  EXPECT_TRUE(IsError(r.Create("c"), absl::StatusCode::kNotFound,
-                      {"unknown widget \"c\"; known: a, b"}));
+  EXPECT_TRUE(IsError(r.Create("zzzz"), absl::StatusCode::kNotFound,
+                      {"unknown widget \"zzzz\"; known: a, b"}));
   EXPECT_TRUE(IsError(r.Create("a", Json::array({1})), absl::StatusCode::kInvalidArgument,
                       {"widget \"a\": parameters must be an object"}));
   EXPECT_TRUE(IsError(r.Create("a", Json{{"size", "big"}}), absl::StatusCode::kInvalidArgument,
-                      {"widget: parameter \"size\" has the wrong type", "\"big\""}));
+                      {"a: parameter \"size\" has the wrong type", "\"big\"", "expected int"}));
   EXPECT_TRUE(IsError(r.Create("a", Json{{"colour", 1}}), absl::StatusCode::kInvalidArgument,
-                      {"widget: unknown parameter \"colour\"; known: size"}));
+                      {"a: unknown parameter \"colour\"; known: size"}));
+  // A near miss gets a suggestion; a value out of the factory's range is still its error.
+  EXPECT_TRUE(IsError(r.Create("a", Json{{"sise", 1}}), absl::StatusCode::kInvalidArgument,
+                      {"unknown parameter \"sise\" (did you mean \"size\"?)"}));
+  EXPECT_TRUE(IsError(r.Create("a", Json{{"size", int64_t{1} << 40}}),
+                      absl::StatusCode::kInvalidArgument, {"a: parameter \"size\""}));
+  EXPECT_TRUE(IsError(r.Create("bb"), absl::StatusCode::kNotFound,
+                      {"unknown widget \"bb\" (did you mean \"b\"?); known: a, b"}));
+}
+
+TEST(RegistryTest, MetadataListsParametersWithDefaults) {
+  Registry<Widget> r;
+  Registration info = WidgetInfo("w", "a widget");
+  info.capabilities = {"round"};
+  ASSERT_TRUE(r.Register(info, MakeWidget));
+  auto got = r.Info("w");
+  ASSERT_TRUE(IsOk(got));
+  EXPECT_EQ(got->description, "a widget");
+  ASSERT_EQ(got->params.size(), 1u);
+  EXPECT_EQ(got->params[0].name, "size");
+  EXPECT_EQ(got->params[0].default_value, Json(1));
+  EXPECT_TRUE(r.HasCapability("w", "round"));
+  EXPECT_FALSE(r.HasCapability("w", "square"));
+  EXPECT_FALSE(r.HasCapability("absent", "round"));
+  EXPECT_TRUE(IsError(r.Info("absent"), absl::StatusCode::kNotFound, {"unknown widget"}));
+  EXPECT_EQ(r.Infos().size(), 1u);
 }
 
 TEST(RegistryTest, ParseSpecWithListsAndStrings) {

@@ -253,6 +253,36 @@ std::vector<OpenbPod> SmallPods() {
   return pods;
 }
 
+// A strategy that records the parameters it was built with (and places like binpack), to check
+// that the replay fills what a strategy declares rather than what a name list says.
+Json& RecordedReplayParams() {
+  static Json* recorded = new Json();
+  return *recorded;
+}
+GPUFLEET_REGISTER(PlacementStrategy,
+                  {.name = "test-replay-params",
+                   .description = "test only: binpack that records its parameters",
+                   .params = {{"seed", ParamType::kInt, 0, "recorded"},
+                              {"workload", ParamType::kAny, nullptr, "recorded"}}},
+                  [](const Params& p) -> absl::StatusOr<std::unique_ptr<PlacementStrategy>> {
+                    RecordedReplayParams() = p.json();
+                    return MakeStrategy("binpack");
+                  });
+
+TEST(OpenbReplay, DeclaredSeedAndWorkloadParametersAreFilled) {
+  OpenbReplayOptions o;
+  o.policy = "test-replay-params";
+  o.seed = 7;
+  ASSERT_TRUE(ReplayOpenb(SmallNodes(), SmallPods(), o).ok());
+  EXPECT_EQ(RecordedReplayParams()["seed"], Json(7));
+  ASSERT_TRUE(RecordedReplayParams().contains("workload"));
+  EXPECT_TRUE(GpuWorkload::FromJson(RecordedReplayParams()["workload"]).ok());
+  // What the caller gives wins.
+  o.params = {{"seed", 3}};
+  ASSERT_TRUE(ReplayOpenb(SmallNodes(), SmallPods(), o).ok());
+  EXPECT_EQ(RecordedReplayParams()["seed"], Json(3));
+}
+
 TEST(OpenbReplay, DeterministicAndConsistent) {
   for (const char* policy : {"random", "dotprod", "gpu-clustering", "gpu-packing", "bestfit", "fgd"}) {
     OpenbReplayOptions o;

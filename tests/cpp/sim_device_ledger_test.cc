@@ -8,6 +8,11 @@
 #include "gpufleet/sim/simulator.h"
 
 namespace gpufleet::sim {
+
+using jobtime::GpuPool;
+using jobtime::JobSpec;
+using jobtime::JobTimePolicy;
+using jobtime::JobTimePolicyNames;
 namespace {
 
 GpuPool LedgerPool(const Json& spec) { return GpuPool::FromJson(spec).value(); }
@@ -86,15 +91,16 @@ TEST(SimDeviceLedger, DevicesNeverChangeTheTimingOfAnyPolicy) {
     jobs.push_back(s);
   }
   int64_t spanning = 0;
-  for (std::string name : PolicyNames()) {
-    if (name == "gittins") name = "gittins(durations=[100,500,1000,3000])";  // needs a distribution
+  const Registry<JobTimePolicy>& registry = Registry<JobTimePolicy>::Global();
+  for (const std::string& name : JobTimePolicyNames()) {
     SCOPED_TRACE(name);
+    const Json params = registry.Info(name)->ExampleParams();  // gittins' example distribution
     SimOptions counts, devices;
     counts.placement = "";
     devices.placement = "binpack";
     devices.restore_delay = counts.restore_delay = 5;
-    auto p1 = MakePolicy(name);
-    auto p2 = MakePolicy(name);
+    auto p1 = registry.Create(name, params);
+    auto p2 = registry.Create(name, params);
     ASSERT_TRUE(p1.ok() && p2.ok());
     auto a = Simulate(pool, jobs, **p1, counts);
     auto b = Simulate(pool, jobs, **p2, devices);

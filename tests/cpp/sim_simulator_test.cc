@@ -4,6 +4,14 @@
 #include "gpufleet/sim/simulator.h"
 
 namespace gpufleet::sim {
+
+using jobtime::Assignment;
+using jobtime::CheckPlan;
+using jobtime::GpuPool;
+using jobtime::Job;
+using jobtime::JobSpec;
+using jobtime::JobState;
+using jobtime::MakeJobTimePolicy;
 namespace {
 
 GpuPool Pool(const Json& spec) { return GpuPool::FromJson(spec).value(); }
@@ -20,7 +28,7 @@ JobSpec SimJob(int64_t id, double submit, int gpus, double duration, std::vector
 
 SimResult RunSim(const GpuPool& pool, std::vector<JobSpec> jobs, const std::string& policy,
               SimOptions o = {}) {
-  auto p = MakePolicy(policy);
+  auto p = MakeJobTimePolicy(policy);
   EXPECT_TRUE(p.ok()) << p.status();
   auto r = Simulate(pool, std::move(jobs), **p, o);
   EXPECT_TRUE(r.ok()) << r.status();
@@ -80,7 +88,7 @@ TEST(SimSimulator, TimeseriesTracksBusyGpus) {
 
 TEST(SimSimulator, RejectsJobsThatCanNeverRun) {
   GpuPool pool = Pool({{"v100", 4}, {"k80", 8}});
-  auto p = MakePolicy("fifo");
+  auto p = MakeJobTimePolicy("fifo");
   ASSERT_TRUE(p.ok());
   auto r = Simulate(pool, {SimJob(7, 0, 16, 10)}, **p, {});
   ASSERT_FALSE(r.ok());

@@ -236,7 +236,7 @@ def test_cli_errors(tmp_path, capsys):
     conf = tmp_path / "c.yaml"
     conf.write_text("actions: allocate\ntiers: [{plugins: [gang]}]\n")
     assert main(["cycle", str(bad), "--conf", str(conf)]) == 2
-    assert 'need the "predicates" plugin' in capsys.readouterr().err
+    assert 'needs a plugin that answers "predicates"' in capsys.readouterr().err
 
 
 def test_a_queue_read_back_is_the_queue_written():

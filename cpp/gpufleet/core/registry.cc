@@ -1,8 +1,10 @@
 #include "gpufleet/core/registry.h"
 
+#include <algorithm>
 #include <set>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "gpufleet/core/json_text.h"
 
 namespace gpufleet {
@@ -68,6 +70,120 @@ absl::Status CheckKnownParams(const Json& params, const std::string& owner,
           "%s: unknown parameter \"%s\"; known: %s", owner, it.key(), absl::StrJoin(known, ", ")));
   }
   return absl::OkStatus();
+}
+
+}  // namespace gpufleet
+
+namespace gpufleet {
+
+const char* ParamTypeName(ParamType type) {
+  switch (type) {
+    case ParamType::kBool: return "bool";
+    case ParamType::kInt: return "int";
+    case ParamType::kNumber: return "number";
+    case ParamType::kString: return "string";
+    case ParamType::kNumberList: return "list of numbers";
+    case ParamType::kAny: return "any";
+  }
+  return "any";
+}
+
+bool HasParamType(const Json& v, ParamType type) {
+  switch (type) {
+    case ParamType::kBool: return v.is_boolean();
+    case ParamType::kInt: return v.is_number_integer();
+    case ParamType::kNumber: return v.is_number();
+    case ParamType::kString: return v.is_string();
+    case ParamType::kNumberList:
+      if (!v.is_array()) return false;
+      for (const Json& e : v)
+        if (!e.is_number()) return false;
+      return true;
+    case ParamType::kAny: return true;
+  }
+  return true;
+}
+
+bool Registration::Has(const std::string& capability) const {
+  return std::find(capabilities.begin(), capabilities.end(), capability) != capabilities.end();
+}
+
+const ParamSpec* Registration::FindParam(const std::string& key) const {
+  for (const ParamSpec& p : params)
+    if (p.name == key) return &p;
+  return nullptr;
+}
+
+Json Registration::ExampleParams() const {
+  Json out = Json::object();
+  for (const ParamSpec& p : params)
+    if (p.default_value.is_null() && !p.example.is_null()) out[p.name] = p.example;
+  return out;
+}
+
+namespace {
+
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::string ClosestName(const std::string& name, const std::vector<std::string>& known) {
+  const std::string* best = nullptr;
+  size_t best_distance = 0, best_prefix = 0;
+  for (const std::string& k : known) {
+    const size_t d = EditDistance(name, k);
+    // Ties go to the longer shared prefix: "gpu" is closer to "gpus" than to "cpu".
+    const size_t prefix =
+        std::mismatch(name.begin(), name.end(), k.begin(), k.end()).first - name.begin();
+    if (best == nullptr || d < best_distance || (d == best_distance && prefix > best_prefix)) {
+      best = &k;
+      best_distance = d;
+      best_prefix = prefix;
+    }
+  }
+  // A near miss: a typo or two, scaled with the word so short keys don't match everything.
+  if (best != nullptr && best_distance <= std::max<size_t>(2, best->size() / 3)) return *best;
+  return "";
+}
+
+absl::StatusOr<Json> CheckDeclaredParams(const Registration& r, const Json& params,
+                                         const std::string& owner) {
+  if (!params.is_object())
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: parameters must be an object, got %s", owner, params.dump()));
+  std::vector<std::string> known;
+  for (const ParamSpec& p : r.params) known.push_back(p.name);
+  Json out = params;
+  for (auto it = params.begin(); it != params.end(); ++it) {
+    const ParamSpec* spec = r.FindParam(it.key());
+    if (spec == nullptr) {
+      std::string hint = ClosestName(it.key(), known);
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: unknown parameter \"%s\"%s; known: %s", owner, it.key(),
+          hint.empty() ? "" : absl::StrFormat(" (did you mean \"%s\"?)", hint),
+          known.empty() ? "none" : absl::StrJoin(known, ", ")));
+    }
+    if (!HasParamType(*it, spec->type))
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: parameter \"%s\" has the wrong type (%s; expected %s)", owner,
+                          it.key(), it->dump(), ParamTypeName(spec->type)));
+  }
+  for (const ParamSpec& p : r.params)
+    if (!out.contains(p.name) && !p.default_value.is_null()) out[p.name] = p.default_value;
+  return out;
 }
 
 }  // namespace gpufleet

@@ -1,7 +1,7 @@
 // An action is one step of the cycle (enqueue, allocate, backfill, preempt, reclaim, jobtime).
 // Actions own the loops, the statements and the early exits; every policy question goes to the
-// session's plugin callbacks (jobtime asks a sim::Policy instead). Actions register by name like
-// plugins.
+// session's plugin callbacks (jobtime asks a
+// JobTimePolicy instead). Actions register by name like plugins.
 #ifndef GPUFLEET_ENGINE_ACTION_H_
 #define GPUFLEET_ENGINE_ACTION_H_
 
@@ -14,6 +14,11 @@
 #include "gpufleet/engine/session.h"
 
 namespace gpufleet::engine {
+
+// Capabilities an action declares in its registration (see core/registry.h).
+inline constexpr char kPlacesTasks[] = "places-tasks";  // binds tasks: needs "predicates"
+inline constexpr char kAdmitsJobs[] = "admits-jobs";    // must run first in the cycle
+inline constexpr char kEvicts[] = "evicts";             // may evict running tasks
 
 class Action {
  public:

@@ -1,7 +1,9 @@
 #include "gpufleet/engine/config.h"
 
+#include <cstring>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -98,9 +100,12 @@ absl::StatusOr<Config> ConfigFromJson(const Json& j) {
       return Inconsistent(absl::StrFormat("action \"%s\" is listed twice", a.name));
     c.actions.push_back(std::move(a));
   }
+  const Registry<Action>& action_registry = Registry<Action>::Global();
   for (size_t i = 1; i < c.actions.size(); ++i)
-    if (c.actions[i].name == "enqueue")
-      return Inconsistent("\"enqueue\" must be the first action (it admits the jobs the others place)");
+    if (action_registry.HasCapability(c.actions[i].name, kAdmitsJobs))
+      return Inconsistent(absl::StrFormat(
+          "\"%s\" must be the first action (it admits the jobs the others place)",
+          c.actions[i].name));
   // Tiers.
   auto tiers = j.find("tiers");
   if (tiers == j.end() || !tiers->is_array() || tiers->empty())
@@ -126,28 +131,40 @@ absl::StatusOr<Config> ConfigFromJson(const Json& j) {
     }
     if (c.tiers.back().empty()) return Inconsistent(where + " has no plugins");
   }
-  // Settings that cannot work together.
-  bool places = false;
-  for (const auto& a : c.actions)
-    places |= a.name == "allocate" || a.name == "backfill" || a.name == "preempt" ||
-              a.name == "reclaim" || a.name == "jobtime";
-  if (places && !plugins.count("predicates"))
-    return Inconsistent("actions that place tasks need the \"predicates\" plugin (resource and "
-                        "node-constraint checks)");
-  // Plugins registered from outside the core (Python) may name victims; give them the benefit.
-  bool custom = false;
-  for (const std::string& p : plugins)
-    custom |= !std::set<std::string>{"deviceshare", "drf", "gang", "nodeorder", "predicates",
-                                     "priority", "proportion", "reservation"}
-                   .count(p);
-  if (seen.count("preempt") && !custom && !plugins.count("priority") && !plugins.count("drf") &&
-      !plugins.count("gang"))
-    return Inconsistent("\"preempt\" needs a plugin that names victims (priority, drf or gang)");
-  if (seen.count("reclaim") && !plugins.count("proportion"))
-    return Inconsistent("\"reclaim\" needs the \"proportion\" plugin (deserved shares decide "
-                        "which queues give back)");
-  if (plugins.count("reservation") && !plugins.count("gang"))
-    return Inconsistent("\"reservation\" holds resources for gangs; it needs the \"gang\" plugin");
+  // Settings that cannot work together, from what actions and plugins declare: an action that
+  // places tasks needs a plugin that checks predicates, and a "needs:X" capability needs a
+  // plugin that answers X.
+  const Registry<Plugin>& plugin_registry = Registry<Plugin>::Global();
+  auto answered = [&](const std::string& capability) {
+    for (const std::string& p : plugins)
+      if (plugin_registry.HasCapability(p, capability)) return true;
+    return false;
+  };
+  auto missing = [&](const std::string& who, const std::string& capability) {
+    std::vector<std::string> providers;
+    for (const Registration& r : plugin_registry.Infos())
+      if (r.Has(capability)) providers.push_back(r.name);
+    return Inconsistent(absl::StrFormat(
+        "\"%s\" needs a plugin that answers \"%s\" (registered: %s)", who, capability,
+        providers.empty() ? "none" : absl::StrJoin(providers, ", ")));
+  };
+  auto needs = [](const Registration& r) {
+    std::vector<std::string> out;
+    for (const std::string& cap : r.capabilities)
+      if (absl::StartsWith(cap, kNeedsPrefix)) out.push_back(cap.substr(strlen(kNeedsPrefix)));
+    return out;
+  };
+  for (const auto& a : c.actions) {
+    ASSIGN_OR_RETURN(Registration info, action_registry.Info(a.name));
+    if (info.Has(kPlacesTasks) && !answered(kPredicates)) return missing(a.name, kPredicates);
+    for (const std::string& need : needs(info))
+      if (!answered(need)) return missing(a.name, need);
+  }
+  for (const std::string& p : plugins) {
+    ASSIGN_OR_RETURN(Registration info, plugin_registry.Info(p));
+    for (const std::string& need : needs(info))
+      if (!answered(need)) return missing(p, need);
+  }
   return c;
 }
 

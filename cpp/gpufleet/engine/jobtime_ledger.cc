@@ -12,7 +12,7 @@ JobtimeLedger::JobtimeLedger() {
   view_.busy = &busy_;
 }
 
-void JobtimeLedger::SetPool(const sim::GpuPool* pool) {
+void JobtimeLedger::SetPool(const jobtime::GpuPool* pool) {
   view_.pool = pool;
   SetNumModels(pool->num_models());
 }
@@ -26,11 +26,11 @@ int JobtimeLedger::Find(const std::string& name) const {
   return it == index_.end() ? -1 : it->second;
 }
 
-int JobtimeLedger::Add(const std::string& name, sim::JobSpec spec) {
+int JobtimeLedger::Add(const std::string& name, jobtime::JobSpec spec) {
   const int i = size();
-  sim::Job j;
+  jobtime::Job j;
   j.spec = std::move(spec);
-  j.state = sim::JobState::kPending;
+  j.state = jobtime::JobState::kPending;
   j.wait_since = j.spec.submit_time;
   j.last_update = view_.now;
   jobs_.push_back(std::move(j));
@@ -39,12 +39,12 @@ int JobtimeLedger::Add(const std::string& name, sim::JobSpec spec) {
   return i;
 }
 
-void JobtimeLedger::Advance(sim::Job& j) {
-  sim::AdvanceJob(j, view_.now, view_.pool->model(j.model).perf_factor);
+void JobtimeLedger::Advance(jobtime::Job& j) {
+  jobtime::AdvanceJob(j, view_.now, view_.pool->model(j.model).perf_factor);
 }
 
 void JobtimeLedger::AddRunning(int i, int model) {
-  sim::Job& j = jobs_[i];
+  jobtime::Job& j = jobs_[i];
   j.running_pos = static_cast<int>(running_.size());
   running_.push_back(i);
   busy_[model] += j.spec.num_gpu;
@@ -53,7 +53,7 @@ void JobtimeLedger::AddRunning(int i, int model) {
 // Swap-with-last removal, as the simulator does: policies that iterate the running list see the
 // same order in both.
 void JobtimeLedger::RemoveRunning(int i) {
-  sim::Job& j = jobs_[i];
+  jobtime::Job& j = jobs_[i];
   const int pos = j.running_pos;
   const int last = running_.back();
   running_[pos] = last;
@@ -64,9 +64,9 @@ void JobtimeLedger::RemoveRunning(int i) {
 }
 
 void JobtimeLedger::Start(int i, int model) {
-  sim::Job& j = jobs_[i];
+  jobtime::Job& j = jobs_[i];
   const double now = view_.now;
-  j.state = sim::JobState::kRunning;
+  j.state = jobtime::JobState::kRunning;
   j.model = model;
   j.queueing_delay += now - j.wait_since;
   j.last_update = now;
@@ -76,17 +76,17 @@ void JobtimeLedger::Start(int i, int model) {
 }
 
 void JobtimeLedger::Preempt(int i) {
-  sim::Job& j = jobs_[i];
+  jobtime::Job& j = jobs_[i];
   Advance(j);
   RemoveRunning(i);
-  j.state = sim::JobState::kPending;
+  j.state = jobtime::JobState::kPending;
   j.wait_since = view_.now;
   j.model = -1;
   ++j.preemptions;
 }
 
 void JobtimeLedger::Migrate(int i, int model) {
-  sim::Job& j = jobs_[i];
+  jobtime::Job& j = jobs_[i];
   Advance(j);
   busy_[j.model] -= j.spec.num_gpu;
   busy_[model] += j.spec.num_gpu;
@@ -101,26 +101,26 @@ void JobtimeLedger::UndoMigration(int i) {
 }
 
 void JobtimeLedger::Finish(int i) {
-  sim::Job& j = jobs_[i];
-  if (j.state == sim::JobState::kRunning) {
+  jobtime::Job& j = jobs_[i];
+  if (j.state == jobtime::JobState::kRunning) {
     Advance(j);
     RemoveRunning(i);
-  } else if (j.state == sim::JobState::kPending) {
+  } else if (j.state == jobtime::JobState::kPending) {
     j.queueing_delay += view_.now - j.wait_since;  // cancelled while waiting
   }
   j.end_time = view_.now;
-  j.state = sim::JobState::kDone;
+  j.state = jobtime::JobState::kDone;
   index_.erase(names_[i]);
 }
 
-absl::Status JobtimeLedger::Validate(const std::vector<sim::Assignment>& plan,
+absl::Status JobtimeLedger::Validate(const std::vector<jobtime::Assignment>& plan,
                                      bool keep_unlisted) {
   planned_.resize(jobs_.size(), -1);
-  absl::Status s = sim::CheckPlan(
+  absl::Status s = jobtime::CheckPlan(
       plan, jobs_, *view_.pool, busy_, keep_unlisted, [this](int i) { return names_[i]; },
       &planned_, &used_);
   if (s.ok())
-    for (const sim::Assignment& a : plan) planned_[a.job] = -1;
+    for (const jobtime::Assignment& a : plan) planned_[a.job] = -1;
   return s;
 }
 

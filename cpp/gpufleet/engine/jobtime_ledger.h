@@ -1,7 +1,7 @@
-// The jobtime action's memory across cycles: one sim::Job per whole-GPU engine job (by name), the
-// running list and the GPUs in use per model, kept exactly as the simulator keeps them (same
-// counter updates, same running-list order, same validation of a plan), so that a sim::Policy
-// reading a SimView sees in the engine what it would see in the simulator at the same times.
+// The jobtime action's memory across cycles: one jobtime::Job per whole-GPU engine job (by name),
+// the running list and the GPUs in use per model, kept exactly as the simulator keeps them (same
+// counter updates, same running-list order, same validation of a plan), so that a JobTimePolicy
+// reading a JobTimeView sees in the engine what it would see in the simulator at the same times.
 // Jobs are never removed: a finished job keeps its index (policies index their state by it).
 #ifndef GPUFLEET_ENGINE_JOBTIME_LEDGER_H_
 #define GPUFLEET_ENGINE_JOBTIME_LEDGER_H_
@@ -11,9 +11,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
-#include "gpufleet/sim/gpu_pool.h"
-#include "gpufleet/sim/job.h"
-#include "gpufleet/sim/policy.h"
+#include "gpufleet/policies/gpu_pool.h"
+#include "gpufleet/policies/job.h"
+#include "gpufleet/policies/job_time_policy.h"
 
 namespace gpufleet::engine {
 
@@ -22,23 +22,23 @@ class JobtimeLedger {
   JobtimeLedger();
 
   // The view a policy reads; `pool` must outlive the next policy call.
-  const sim::SimView& view() const { return view_; }
+  const jobtime::JobTimeView& view() const { return view_; }
   void SetTime(double now) { view_.now = now; }
-  void SetPool(const sim::GpuPool* pool);
+  void SetPool(const jobtime::GpuPool* pool);
   double now() const { return view_.now; }
 
   int size() const { return static_cast<int>(jobs_.size()); }
   int Find(const std::string& name) const;  // -1 when unknown or finished
   const std::string& name(int i) const { return names_[i]; }
-  sim::Job& job(int i) { return jobs_[i]; }
-  const sim::Job& job(int i) const { return jobs_[i]; }
+  jobtime::Job& job(int i) { return jobs_[i]; }
+  const jobtime::Job& job(int i) const { return jobs_[i]; }
   const std::vector<int>& running() const { return running_; }
   const std::vector<int>& busy() const { return busy_; }
   // Grows the per-model counters when the cluster shows a new model.
   void SetNumModels(int n);
 
   // A new job, pending from now (index = arrival order).
-  int Add(const std::string& name, sim::JobSpec spec);
+  int Add(const std::string& name, jobtime::JobSpec spec);
   // As the simulator's state changes: counters brought up to now first.
   void Start(int i, int model);
   void Preempt(int i);
@@ -49,20 +49,20 @@ class JobtimeLedger {
 
   // The simulator's checks on a plan (range, active, once, a model it can run on, no model
   // over-committed given `keep_unlisted`); the error names the job and the model.
-  absl::Status Validate(const std::vector<sim::Assignment>& plan, bool keep_unlisted);
+  absl::Status Validate(const std::vector<jobtime::Assignment>& plan, bool keep_unlisted);
 
  private:
-  void Advance(sim::Job& j);
+  void Advance(jobtime::Job& j);
   void AddRunning(int i, int model);
   void RemoveRunning(int i);
 
-  std::vector<sim::Job> jobs_;
+  std::vector<jobtime::Job> jobs_;
   std::vector<std::string> names_;
   std::vector<int> planned_, used_;  // CheckPlan's scratch
   absl::flat_hash_map<std::string, int> index_;  // active jobs only
   std::vector<int> running_;
   std::vector<int> busy_;
-  sim::SimView view_;
+  jobtime::JobTimeView view_;
 };
 
 }  // namespace gpufleet::engine

@@ -53,16 +53,17 @@ bool JobtimeModels::Refresh(const ClusterState& state) {
   return num_models() > before;
 }
 
-absl::StatusOr<sim::GpuPool> JobtimeModels::Pool(const std::vector<int>& counts) const {
-  std::vector<sim::GpuModel> models(num_models());
+absl::StatusOr<jobtime::GpuPool> JobtimeModels::Pool(const std::vector<int>& counts) const {
+  std::vector<jobtime::GpuModel> models(num_models());
   for (int m = 0; m < num_models(); ++m) {
     models[m].name = names_[m];
     models[m].count = m < static_cast<int>(counts.size()) ? counts[m] : 0;
     models[m].memory_gib = memory_gib_[m];
     auto pf = perf_factors_.find(absl::AsciiStrToLower(names_[m]));
-    models[m].perf_factor = pf != perf_factors_.end() ? pf->second : sim::DefaultPerfFactor(names_[m]);
+    models[m].perf_factor =
+        pf != perf_factors_.end() ? pf->second : jobtime::DefaultPerfFactor(names_[m]);
   }
-  return sim::GpuPool::Create(std::move(models));
+  return jobtime::GpuPool::Create(std::move(models));
 }
 
 int JobtimeModels::ModelOf(const ClusterState& state, const Allocation& a) const {

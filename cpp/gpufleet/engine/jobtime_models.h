@@ -1,7 +1,7 @@
-// The GPU models of the engine's cluster as job-time policies see them: one sim::GpuPool entry
+// The GPU models of the engine's cluster as job-time policies see them: one jobtime::GpuPool entry
 // per model, in order of first appearance over the nodes. A model keeps its index once given (the
 // ledger's jobs and their speeds refer to it), so models are only ever appended; a model whose
-// nodes left counts 0. Names compare case-insensitively, as sim::GpuPool does.
+// nodes left counts 0. Names compare case-insensitively, as jobtime::GpuPool does.
 #ifndef GPUFLEET_ENGINE_JOBTIME_MODELS_H_
 #define GPUFLEET_ENGINE_JOBTIME_MODELS_H_
 
@@ -12,13 +12,13 @@
 #include "absl/status/statusor.h"
 #include "gpufleet/accounting/allocation.h"
 #include "gpufleet/accounting/cluster_state.h"
-#include "gpufleet/sim/gpu_pool.h"
+#include "gpufleet/policies/gpu_pool.h"
 
 namespace gpufleet::engine {
 
 class JobtimeModels {
  public:
-  // `perf_factors`: model -> factor (any case); models not listed get sim::DefaultPerfFactor.
+  // `perf_factors`: model -> factor (any case); models not listed get jobtime::DefaultPerfFactor.
   explicit JobtimeModels(std::map<std::string, double> perf_factors);
 
   // Reads the cluster: appends models seen for the first time and counts, per model, the healthy
@@ -33,7 +33,7 @@ class JobtimeModels {
   int free(int m) const { return free_[m]; }
   int healthy(int m) const { return healthy_[m]; }
   // The pool with `counts[m]` GPUs of each model (at least one GPU in all).
-  absl::StatusOr<sim::GpuPool> Pool(const std::vector<int>& counts) const;
+  absl::StatusOr<jobtime::GpuPool> Pool(const std::vector<int>& counts) const;
   // The model of the first GPU an allocation holds, or -1.
   int ModelOf(const ClusterState& state, const Allocation& a) const;
 

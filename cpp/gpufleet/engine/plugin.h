@@ -1,7 +1,8 @@
 // A plugin answers narrow questions for the engine by registering callbacks on each session
 // (job/queue/task order, predicate, node score, preemptable, reclaimable, overused, job ready,
 // job valid, allocatable, enqueueable, target job, device strategy). Plugins register by name:
-//   GPUFLEET_REGISTER(engine::Plugin, "gang", "...", factory);
+//   GPUFLEET_REGISTER(engine::Plugin, {.name = "gang", .description = "...", .capabilities = ...},
+//                     factory);
 // and are built from the configuration's arguments; unknown arguments are errors.
 #ifndef GPUFLEET_ENGINE_PLUGIN_H_
 #define GPUFLEET_ENGINE_PLUGIN_H_
@@ -15,6 +16,14 @@
 #include "gpufleet/engine/session.h"
 
 namespace gpufleet::engine {
+
+// Capabilities a plugin declares in its registration: the session questions it answers (an
+// action or plugin that declares "needs:<question>" needs a plugin in the tiers that answers it).
+inline constexpr char kPredicates[] = "predicates";
+inline constexpr char kPreemptable[] = "preemptable";
+inline constexpr char kReclaimable[] = "reclaimable";
+inline constexpr char kOverused[] = "overused";
+inline constexpr char kJobReady[] = "job-ready";
 
 class Plugin {
  public:

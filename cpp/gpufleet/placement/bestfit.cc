@@ -22,13 +22,15 @@ class BestFit : public NormalisedScoreStrategy {
   }
 };
 
-GPUFLEET_REGISTER(PlacementStrategy, "bestfit",
-                  "least remaining weighted (cpu, gpu share) after placement (Weng et al., ATC 2023 "
-                  "baseline); params: max_cpu_milli=128000, max_gpus=8, integer_scores=true",
-                  [](const Json& p) -> absl::StatusOr<std::unique_ptr<PlacementStrategy>> {
-                    ASSIGN_OR_RETURN(Normalisation n, ParseNormalisation(p, "bestfit"));
-                    return std::unique_ptr<PlacementStrategy>(new BestFit(n));
-                  });
+GPUFLEET_REGISTER(PlacementStrategy,
+    {.name = "bestfit",
+     .description = "least remaining weighted (cpu, gpu share) after placement (Weng et al., "
+                    "ATC 2023 baseline)",
+     .params = NormalisationParams()},
+    [](const Params& p) -> absl::StatusOr<std::unique_ptr<PlacementStrategy>> {
+      ASSIGN_OR_RETURN(Normalisation n, ParseNormalisation(p));
+      return std::unique_ptr<PlacementStrategy>(new BestFit(n));
+    });
 
 }  // namespace
 }  // namespace gpufleet

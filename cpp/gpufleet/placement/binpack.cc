@@ -33,13 +33,13 @@ class Binpack : public AllocationScoredStrategy {
   }
 };
 
-GPUFLEET_REGISTER(PlacementStrategy, "binpack",
-                  "best fit: most allocated node, least free fitting device (gpushare, "
-                  "Koordinator MostAllocated)",
-                  [](const Json& p) -> absl::StatusOr<std::unique_ptr<PlacementStrategy>> {
-                    RETURN_IF_ERROR(CheckKnownParams(p, "binpack", {}));
-                    return std::unique_ptr<PlacementStrategy>(new Binpack());
-                  });
+GPUFLEET_REGISTER(PlacementStrategy,
+    {.name = "binpack",
+     .description = "best fit: most allocated node, least free fitting device (gpushare, "
+                    "Koordinator MostAllocated)"},
+    [](const Params&) -> absl::StatusOr<std::unique_ptr<PlacementStrategy>> {
+      return std::unique_ptr<PlacementStrategy>(new Binpack());
+    });
 
 }  // namespace
 }  // namespace gpufleet

@@ -25,13 +25,15 @@ class DotProd : public NormalisedScoreStrategy {
   }
 };
 
-GPUFLEET_REGISTER(PlacementStrategy, "dotprod",
-                  "smallest dot product of free (cpu, gpu) and request, Tetris-style (Weng et al., "
-                  "ATC 2023 baseline); params: max_cpu_milli=128000, max_gpus=8, integer_scores=true",
-                  [](const Json& p) -> absl::StatusOr<std::unique_ptr<PlacementStrategy>> {
-                    ASSIGN_OR_RETURN(Normalisation n, ParseNormalisation(p, "dotprod"));
-                    return std::unique_ptr<PlacementStrategy>(new DotProd(n));
-                  });
+GPUFLEET_REGISTER(PlacementStrategy,
+    {.name = "dotprod",
+     .description = "smallest dot product of free (cpu, gpu) and request, Tetris-style (Weng "
+                    "et al., ATC 2023 baseline)",
+     .params = NormalisationParams()},
+    [](const Params& p) -> absl::StatusOr<std::unique_ptr<PlacementStrategy>> {
+      ASSIGN_OR_RETURN(Normalisation n, ParseNormalisation(p));
+      return std::unique_ptr<PlacementStrategy>(new DotProd(n));
+    });
 
 }  // namespace
 }  // namespace gpufleet

@@ -154,23 +154,24 @@ GpuWorkload WholeGpuWorkload() {
   return *GpuWorkload::Make({e});
 }
 
-GPUFLEET_REGISTER(PlacementStrategy, "fgd",
-                  "fragmentation gradient descent: least growth of expected GPU fragmentation "
-                  "against a workload distribution (Weng et al., ATC 2023); params: workload "
-                  "([[cpu_milli, core_percent, gpu_count, weight], ...]), integer_scores=true",
-                  [](const Json& p) -> absl::StatusOr<std::unique_ptr<PlacementStrategy>> {
-                    RETURN_IF_ERROR(CheckKnownParams(p, "fgd", {"workload", "integer_scores"}));
-                    ASSIGN_OR_RETURN(bool integer, Param<bool>(p, "fgd", "integer_scores", true));
-                    GpuWorkload w = WholeGpuWorkload();
-                    if (p.contains("workload")) {
-                      auto parsed = GpuWorkload::FromJson(p["workload"]);
-                      if (!parsed.ok())
-                        return absl::InvalidArgumentError(
-                            absl::StrCat("fgd: ", parsed.status().message()));
-                      w = *std::move(parsed);
-                    }
-                    return MakeFgd(std::move(w), integer);
-                  });
+GPUFLEET_REGISTER(PlacementStrategy,
+    {.name = "fgd",
+     .description = "fragmentation gradient descent: least growth of expected GPU fragmentation "
+                    "against a workload distribution (Weng et al., ATC 2023)",
+     .params = {{"workload", ParamType::kAny, nullptr,
+                 "[[cpu_milli, core_percent, gpu_count, weight], ...]; default: whole-GPU pods"},
+                {"integer_scores", ParamType::kBool, true, "truncate scores as the paper does"}}},
+    [](const Params& p) -> absl::StatusOr<std::unique_ptr<PlacementStrategy>> {
+      ASSIGN_OR_RETURN(bool integer, p.Get<bool>("integer_scores"));
+      GpuWorkload w = WholeGpuWorkload();
+      if (p.Has("workload")) {
+        auto parsed = GpuWorkload::FromJson(p.json()["workload"]);
+        if (!parsed.ok())
+          return absl::InvalidArgumentError(absl::StrCat("fgd: ", parsed.status().message()));
+        w = *std::move(parsed);
+      }
+      return MakeFgd(std::move(w), integer);
+    });
 
 }  // namespace
 

@@ -75,16 +75,16 @@ class GpuClustering : public PlacementStrategy, public PlacementObserver {
   absl::flat_hash_map<std::string, std::map<int, int>> kinds_;
 };
 
-GPUFLEET_REGISTER(PlacementStrategy, "gpu-clustering",
-                  "pack pods with the same GPU request kind together (Weng et al., ATC 2023 "
-                  "baseline); params: max_gpus=8",
-                  [](const Json& p) -> absl::StatusOr<std::unique_ptr<PlacementStrategy>> {
-                    RETURN_IF_ERROR(CheckKnownParams(p, "gpu-clustering", {"max_gpus"}));
-                    ASSIGN_OR_RETURN(int gpus, Param<int>(p, "gpu-clustering", "max_gpus", 8));
-                    if (gpus <= 0)
-                      return absl::InvalidArgumentError("gpu-clustering: max_gpus must be positive");
-                    return std::unique_ptr<PlacementStrategy>(new GpuClustering(gpus));
-                  });
+GPUFLEET_REGISTER(PlacementStrategy,
+    {.name = "gpu-clustering",
+     .description = "pack pods with the same GPU request kind together (Weng et al., ATC 2023 "
+                    "baseline)",
+     .params = {{"max_gpus", ParamType::kInt, 8, "GPUs of the largest node (> 0)"}}},
+    [](const Params& p) -> absl::StatusOr<std::unique_ptr<PlacementStrategy>> {
+      ASSIGN_OR_RETURN(int gpus, p.Get<int>("max_gpus"));
+      if (gpus <= 0) return absl::InvalidArgumentError("gpu-clustering: max_gpus must be positive");
+      return std::unique_ptr<PlacementStrategy>(new GpuClustering(gpus));
+    });
 
 }  // namespace
 }  // namespace gpufleet

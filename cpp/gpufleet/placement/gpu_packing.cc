@@ -50,13 +50,13 @@ class GpuPacking : public PlacementStrategy {
   }
 };
 
-GPUFLEET_REGISTER(PlacementStrategy, "gpu-packing",
-                  "partly used GPUs first, then idle GPUs on used nodes, then idle nodes (Weng et "
-                  "al., ATC 2023 baseline)",
-                  [](const Json& p) -> absl::StatusOr<std::unique_ptr<PlacementStrategy>> {
-                    RETURN_IF_ERROR(CheckKnownParams(p, "gpu-packing", {}));
-                    return std::unique_ptr<PlacementStrategy>(new GpuPacking());
-                  });
+GPUFLEET_REGISTER(PlacementStrategy,
+    {.name = "gpu-packing",
+     .description = "partly used GPUs first, then idle GPUs on used nodes, then idle nodes "
+                    "(Weng et al., ATC 2023 baseline)"},
+    [](const Params&) -> absl::StatusOr<std::unique_ptr<PlacementStrategy>> {
+      return std::unique_ptr<PlacementStrategy>(new GpuPacking());
+    });
 
 }  // namespace
 }  // namespace gpufleet

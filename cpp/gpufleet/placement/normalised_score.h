@@ -24,16 +24,21 @@ struct Normalisation {
   bool integer_scores = true;     // truncate scores as the paper's simulator does
 };
 
-// Reads max_cpu_milli, max_gpus and integer_scores; errors name the strategy and the parameter.
-inline absl::StatusOr<Normalisation> ParseNormalisation(const Json& p, const std::string& name) {
-  RETURN_IF_ERROR(CheckKnownParams(p, name, {"max_cpu_milli", "max_gpus", "integer_scores"}));
+inline std::vector<ParamSpec> NormalisationParams() {
+  return {{"max_cpu_milli", ParamType::kNumber, 128000, "largest node's CPU, milli-cores (> 0)"},
+          {"max_gpus", ParamType::kNumber, 8, "largest node's GPUs (> 0)"},
+          {"integer_scores", ParamType::kBool, true, "truncate scores as the paper does"}};
+}
+
+// Reads the NormalisationParams(); errors name the strategy and the parameter.
+inline absl::StatusOr<Normalisation> ParseNormalisation(const Params& p) {
   Normalisation n;
-  ASSIGN_OR_RETURN(n.max_cpu_milli, Param<double>(p, name, "max_cpu_milli", 128000));
-  ASSIGN_OR_RETURN(double gpus, Param<double>(p, name, "max_gpus", 8));
-  ASSIGN_OR_RETURN(n.integer_scores, Param<bool>(p, name, "integer_scores", true));
+  ASSIGN_OR_RETURN(n.max_cpu_milli, p.Get<double>("max_cpu_milli"));
+  ASSIGN_OR_RETURN(double gpus, p.Get<double>("max_gpus"));
+  ASSIGN_OR_RETURN(n.integer_scores, p.Get<bool>("integer_scores"));
   if (!(n.max_cpu_milli > 0) || !(gpus > 0))
     return absl::InvalidArgumentError(
-        absl::StrCat(name, ": max_cpu_milli and max_gpus must be positive"));
+        absl::StrCat(p.owner(), ": max_cpu_milli and max_gpus must be positive"));
   n.max_core = 100.0 * gpus;
   return n;
 }

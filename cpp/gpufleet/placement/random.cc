@@ -45,14 +45,16 @@ class RandomFit : public PlacementStrategy {
   mutable std::mt19937_64 rng_;
 };
 
-GPUFLEET_REGISTER(PlacementStrategy, "random",
-                  "uniformly random feasible node and fitting GPU, seeded (Weng et al., ATC 2023 "
-                  "baseline); params: seed",
-                  [](const Json& p) -> absl::StatusOr<std::unique_ptr<PlacementStrategy>> {
-                    RETURN_IF_ERROR(CheckKnownParams(p, "random", {"seed"}));
-                    ASSIGN_OR_RETURN(uint64_t seed, Param<uint64_t>(p, "random", "seed", 0));
-                    return std::unique_ptr<PlacementStrategy>(new RandomFit(seed));
-                  });
+GPUFLEET_REGISTER(PlacementStrategy,
+    {.name = "random",
+     .description = "uniformly random feasible node and fitting GPU, seeded (Weng et al., ATC "
+                    "2023 baseline)",
+     .params = {{"seed", ParamType::kInt, 0, "generator seed (unsigned 64-bit)"}},
+     .capabilities = {"random"}},
+    [](const Params& p) -> absl::StatusOr<std::unique_ptr<PlacementStrategy>> {
+      ASSIGN_OR_RETURN(uint64_t seed, p.Get<uint64_t>("seed"));
+      return std::unique_ptr<PlacementStrategy>(new RandomFit(seed));
+    });
 
 }  // namespace
 }  // namespace gpufleet

@@ -31,12 +31,12 @@ class Spread : public AllocationScoredStrategy {
   }
 };
 
-GPUFLEET_REGISTER(PlacementStrategy, "spread",
-                  "least allocated node, most free device (Koordinator LeastAllocated)",
-                  [](const Json& p) -> absl::StatusOr<std::unique_ptr<PlacementStrategy>> {
-                    RETURN_IF_ERROR(CheckKnownParams(p, "spread", {}));
-                    return std::unique_ptr<PlacementStrategy>(new Spread());
-                  });
+GPUFLEET_REGISTER(PlacementStrategy,
+    {.name = "spread",
+     .description = "least allocated node, most free device (Koordinator LeastAllocated)"},
+    [](const Params&) -> absl::StatusOr<std::unique_ptr<PlacementStrategy>> {
+      return std::unique_ptr<PlacementStrategy>(new Spread());
+    });
 
 }  // namespace
 }  // namespace gpufleet

@@ -93,13 +93,13 @@ class Topology : public AllocationScoredStrategy {
   }
 };
 
-GPUFLEET_REGISTER(PlacementStrategy, "topology",
-                  "multi-device requests kept in one NVLink group / PCIe switch / NUMA node; "
-                  "untouched NVLink partitions kept whole",
-                  [](const Json& p) -> absl::StatusOr<std::unique_ptr<PlacementStrategy>> {
-                    RETURN_IF_ERROR(CheckKnownParams(p, "topology", {}));
-                    return std::unique_ptr<PlacementStrategy>(new Topology());
-                  });
+GPUFLEET_REGISTER(PlacementStrategy,
+    {.name = "topology",
+     .description = "multi-device requests kept in one NVLink group / PCIe switch / NUMA node; "
+                    "untouched NVLink partitions kept whole"},
+    [](const Params&) -> absl::StatusOr<std::unique_ptr<PlacementStrategy>> {
+      return std::unique_ptr<PlacementStrategy>(new Topology());
+    });
 
 }  // namespace
 }  // namespace gpufleet

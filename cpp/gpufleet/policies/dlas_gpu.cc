@@ -6,38 +6,44 @@
 #include "absl/strings/str_format.h"
 #include "gpufleet/core/status_macros.h"
 
-namespace gpufleet::sim {
+namespace gpufleet::jobtime {
 
-absl::StatusOr<DlasGpu::Options> DlasGpu::ParseOptions(const Json& p, const std::string& owner,
-                                                       std::vector<std::string> extra_keys) {
-  std::vector<std::string> known = {"queue_limits", "starvation_ratio", "service"};
-  known.insert(known.end(), extra_keys.begin(), extra_keys.end());
-  RETURN_IF_ERROR(CheckKnownParams(p, owner, known));
+std::vector<ParamSpec> DlasGpu::OptionParams() {
+  const Options defaults;
+  return {{"queue_limits", ParamType::kNumberList, defaults.queue_limits,
+           "service limits of the queues, positive and increasing"},
+          {"starvation_ratio", ParamType::kNumber, defaults.starvation_ratio,
+           "promote a job waiting this many times its run time (0: off)"},
+          {"service", ParamType::kString, "gpu_time",
+           "attained service in \"gpu_time\" (GPU-seconds) or \"time\" (seconds)"}};
+}
+
+absl::StatusOr<DlasGpu::Options> DlasGpu::ParseOptions(const Params& p) {
+  const std::string& owner = p.owner();
   Options o;
-  ASSIGN_OR_RETURN(o.queue_limits, Param<std::vector<double>>(p, owner, "queue_limits",
-                                                              o.queue_limits));
+  ASSIGN_OR_RETURN(o.queue_limits, p.Get<std::vector<double>>("queue_limits"));
   for (size_t i = 0; i < o.queue_limits.size(); ++i)
     if (!(o.queue_limits[i] > 0) || (i > 0 && o.queue_limits[i] <= o.queue_limits[i - 1]))
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: queue_limits must be positive and increasing, got %s", owner,
-          p.contains("queue_limits") ? p["queue_limits"].dump() : "?"));
-  ASSIGN_OR_RETURN(o.starvation_ratio, Param<double>(p, owner, "starvation_ratio", 0.0));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: queue_limits must be positive and increasing, got %s", owner,
+                          p.json()["queue_limits"].dump()));
+  ASSIGN_OR_RETURN(o.starvation_ratio, p.Get<double>("starvation_ratio"));
   if (o.starvation_ratio < 0)
     return absl::InvalidArgumentError(owner + ": starvation_ratio must be >= 0");
-  ASSIGN_OR_RETURN(std::string s, Param<std::string>(p, owner, "service", "gpu_time"));
+  ASSIGN_OR_RETURN(std::string s, p.Get<std::string>("service"));
   if (s != "gpu_time" && s != "time")
     return absl::InvalidArgumentError(owner + ": service must be \"gpu_time\" or \"time\"");
   o.gputime = s == "gpu_time";
   return o;
 }
 
-absl::Status DlasGpu::Init(const SimView& view) {
+absl::Status DlasGpu::Init(const JobTimeView& view) {
   queue_of_.assign(view.jobs->size(), -1);
   time_offset_.assign(view.jobs->size(), 0);
   return absl::OkStatus();
 }
 
-double DlasGpu::Service(const SimView& view, int job) const {
+double DlasGpu::Service(const JobTimeView& view, int job) const {
   double t = view.RunTime(job) - time_offset_[job];
   return o_.gputime ? t * view.job(job).spec.num_gpu : t;
 }
@@ -49,7 +55,7 @@ void DlasGpu::Move(int job, int to) {
   queue_of_[job] = to;
 }
 
-void DlasGpu::OnArrival(int job, const SimView& view) {
+void DlasGpu::OnArrival(int job, const JobTimeView& view) {
   if (job >= static_cast<int>(queue_of_.size())) {  // the engine's ledger grows with arrivals
     queue_of_.resize(view.jobs->size(), -1);
     time_offset_.resize(view.jobs->size(), 0);
@@ -58,13 +64,13 @@ void DlasGpu::OnArrival(int job, const SimView& view) {
   queue_of_[job] = 0;
 }
 
-void DlasGpu::OnFinish(int job, const SimView&) {
+void DlasGpu::OnFinish(int job, const JobTimeView&) {
   auto& q = queues_[queue_of_[job]];
   q.erase(std::find(q.begin(), q.end(), job));
   queue_of_[job] = -1;
 }
 
-void DlasGpu::Schedule(const SimView& view, std::vector<Assignment>* plan) {
+void DlasGpu::Schedule(const JobTimeView& view, std::vector<Assignment>* plan) {
   const int last = static_cast<int>(o_.queue_limits.size());
   // Demotion of running jobs (Tiresias moves one queue per scheduling point; the default mode
   // moves as far as the service says).
@@ -106,7 +112,7 @@ void DlasGpu::Schedule(const SimView& view, std::vector<Assignment>* plan) {
   KeepModels(view, ModelChoice::kFirstFit, plan);
 }
 
-double DlasGpu::NextWakeup(const SimView& view) const {
+double DlasGpu::NextWakeup(const JobTimeView& view) const {
   const int last = static_cast<int>(o_.queue_limits.size());
   double next = kNever;
   for (int i : *view.running) {
@@ -129,13 +135,16 @@ double DlasGpu::NextWakeup(const SimView& view) const {
 }
 
 namespace {
-GPUFLEET_REGISTER(Policy, "dlas-gpu",
-                  "Tiresias discretized 2D-LAS: queues by GPU-seconds (3250/7200/18000), FIFO "
-                  "within a queue, optional starvation promotion (NSDI'19)",
-                  [](const Json& p) -> absl::StatusOr<std::unique_ptr<Policy>> {
-                    ASSIGN_OR_RETURN(auto o, DlasGpu::ParseOptions(p, "dlas-gpu"));
-                    return std::unique_ptr<Policy>(new DlasGpu(std::move(o)));
-                  });
+GPUFLEET_REGISTER(JobTimePolicy,
+    {.name = "dlas-gpu",
+     .description = "Tiresias discretized 2D-LAS: queues by GPU-seconds, FIFO within a queue, "
+                    "optional starvation promotion (NSDI'19)",
+     .params = DlasGpu::OptionParams(),
+     .capabilities = {"preemptive"}},
+    [](const Params& p) -> absl::StatusOr<std::unique_ptr<JobTimePolicy>> {
+      ASSIGN_OR_RETURN(auto o, DlasGpu::ParseOptions(p));
+      return std::unique_ptr<JobTimePolicy>(new DlasGpu(std::move(o)));
+    });
 }  // namespace
 
-}  // namespace gpufleet::sim
+}  // namespace gpufleet::jobtime

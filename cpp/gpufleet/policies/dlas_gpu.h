@@ -11,31 +11,33 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "gpufleet/sim/policy.h"
+#include "gpufleet/policies/job_time_policy.h"
 
-namespace gpufleet::sim {
+namespace gpufleet::jobtime {
 
-class DlasGpu : public Policy {
+class DlasGpu : public JobTimePolicy {
  public:
   struct Options {
     std::vector<double> queue_limits = {3250, 7200, 18000};
     double starvation_ratio = 0;  // 0 = off (Tiresias' default runs)
     bool gputime = true;          // false: service = time only (Tiresias' "dlas")
   };
-  static absl::StatusOr<Options> ParseOptions(const Json& p, const std::string& owner,
-                                              std::vector<std::string> extra_keys = {});
+  // The declared parameters behind Options (queue_limits, starvation_ratio, service), shared by
+  // the policies built on 2D-LAS queues, and the reader of their values.
+  static std::vector<ParamSpec> OptionParams();
+  static absl::StatusOr<Options> ParseOptions(const Params& p);
   explicit DlasGpu(Options o) : o_(std::move(o)), queues_(o_.queue_limits.size() + 1) {}
 
-  absl::Status Init(const SimView& view) override;
-  void OnArrival(int job, const SimView& view) override;
-  void OnFinish(int job, const SimView& view) override;
-  void Schedule(const SimView& view, std::vector<Assignment>* plan) override;
-  double NextWakeup(const SimView& view) const override;
+  absl::Status Init(const JobTimeView& view) override;
+  void OnArrival(int job, const JobTimeView& view) override;
+  void OnFinish(int job, const JobTimeView& view) override;
+  void Schedule(const JobTimeView& view, std::vector<Assignment>* plan) override;
+  double NextWakeup(const JobTimeView& view) const override;
 
  protected:
   // Hook to reorder a queue before it is served (the default keeps Tiresias' FIFO order).
-  virtual void OrderQueue(const SimView& view, int q, std::vector<int>& queue) {}
-  double Service(const SimView& view, int job) const;  // since the last promotion
+  virtual void OrderQueue(const JobTimeView& view, int q, std::vector<int>& queue) {}
+  double Service(const JobTimeView& view, int job) const;  // since the last promotion
   const Options& options() const { return o_; }
   int queue_of(int job) const { return queue_of_[job]; }
 
@@ -47,6 +49,6 @@ class DlasGpu : public Policy {
   std::vector<double> time_offset_;  // run_time at the last promotion
 };
 
-}  // namespace gpufleet::sim
+}  // namespace gpufleet::jobtime
 
 #endif  // GPUFLEET_POLICIES_DLAS_GPU_H_

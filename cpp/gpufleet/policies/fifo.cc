@@ -5,16 +5,16 @@
 #include <deque>
 
 #include "gpufleet/core/status_macros.h"
-#include "gpufleet/sim/policy.h"
+#include "gpufleet/policies/job_time_policy.h"
 
-namespace gpufleet::sim {
+namespace gpufleet::jobtime {
 namespace {
 
-class Fifo : public Policy {
+class Fifo : public JobTimePolicy {
  public:
   explicit Fifo(bool backfill) : backfill_(backfill) {}
-  void OnArrival(int job, const SimView&) override { pending_.push_back(job); }
-  void Schedule(const SimView& view, std::vector<Assignment>* plan) override {
+  void OnArrival(int job, const JobTimeView&) override { pending_.push_back(job); }
+  void Schedule(const JobTimeView& view, std::vector<Assignment>* plan) override {
     // Non-preemptive: running jobs keep their GPUs, so the plan lists only the starts.
     KeepUnlistedRunning();
     Filler fill(view, plan, /*from_current=*/true);
@@ -41,12 +41,15 @@ class Fifo : public Policy {
   std::deque<int> pending_;
 };
 
-GPUFLEET_REGISTER(Policy, "fifo", "first in, first out; non-preemptive (Tiresias NSDI'19 baseline)",
-                  [](const Json& p) -> absl::StatusOr<std::unique_ptr<Policy>> {
-                    RETURN_IF_ERROR(CheckKnownParams(p, "fifo", {"backfill"}));
-                    ASSIGN_OR_RETURN(bool backfill, Param<bool>(p, "fifo", "backfill", false));
-                    return std::unique_ptr<Policy>(new Fifo(backfill));
-                  });
+GPUFLEET_REGISTER(JobTimePolicy,
+    {.name = "fifo",
+     .description = "first in, first out; non-preemptive (Tiresias NSDI'19 baseline)",
+     .params = {{"backfill", ParamType::kBool, false,
+                 "let later jobs start when the head does not fit"}}},
+    [](const Params& p) -> absl::StatusOr<std::unique_ptr<JobTimePolicy>> {
+      ASSIGN_OR_RETURN(bool backfill, p.Get<bool>("backfill"));
+      return std::unique_ptr<JobTimePolicy>(new Fifo(backfill));
+    });
 
 }  // namespace
-}  // namespace gpufleet::sim
+}  // namespace gpufleet::jobtime

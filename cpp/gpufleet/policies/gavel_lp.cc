@@ -21,22 +21,25 @@
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/policies/gavel_lp.h"
 #include "gpufleet/policies/lp_simplex.h"
-#include "gpufleet/sim/policy.h"
+#include "gpufleet/policies/job_time_policy.h"
 
-namespace gpufleet::sim {
+namespace gpufleet::jobtime {
 
-MaxMinShares SolveMaxMinShares(const std::vector<ShareClass>& classes,
-                               const std::vector<int>& capacity) {
+absl::StatusOr<MaxMinShares> SolveMaxMinShares(const std::vector<ShareClass>& classes,
+                                               const std::vector<int>& capacity) {
   MaxMinShares out;
   const int n = static_cast<int>(classes.size());
   const int models = static_cast<int>(capacity.size());
   double gpus = 0, jobs = 0;
   for (int c : capacity) gpus += c;
   for (const ShareClass& k : classes) {
-    if (static_cast<int>(k.speed.size()) != models || k.jobs < 1 || k.gpus_per_job < 1) return out;
+    if (static_cast<int>(k.speed.size()) != models || k.jobs < 1 || k.gpus_per_job < 1)
+      return absl::InvalidArgumentError(
+          "max-min shares: a class needs one speed per model, jobs >= 1 and gpus_per_job >= 1");
     jobs += k.jobs;
   }
-  if (n == 0 || gpus <= 0) return out;
+  if (n == 0 || gpus <= 0)
+    return absl::InvalidArgumentError("max-min shares: no classes or no GPUs");
   // Columns: x[k][m] at k * models + m, then t.
   const int vars = n * models + 1;
   const int t = vars - 1;
@@ -68,9 +71,7 @@ MaxMinShares SolveMaxMinShares(const std::vector<ShareClass>& classes,
   }
   std::vector<double> c(vars, 0.0);
   c[t] = 1.0;
-  LpResult r = MaximizeLp(a, b, c);
-  if (!r.optimal) return out;
-  out.ok = true;
+  ASSIGN_OR_RETURN(LpSolution r, MaximizeLp(a, b, c));
   out.t = r.x[t];
   out.x.resize(n);
   for (int k = 0; k < n; ++k)
@@ -80,23 +81,23 @@ MaxMinShares SolveMaxMinShares(const std::vector<ShareClass>& classes,
 
 namespace {
 
-class GavelLp : public Policy {
+class GavelLp : public JobTimePolicy {
  public:
   GavelLp(double round, bool aware) : round_(round), aware_(aware) {}
 
-  void OnArrival(int job, const SimView& view) override {
+  void OnArrival(int job, const JobTimeView& view) override {
     Grow(view);
     active_.push_back(job);
     time_on_[job].assign(view.pool->num_models(), 0.0);
   }
-  void OnFinish(int job, const SimView&) override {
+  void OnFinish(int job, const JobTimeView&) override {
     active_.erase(std::find(active_.begin(), active_.end(), job));
   }
-  double NextWakeup(const SimView&) const override {
+  double NextWakeup(const JobTimeView&) const override {
     return active_.empty() ? kNever : next_round_;
   }
 
-  void Schedule(const SimView& view, std::vector<Assignment>* plan) override {
+  void Schedule(const JobTimeView& view, std::vector<Assignment>* plan) override {
     Grow(view);
     // Time each running job has had on its model since the last point.
     for (int i : *view.running) time_on_[i][view.job(i).model] += view.now - last_point_;
@@ -151,7 +152,7 @@ class GavelLp : public Policy {
   }
 
  private:
-  void Grow(const SimView& view) {
+  void Grow(const JobTimeView& view) {
     if (time_on_.size() < view.jobs->size()) {
       time_on_.resize(view.jobs->size());
       share_.resize(view.jobs->size());
@@ -166,7 +167,7 @@ class GavelLp : public Policy {
   // X for the active jobs, by class (see gavel_lp.h); on a solver failure the previous shares
   // stay (and the mechanism's back-fill keeps the cluster busy). Traces draw jobs from a few dozen
   // model types, so the LP stays small however many jobs are active.
-  void Solve(const SimView& view) {
+  void Solve(const JobTimeView& view) {
     const int models = view.pool->num_models();
     std::map<std::pair<int, std::vector<double>>, int> class_of;
     std::vector<int> job_class(view.jobs->size(), -1);
@@ -192,8 +193,9 @@ class GavelLp : public Policy {
     if (classes.empty()) return;
     std::vector<int> capacity(models);
     for (int m = 0; m < models; ++m) capacity[m] = view.pool->model(m).count;
-    MaxMinShares shares = SolveMaxMinShares(classes, capacity);
-    if (!shares.ok) return;
+    absl::StatusOr<MaxMinShares> solved = SolveMaxMinShares(classes, capacity);
+    if (!solved.ok()) return;
+    const MaxMinShares& shares = *solved;
     for (int i : active_) {
       share_[i].clear();
       if (job_class[i] >= 0) share_[i] = shares.x[job_class[i]];
@@ -209,18 +211,19 @@ class GavelLp : public Policy {
   std::vector<std::vector<double>> share_;    // per job, per model: X from the last round's LP
 };
 
-GPUFLEET_REGISTER(Policy, "gavel-lp",
-                  "Gavel's max-min fairness with its LP solved exactly each round, realised by "
-                  "round priorities (aware=false: heterogeneity-agnostic) (OSDI'20)",
-                  [](const Json& p) -> absl::StatusOr<std::unique_ptr<Policy>> {
-                    const char* kOwner = "gavel-lp";
-                    RETURN_IF_ERROR(CheckKnownParams(p, kOwner, {"round_duration", "aware"}));
-                    ASSIGN_OR_RETURN(double r, Param<double>(p, kOwner, "round_duration", 360.0));
-                    ASSIGN_OR_RETURN(bool aware, Param<bool>(p, kOwner, "aware", true));
-                    if (!(r > 0))
-                      return absl::InvalidArgumentError("gavel-lp: round_duration must be > 0");
-                    return std::unique_ptr<Policy>(new GavelLp(r, aware));
-                  });
+GPUFLEET_REGISTER(JobTimePolicy,
+    {.name = "gavel-lp",
+     .description = "Gavel's max-min fairness with its LP solved exactly each round, realised by "
+                    "round priorities (OSDI'20)",
+     .params = {{"round_duration", ParamType::kNumber, 360.0, "seconds per round (> 0)"},
+                {"aware", ParamType::kBool, true, "heterogeneity-aware (false: agnostic)"}},
+     .capabilities = {"preemptive"}},
+    [](const Params& p) -> absl::StatusOr<std::unique_ptr<JobTimePolicy>> {
+      ASSIGN_OR_RETURN(double r, p.Get<double>("round_duration"));
+      ASSIGN_OR_RETURN(bool aware, p.Get<bool>("aware"));
+      if (!(r > 0)) return absl::InvalidArgumentError("gavel-lp: round_duration must be > 0");
+      return std::unique_ptr<JobTimePolicy>(new GavelLp(r, aware));
+    });
 
 }  // namespace
-}  // namespace gpufleet::sim
+}  // namespace gpufleet::jobtime

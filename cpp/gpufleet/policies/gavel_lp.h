@@ -6,7 +6,9 @@
 
 #include <vector>
 
-namespace gpufleet::sim {
+#include "absl/status/statusor.h"
+
+namespace gpufleet::jobtime {
 
 struct ShareClass {
   int jobs = 1;               // identical jobs in the class
@@ -15,7 +17,6 @@ struct ShareClass {
 };
 
 struct MaxMinShares {
-  bool ok = false;
   double t = 0;                        // the minimum normalised throughput reached
   std::vector<std::vector<double>> x;  // per class, per model: time fraction of one job
 };
@@ -23,10 +24,12 @@ struct MaxMinShares {
 // maximise t  s.t.  t <= sum_j speed_kj / equal_k * x_kj  (each class k),
 //                   sum_j x_kj <= 1,  sum_k jobs_k * gpus_k * x_kj <= capacity_j,  x >= 0,
 // where equal_k is the class's throughput under an equal share of the cluster: time share
-// min(1, G / (all jobs x gpus_k)) spread over the models by their GPU counts.
-MaxMinShares SolveMaxMinShares(const std::vector<ShareClass>& classes,
+// min(1, G / (all jobs x gpus_k)) spread over the models by their GPU counts. InvalidArgument
+// for classes whose speeds do not match the models or an empty problem; the simplex's errors
+// otherwise.
+absl::StatusOr<MaxMinShares> SolveMaxMinShares(const std::vector<ShareClass>& classes,
                                const std::vector<int>& capacity);
 
-}  // namespace gpufleet::sim
+}  // namespace gpufleet::jobtime
 
 #endif  // GPUFLEET_POLICIES_GAVEL_LP_H_

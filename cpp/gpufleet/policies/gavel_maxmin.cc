@@ -14,24 +14,24 @@
 #include <cmath>
 
 #include "gpufleet/core/status_macros.h"
-#include "gpufleet/sim/policy.h"
+#include "gpufleet/policies/job_time_policy.h"
 
-namespace gpufleet::sim {
+namespace gpufleet::jobtime {
 namespace {
 
-class GavelMaxMin : public Policy {
+class GavelMaxMin : public JobTimePolicy {
  public:
   GavelMaxMin(double round, bool aware) : round_(round), aware_(aware) {}
 
-  void OnArrival(int job, const SimView&) override { active_.push_back(job); }
-  void OnFinish(int job, const SimView&) override {
+  void OnArrival(int job, const JobTimeView&) override { active_.push_back(job); }
+  void OnFinish(int job, const JobTimeView&) override {
     active_.erase(std::find(active_.begin(), active_.end(), job));
   }
-  double NextWakeup(const SimView& view) const override {
+  double NextWakeup(const JobTimeView& view) const override {
     return active_.empty() ? kNever : next_round_;
   }
 
-  void Schedule(const SimView& view, std::vector<Assignment>* plan) override {
+  void Schedule(const JobTimeView& view, std::vector<Assignment>* plan) override {
     const bool boundary = view.now >= next_round_ - 1e-9;
     if (boundary) next_round_ = std::floor(view.now / round_ + 1e-9) * round_ + round_;
     rate_.resize(view.jobs->size());
@@ -98,18 +98,19 @@ class GavelMaxMin : public Policy {
   std::vector<double> rate_;
 };
 
-GPUFLEET_REGISTER(Policy, "gavel-maxmin",
-                  "Gavel-style max-min fairness over rounds, greedy approximation of the LP "
-                  "(aware=false: heterogeneity-agnostic) (OSDI'20)",
-                  [](const Json& p) -> absl::StatusOr<std::unique_ptr<Policy>> {
-                    const char* kOwner = "gavel-maxmin";
-                    RETURN_IF_ERROR(CheckKnownParams(p, kOwner, {"round_duration", "aware"}));
-                    ASSIGN_OR_RETURN(double r, Param<double>(p, kOwner, "round_duration", 360.0));
-                    ASSIGN_OR_RETURN(bool aware, Param<bool>(p, kOwner, "aware", true));
-                    if (!(r > 0))
-                      return absl::InvalidArgumentError("gavel-maxmin: round_duration must be > 0");
-                    return std::unique_ptr<Policy>(new GavelMaxMin(r, aware));
-                  });
+GPUFLEET_REGISTER(JobTimePolicy,
+    {.name = "gavel-maxmin",
+     .description = "Gavel-style max-min fairness over rounds, greedy approximation of the LP "
+                    "(OSDI'20)",
+     .params = {{"round_duration", ParamType::kNumber, 360.0, "seconds per round (> 0)"},
+                {"aware", ParamType::kBool, true, "heterogeneity-aware (false: agnostic)"}},
+     .capabilities = {"preemptive"}},
+    [](const Params& p) -> absl::StatusOr<std::unique_ptr<JobTimePolicy>> {
+      ASSIGN_OR_RETURN(double r, p.Get<double>("round_duration"));
+      ASSIGN_OR_RETURN(bool aware, p.Get<bool>("aware"));
+      if (!(r > 0)) return absl::InvalidArgumentError("gavel-maxmin: round_duration must be > 0");
+      return std::unique_ptr<JobTimePolicy>(new GavelMaxMin(r, aware));
+    });
 
 }  // namespace
-}  // namespace gpufleet::sim
+}  // namespace gpufleet::jobtime

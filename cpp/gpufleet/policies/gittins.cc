@@ -16,7 +16,7 @@
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/policies/dlas_gpu.h"
 
-namespace gpufleet::sim {
+namespace gpufleet::jobtime {
 namespace {
 
 absl::StatusOr<std::vector<double>> ReadDurations(const std::string& path) {
@@ -58,7 +58,7 @@ class Gittins : public DlasGpu {
   }
 
  protected:
-  void OrderQueue(const SimView& view, int q, std::vector<int>& queue) override {
+  void OrderQueue(const JobTimeView& view, int q, std::vector<int>& queue) override {
     const auto& limits = options().queue_limits;
     rank_.resize(view.jobs->size());
     for (int i : queue) {
@@ -77,31 +77,42 @@ class Gittins : public DlasGpu {
   std::vector<double> dist_, prefix_, rank_;
 };
 
-GPUFLEET_REGISTER(Policy, "gittins",
-                  "2D-LAS queues served by Gittins index over a service distribution "
-                  "(durations=[...] or distribution_file=PATH; Tiresias NSDI'19)",
-                  [](const Json& p) -> absl::StatusOr<std::unique_ptr<Policy>> {
-                    ASSIGN_OR_RETURN(auto o, DlasGpu::ParseOptions(
-                                                 p, "gittins", {"durations", "distribution_file"}));
-                    ASSIGN_OR_RETURN(auto dist, Param<std::vector<double>>(
-                                                    p, "gittins", "durations", {}));
-                    ASSIGN_OR_RETURN(std::string file, Param<std::string>(
-                                                           p, "gittins", "distribution_file", ""));
-                    if (!file.empty() && !dist.empty())
-                      return absl::InvalidArgumentError(
-                          "gittins: give durations or distribution_file, not both");
-                    if (!file.empty()) {
-                      ASSIGN_OR_RETURN(dist, ReadDurations(file));
-                    }
-                    if (dist.empty())
-                      return absl::InvalidArgumentError(
-                          "gittins: needs a service distribution: durations=[...] or "
-                          "distribution_file=PATH");
-                    for (double v : dist)
-                      if (!(v > 0))
-                        return absl::InvalidArgumentError("gittins: durations must be > 0");
-                    return std::unique_ptr<Policy>(new Gittins(std::move(o), std::move(dist)));
-                  });
+std::vector<ParamSpec> GittinsParams() {
+  std::vector<ParamSpec> params = DlasGpu::OptionParams();
+  params.push_back({"durations", ParamType::kNumberList, nullptr,
+                    "sample of job service times (seconds); this or distribution_file",
+                    Json::array({100, 500, 1000, 3000})});
+  params.push_back({"distribution_file", ParamType::kString, nullptr,
+                    "file of service times, one per line; this or durations"});
+  return params;
+}
+
+GPUFLEET_REGISTER(JobTimePolicy,
+    {.name = "gittins",
+     .description = "2D-LAS queues served by Gittins index over a service distribution "
+                    "(Tiresias NSDI'19)",
+     .params = GittinsParams(),
+     .capabilities = {"preemptive"}},
+    [](const Params& p) -> absl::StatusOr<std::unique_ptr<JobTimePolicy>> {
+      ASSIGN_OR_RETURN(auto o, DlasGpu::ParseOptions(p));
+      std::vector<double> dist;
+      if (p.Has("durations")) {
+        ASSIGN_OR_RETURN(dist, p.Get<std::vector<double>>("durations"));
+      }
+      if (p.Has("distribution_file")) {
+        if (p.Has("durations"))
+          return absl::InvalidArgumentError(
+              "gittins: give durations or distribution_file, not both");
+        ASSIGN_OR_RETURN(std::string file, p.Get<std::string>("distribution_file"));
+        ASSIGN_OR_RETURN(dist, ReadDurations(file));
+      }
+      if (dist.empty())
+        return absl::InvalidArgumentError(
+            "gittins: needs a service distribution: durations=[...] or distribution_file=PATH");
+      for (double v : dist)
+        if (!(v > 0)) return absl::InvalidArgumentError("gittins: durations must be > 0");
+      return std::unique_ptr<JobTimePolicy>(new Gittins(std::move(o), std::move(dist)));
+    });
 
 }  // namespace
-}  // namespace gpufleet::sim
+}  // namespace gpufleet::jobtime

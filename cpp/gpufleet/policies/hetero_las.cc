@@ -21,25 +21,25 @@
 #include <tuple>
 
 #include "gpufleet/core/status_macros.h"
-#include "gpufleet/sim/policy.h"
+#include "gpufleet/policies/job_time_policy.h"
 
-namespace gpufleet::sim {
+namespace gpufleet::jobtime {
 namespace {
 
-class HeteroLas : public Policy {
+class HeteroLas : public JobTimePolicy {
  public:
   HeteroLas(double priority_ratio, double starve_ratio, bool swap, bool aware, bool upgrade)
       : priority_ratio_(priority_ratio), starve_ratio_(starve_ratio), swap_(swap && aware),
         aware_(aware), upgrade_(upgrade && aware) {}
 
-  absl::Status Init(const SimView& view) override {
+  absl::Status Init(const JobTimeView& view) override {
     size_t n = view.jobs->size();
     low_.assign(n, false);
     service_offset_.assign(n, 0);
     time_offset_.assign(n, 0);
     return absl::OkStatus();
   }
-  void OnArrival(int job, const SimView& view) override {
+  void OnArrival(int job, const JobTimeView& view) override {
     if (job >= static_cast<int>(low_.size())) {  // the engine's ledger grows with arrivals
       size_t n = view.jobs->size();
       low_.resize(n, false);
@@ -48,11 +48,11 @@ class HeteroLas : public Policy {
     }
     active_.push_back(job);
   }
-  void OnFinish(int job, const SimView&) override {
+  void OnFinish(int job, const JobTimeView&) override {
     active_.erase(std::find(active_.begin(), active_.end(), job));
   }
 
-  void Schedule(const SimView& view, std::vector<Assignment>* plan) override {
+  void Schedule(const JobTimeView& view, std::vector<Assignment>* plan) override {
     // 1. Demote running jobs far above the running mean.
     double mean = 0;
     for (int i : *view.running) mean += Service(view, i);
@@ -102,11 +102,11 @@ class HeteroLas : public Policy {
 
  private:
   // Aware: GPU-seconds x the model's perf factor; agnostic: plain GPU-seconds.
-  double Service(const SimView& view, int i) const {
+  double Service(const JobTimeView& view, int i) const {
     return (aware_ ? view.Service(i) : view.GpuTime(i)) - service_offset_[i];
   }
 
-  void Upgrade(const SimView& view, Filler& fill, std::vector<Assignment>* plan) {
+  void Upgrade(const JobTimeView& view, Filler& fill, std::vector<Assignment>* plan) {
     const size_t n = plan->size();
     for (size_t p = 0; p < n && fill.total_free() > 0; ++p) {
       const int i = (*plan)[p].job;
@@ -132,7 +132,7 @@ class HeteroLas : public Policy {
   }
 
   // plan[s_pos] is the new job s on model k; looks for the best running job i to trade models.
-  void TrySwap(const SimView& view, Filler& fill, std::vector<Assignment>* plan, size_t s_pos) {
+  void TrySwap(const JobTimeView& view, Filler& fill, std::vector<Assignment>* plan, size_t s_pos) {
     const int s = (*plan)[s_pos].job;
     const int k = (*plan)[s_pos].model;
     const Job& js = view.job(s);
@@ -177,24 +177,27 @@ class HeteroLas : public Policy {
   std::vector<double> service_offset_, time_offset_;
 };
 
-GPUFLEET_REGISTER(
-    Policy, "hetero-las",
-    "heterogeneity-aware LAS, two-level feedback queue, best-model placement with swaps",
-    [](const Json& p) -> absl::StatusOr<std::unique_ptr<Policy>> {
-      const char* kOwner = "hetero-las";
-      RETURN_IF_ERROR(CheckKnownParams(
-          p, kOwner,
-          {"priority_threshold_ratio", "starve_threshold_ratio", "swap", "aware", "upgrade"}));
-      ASSIGN_OR_RETURN(double pr, Param<double>(p, kOwner, "priority_threshold_ratio", 2.0));
-      ASSIGN_OR_RETURN(double sr, Param<double>(p, kOwner, "starve_threshold_ratio", 4.0));
-      ASSIGN_OR_RETURN(bool swap, Param<bool>(p, kOwner, "swap", true));
-      ASSIGN_OR_RETURN(bool aware, Param<bool>(p, kOwner, "aware", true));
-      ASSIGN_OR_RETURN(bool upgrade, Param<bool>(p, kOwner, "upgrade", true));
+GPUFLEET_REGISTER(JobTimePolicy,
+    {.name = "hetero-las",
+     .description = "heterogeneity-aware LAS, two-level feedback queue, best-model placement with "
+                    "swaps",
+     .params = {{"priority_threshold_ratio", ParamType::kNumber, 2.0, "demotion threshold (> 0)"},
+                {"starve_threshold_ratio", ParamType::kNumber, 4.0, "promotion threshold (> 0)"},
+                {"swap", ParamType::kBool, true, "swap jobs between models"},
+                {"aware", ParamType::kBool, true, "heterogeneity-aware model choice"},
+                {"upgrade", ParamType::kBool, true, "move jobs to faster models when free"}},
+     .capabilities = {"preemptive"}},
+    [](const Params& p) -> absl::StatusOr<std::unique_ptr<JobTimePolicy>> {
+      ASSIGN_OR_RETURN(double pr, p.Get<double>("priority_threshold_ratio"));
+      ASSIGN_OR_RETURN(double sr, p.Get<double>("starve_threshold_ratio"));
+      ASSIGN_OR_RETURN(bool swap, p.Get<bool>("swap"));
+      ASSIGN_OR_RETURN(bool aware, p.Get<bool>("aware"));
+      ASSIGN_OR_RETURN(bool upgrade, p.Get<bool>("upgrade"));
       if (!(pr > 0) || !(sr > 0))
         return absl::InvalidArgumentError(
             "hetero-las: priority_threshold_ratio and starve_threshold_ratio must be > 0");
-      return std::unique_ptr<Policy>(new HeteroLas(pr, sr, swap, aware, upgrade));
+      return std::unique_ptr<JobTimePolicy>(new HeteroLas(pr, sr, swap, aware, upgrade));
     });
 
 }  // namespace
-}  // namespace gpufleet::sim
+}  // namespace gpufleet::jobtime

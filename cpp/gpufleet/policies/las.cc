@@ -8,7 +8,7 @@
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/policies/ordered.h"
 
-namespace gpufleet::sim {
+namespace gpufleet::jobtime {
 namespace {
 
 class Las : public OrderedPolicy {
@@ -16,7 +16,7 @@ class Las : public OrderedPolicy {
   explicit Las(bool gputime) : gputime_(gputime) {}
 
  protected:
-  double Key(const SimView& view, int i) const override {
+  double Key(const JobTimeView& view, int i) const override {
     return gputime_ ? view.GpuTime(i) : view.RunTime(i);
   }
 
@@ -24,17 +24,19 @@ class Las : public OrderedPolicy {
   bool gputime_;
 };
 
-GPUFLEET_REGISTER(Policy, "las",
-                  "least attained service (GPU-seconds, or time with service=\"time\"), preemptive",
-                  [](const Json& p) -> absl::StatusOr<std::unique_ptr<Policy>> {
-                    RETURN_IF_ERROR(CheckKnownParams(p, "las", {"service"}));
-                    ASSIGN_OR_RETURN(std::string s,
-                                     Param<std::string>(p, "las", "service", "gpu_time"));
-                    if (s != "gpu_time" && s != "time")
-                      return absl::InvalidArgumentError(
-                          "las: service must be \"gpu_time\" or \"time\", got \"" + s + "\"");
-                    return std::unique_ptr<Policy>(new Las(s == "gpu_time"));
-                  });
+GPUFLEET_REGISTER(JobTimePolicy,
+    {.name = "las",
+     .description = "least attained service, preemptive",
+     .params = {{"service", ParamType::kString, "gpu_time",
+                 "attained service in \"gpu_time\" (GPU-seconds) or \"time\" (seconds)"}},
+     .capabilities = {"preemptive"}},
+    [](const Params& p) -> absl::StatusOr<std::unique_ptr<JobTimePolicy>> {
+      ASSIGN_OR_RETURN(std::string s, p.Get<std::string>("service"));
+      if (s != "gpu_time" && s != "time")
+        return absl::InvalidArgumentError("las: service must be \"gpu_time\" or \"time\", got \"" +
+                                          s + "\"");
+      return std::unique_ptr<JobTimePolicy>(new Las(s == "gpu_time"));
+    });
 
 }  // namespace
-}  // namespace gpufleet::sim
+}  // namespace gpufleet::jobtime

@@ -3,29 +3,27 @@
 #include <algorithm>
 #include <cmath>
 
-namespace gpufleet::sim {
+namespace gpufleet::jobtime {
 namespace {
 constexpr double kPivotEps = 1e-9;
 constexpr int kDegenerateBeforeBland = 50;
 }  // namespace
 
-LpResult MaximizeLp(const std::vector<std::vector<double>>& a, const std::vector<double>& b,
-                    const std::vector<double>& c, int max_pivots) {
-  LpResult out;
+absl::StatusOr<LpSolution> MaximizeLp(const std::vector<std::vector<double>>& a,
+                                      const std::vector<double>& b, const std::vector<double>& c,
+                                      int max_pivots) {
+  LpSolution out;
   const int rows = static_cast<int>(b.size());
   const int vars = static_cast<int>(c.size());
   if (static_cast<int>(a.size()) != rows) {
-    out.error = "bad input: A and b differ in rows";
-    return out;
+    return absl::InvalidArgumentError("bad input: A and b differ in rows");
   }
   for (int r = 0; r < rows; ++r) {
     if (static_cast<int>(a[r].size()) != vars) {
-      out.error = "bad input: a row of A has the wrong length";
-      return out;
+      return absl::InvalidArgumentError("bad input: a row of A has the wrong length");
     }
     if (!(b[r] >= 0) || !std::isfinite(b[r])) {
-      out.error = "bad input: b must be finite and >= 0";
-      return out;
+      return absl::InvalidArgumentError("bad input: b must be finite and >= 0");
     }
   }
   // Tableau: rows x (vars + slacks + rhs); the objective row holds reduced costs (-c at start).
@@ -56,8 +54,7 @@ LpResult MaximizeLp(const std::vector<std::vector<double>>& a, const std::vector
     }
     if (enter < 0) break;  // optimal
     if (out.pivots >= max_pivots) {
-      out.error = "pivot limit";
-      return out;
+      return absl::ResourceExhaustedError("pivot limit");
     }
     int leave = -1;
     double best = 0;
@@ -72,8 +69,7 @@ LpResult MaximizeLp(const std::vector<std::vector<double>>& a, const std::vector
       }
     }
     if (leave < 0) {
-      out.error = "unbounded";
-      return out;
+      return absl::FailedPreconditionError("unbounded");
     }
     degenerate = best <= kPivotEps ? degenerate + 1 : 0;
     const double p = at(leave, enter);
@@ -87,7 +83,6 @@ LpResult MaximizeLp(const std::vector<std::vector<double>>& a, const std::vector
     basis[leave] = enter;
     ++out.pivots;
   }
-  out.optimal = true;
   out.x.assign(vars, 0.0);
   for (int r = 0; r < rows; ++r)
     if (basis[r] < vars) out.x[basis[r]] = std::max(0.0, at(r, cols - 1));
@@ -96,4 +91,4 @@ LpResult MaximizeLp(const std::vector<std::vector<double>>& a, const std::vector
   return out;
 }
 
-}  // namespace gpufleet::sim
+}  // namespace gpufleet::jobtime

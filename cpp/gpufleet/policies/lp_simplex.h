@@ -6,23 +6,25 @@
 #ifndef GPUFLEET_POLICIES_LP_SIMPLEX_H_
 #define GPUFLEET_POLICIES_LP_SIMPLEX_H_
 
-#include <string>
 #include <vector>
 
-namespace gpufleet::sim {
+#include "absl/status/statusor.h"
 
-struct LpResult {
-  bool optimal = false;
-  std::string error;  // why not: "unbounded", "pivot limit", "bad input ..."
+namespace gpufleet::jobtime {
+
+struct LpSolution {
   double objective = 0;
   std::vector<double> x;
   int pivots = 0;
 };
 
-// `a` is row-major (rows = b.size(), each of c.size() entries).
-LpResult MaximizeLp(const std::vector<std::vector<double>>& a, const std::vector<double>& b,
-                    const std::vector<double>& c, int max_pivots = 100000);
+// `a` is row-major (rows = b.size(), each of c.size() entries). Errors: InvalidArgument for bad
+// input (shapes, b not finite and >= 0), FailedPrecondition "unbounded", ResourceExhausted
+// "pivot limit".
+absl::StatusOr<LpSolution> MaximizeLp(const std::vector<std::vector<double>>& a,
+                                      const std::vector<double>& b, const std::vector<double>& c,
+                                      int max_pivots = 100000);
 
-}  // namespace gpufleet::sim
+}  // namespace gpufleet::jobtime
 
 #endif  // GPUFLEET_POLICIES_LP_SIMPLEX_H_

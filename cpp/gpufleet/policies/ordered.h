@@ -7,20 +7,20 @@
 #include <algorithm>
 #include <vector>
 
-#include "gpufleet/sim/policy.h"
+#include "gpufleet/policies/job_time_policy.h"
 
-namespace gpufleet::sim {
+namespace gpufleet::jobtime {
 
-class OrderedPolicy : public Policy {
+class OrderedPolicy : public JobTimePolicy {
  public:
-  absl::Status Init(const SimView& view) override {
+  absl::Status Init(const JobTimeView& view) override {
     pos_.assign(view.jobs->size(), -1);
     keys_.assign(view.jobs->size(), 0);
     submit_.resize(view.jobs->size());
     for (size_t i = 0; i < view.jobs->size(); ++i) submit_[i] = view.job(i).spec.submit_time;
     return absl::OkStatus();
   }
-  void OnArrival(int job, const SimView& view) override {
+  void OnArrival(int job, const JobTimeView& view) override {
     // The engine's ledger grows as jobs arrive (the simulator sizes everything in Init).
     if (job >= static_cast<int>(pos_.size())) {
       pos_.resize(view.jobs->size(), -1);
@@ -34,7 +34,7 @@ class OrderedPolicy : public Policy {
     waiting_.push_back(job);
     demand_ += view.job(job).spec.num_gpu;
   }
-  void OnFinish(int job, const SimView& view) override {
+  void OnFinish(int job, const JobTimeView& view) override {
     demand_ -= view.job(job).spec.num_gpu;
     int p = pos_[job];
     if (view.tiresias_compat) {
@@ -48,7 +48,7 @@ class OrderedPolicy : public Policy {
     }
     pos_[job] = -1;
   }
-  void Schedule(const SimView& view, std::vector<Assignment>* plan) override {
+  void Schedule(const JobTimeView& view, std::vector<Assignment>* plan) override {
     // Fast path: when every active job fits at once, the order cannot matter; start the waiting
     // ones on the GPUs left free and keep the rest (O(waiting) instead of a sort of all jobs).
     if (demand_ <= view.pool->total_gpus() && !view.tiresias_compat) {
@@ -115,7 +115,7 @@ class OrderedPolicy : public Policy {
   }
 
  protected:
-  virtual double Key(const SimView& view, int job) const = 0;
+  virtual double Key(const JobTimeView& view, int job) const = 0;
 
  private:
   std::vector<int> active_;
@@ -125,6 +125,6 @@ class OrderedPolicy : public Policy {
   int64_t demand_ = 0;    // GPUs asked by the active jobs
 };
 
-}  // namespace gpufleet::sim
+}  // namespace gpufleet::jobtime
 
 #endif  // GPUFLEET_POLICIES_ORDERED_H_

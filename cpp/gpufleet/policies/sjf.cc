@@ -5,18 +5,18 @@
 #include <tuple>
 
 #include "gpufleet/core/status_macros.h"
-#include "gpufleet/sim/policy.h"
+#include "gpufleet/policies/job_time_policy.h"
 
-namespace gpufleet::sim {
+namespace gpufleet::jobtime {
 namespace {
 
-class Sjf : public Policy {
+class Sjf : public JobTimePolicy {
  public:
-  void OnArrival(int job, const SimView& view) override {
+  void OnArrival(int job, const JobTimeView& view) override {
     const JobSpec& s = view.job(job).spec;
     pending_.insert({s.duration, s.submit_time, job});
   }
-  void Schedule(const SimView& view, std::vector<Assignment>* plan) override {
+  void Schedule(const JobTimeView& view, std::vector<Assignment>* plan) override {
     KeepUnlistedRunning();  // non-preemptive: the plan lists only the starts
     Filler fill(view, plan, /*from_current=*/true);
     // A job leaves the set once it is seen running (or gone), not when it is planned: the engine
@@ -36,11 +36,13 @@ class Sjf : public Policy {
   std::set<std::tuple<double, double, int>> pending_;
 };
 
-GPUFLEET_REGISTER(Policy, "sjf", "shortest job first, oracle durations, non-preemptive",
-                  [](const Json& p) -> absl::StatusOr<std::unique_ptr<Policy>> {
-                    RETURN_IF_ERROR(CheckKnownParams(p, "sjf", {}));
-                    return std::unique_ptr<Policy>(new Sjf());
-                  });
+GPUFLEET_REGISTER(JobTimePolicy,
+    {.name = "sjf",
+     .description = "shortest job first, oracle durations, non-preemptive",
+     .capabilities = {"needs-durations"}},
+    [](const Params&) -> absl::StatusOr<std::unique_ptr<JobTimePolicy>> {
+      return std::unique_ptr<JobTimePolicy>(new Sjf());
+    });
 
 }  // namespace
-}  // namespace gpufleet::sim
+}  // namespace gpufleet::jobtime

@@ -5,7 +5,7 @@
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/policies/ordered.h"
 
-namespace gpufleet::sim {
+namespace gpufleet::jobtime {
 namespace {
 
 class Srtf : public OrderedPolicy {
@@ -13,7 +13,7 @@ class Srtf : public OrderedPolicy {
   explicit Srtf(bool gputime) : gputime_(gputime) {}
 
  protected:
-  double Key(const SimView& view, int i) const override {
+  double Key(const JobTimeView& view, int i) const override {
     return view.RemainingWork(i) * (gputime_ ? view.job(i).spec.num_gpu : 1);
   }
 
@@ -21,14 +21,15 @@ class Srtf : public OrderedPolicy {
   bool gputime_;
 };
 
-GPUFLEET_REGISTER(Policy, "srtf",
-                  "shortest remaining time first, oracle durations, preemptive (gputime=true "
-                  "weighs by GPUs)",
-                  [](const Json& p) -> absl::StatusOr<std::unique_ptr<Policy>> {
-                    RETURN_IF_ERROR(CheckKnownParams(p, "srtf", {"gputime"}));
-                    ASSIGN_OR_RETURN(bool g, Param<bool>(p, "srtf", "gputime", false));
-                    return std::unique_ptr<Policy>(new Srtf(g));
-                  });
+GPUFLEET_REGISTER(JobTimePolicy,
+    {.name = "srtf",
+     .description = "shortest remaining time first, oracle durations, preemptive",
+     .params = {{"gputime", ParamType::kBool, false, "weigh remaining time by GPUs"}},
+     .capabilities = {"needs-durations", "preemptive"}},
+    [](const Params& p) -> absl::StatusOr<std::unique_ptr<JobTimePolicy>> {
+      ASSIGN_OR_RETURN(bool g, p.Get<bool>("gputime"));
+      return std::unique_ptr<JobTimePolicy>(new Srtf(g));
+    });
 
 }  // namespace
-}  // namespace gpufleet::sim
+}  // namespace gpufleet::jobtime

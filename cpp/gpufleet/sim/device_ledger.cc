@@ -7,6 +7,9 @@
 #include "gpufleet/core/status_macros.h"
 
 namespace gpufleet::sim {
+
+using jobtime::GpuModel;
+using jobtime::GpuPool;
 namespace {
 // Room for every piece a node can hold; the pods carry no cpu or memory.
 constexpr int64_t kNodeCpuMilli = int64_t{1} << 40;

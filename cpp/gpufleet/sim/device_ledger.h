@@ -1,8 +1,8 @@
 // The simulator's GPUs as real devices: one node per `gpus_per_node` GPUs of a model, held in the
 // foundation's ClusterState (one per model: a job-time plan already fixes the model, so the node
 // search never needs a model constraint) and chosen by a registered placement strategy. Policies
-// plan in GPU counts per model (sim/policy.h); the ledger turns each start into whole-GPU
-// allocations, one pod per node the job spans, preferring as few nodes as the free GPUs allow
+// plan in GPU counts per model (policies/job_time_policy.h); the ledger turns each start into
+// whole-GPU allocations, one pod per node the job spans, preferring as few nodes as the free GPUs allow
 // (largest piece first). Any count the pool admits can be placed, because a piece never asks for
 // more GPUs than the freest node of that model has; so placement changes where a job runs, never
 // when.
@@ -16,14 +16,14 @@
 #include "absl/status/statusor.h"
 #include "gpufleet/accounting/cluster_state.h"
 #include "gpufleet/placement/strategy.h"
-#include "gpufleet/sim/gpu_pool.h"
+#include "gpufleet/policies/gpu_pool.h"
 
 namespace gpufleet::sim {
 
 class DeviceLedger {
  public:
   // `strategy`: a registered placement strategy spec ("binpack", "spread", ...).
-  static absl::StatusOr<std::unique_ptr<DeviceLedger>> Create(const GpuPool& pool,
+  static absl::StatusOr<std::unique_ptr<DeviceLedger>> Create(const jobtime::GpuPool& pool,
                                                               const std::string& strategy,
                                                               int num_jobs);
 

@@ -5,6 +5,8 @@
 
 namespace gpufleet::sim {
 
+using jobtime::Job;
+
 double Percentile(std::vector<double> values, double q) {
   if (values.empty()) return 0;
   double pos = q / 100.0 * (values.size() - 1);

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "gpufleet/sim/job.h"
+#include "gpufleet/policies/job.h"
 
 namespace gpufleet::sim {
 
@@ -22,7 +22,7 @@ struct Summary {
 // Percentile with linear interpolation between order statistics (numpy's default); q in [0, 100].
 double Percentile(std::vector<double> values, double q);
 
-Summary Summarize(const std::vector<Job>& jobs, int total_gpus, double busy_gpu_seconds);
+Summary Summarize(const std::vector<jobtime::Job>& jobs, int total_gpus, double busy_gpu_seconds);
 
 }  // namespace gpufleet::sim
 

@@ -44,9 +44,16 @@ absl::StatusOr<std::unique_ptr<PlacementStrategy>> BuildStrategy(const OpenbRepl
   if (!o.params.is_object() && !o.params.is_null())
     return absl::InvalidArgumentError("replay: policy parameters must be an object");
   Json p = o.params.is_null() ? Json::object() : o.params;
-  if (o.policy == "fgd" && !p.contains("workload")) p["workload"] = workload.ToJson();
-  if (o.policy == "random" && !p.contains("seed")) p["seed"] = o.seed;
-  return Registry<PlacementStrategy>::Global().Create(o.policy, p);
+  // The replay knows the trace's workload and the run's seed: any strategy that declares a
+  // "workload" or "seed" parameter gets them unless the caller gave its own.
+  const Registry<PlacementStrategy>& registry = Registry<PlacementStrategy>::Global();
+  absl::StatusOr<Registration> found = registry.Info(o.policy);
+  if (!found.ok()) return registry.Create(o.policy, p);  // its error lists the known names
+  const Registration& info = *found;
+  if (info.FindParam("workload") != nullptr && !p.contains("workload"))
+    p["workload"] = workload.ToJson();
+  if (info.FindParam("seed") != nullptr && !p.contains("seed")) p["seed"] = o.seed;
+  return registry.Create(o.policy, p);
 }
 
 }  // namespace

@@ -40,7 +40,8 @@ struct OpenbPod {
 
 struct OpenbReplayOptions {
   std::string policy = "fgd";     // a registered placement strategy
-  Json params = Json::object();   // its parameters; fgd gets the trace's workload unless given
+  Json params = Json::object();   // its parameters; a declared "workload" or "seed" parameter
+                                  // gets the trace's workload and `seed` unless given
   uint64_t seed = 0;              // arrival order, resampling, random ties (and `random`'s seed)
   double stop_at = 1.3;           // arrived GPU requests / cluster GPUs at which arrivals stop
   double coverage = 0.95;         // share of pods the typical-pod workload covers

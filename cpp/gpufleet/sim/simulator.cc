@@ -10,6 +10,17 @@
 #include "gpufleet/sim/device_ledger.h"
 
 namespace gpufleet::sim {
+
+using jobtime::Assignment;
+using jobtime::CheckPlan;
+using jobtime::GpuModel;
+using jobtime::GpuPool;
+using jobtime::Job;
+using jobtime::JobSpec;
+using jobtime::JobState;
+using jobtime::JobTimePolicy;
+using jobtime::JobTimeView;
+using jobtime::kNever;
 namespace {
 
 // Relative slack when comparing event times computed along different float paths.
@@ -52,7 +63,8 @@ struct FinishEntry {
 
 class Run {
  public:
-  Run(const GpuPool& pool, std::vector<JobSpec> specs, Policy& policy, const SimOptions& options,
+  Run(const GpuPool& pool, std::vector<JobSpec> specs, JobTimePolicy& policy,
+      const SimOptions& options,
       DeviceLedger* ledger)
       : pool_(pool), policy_(policy), options_(options), ledger_(ledger) {
     jobs_.resize(specs.size());
@@ -159,7 +171,7 @@ class Run {
     return kNever;
   }
 
-  void AdvanceJob(Job& j, double t) { sim::AdvanceJob(j, t, pool_.model(j.model).perf_factor); }
+  void AdvanceJob(Job& j, double t) { jobtime::AdvanceJob(j, t, pool_.model(j.model).perf_factor); }
 
   void PushFinish(int i) {
     Job& j = jobs_[i];
@@ -267,7 +279,7 @@ class Run {
   }
 
   const GpuPool& pool_;
-  Policy& policy_;
+  JobTimePolicy& policy_;
   const SimOptions& options_;
   std::vector<Job> jobs_;
   std::vector<int> running_;
@@ -277,14 +289,15 @@ class Run {
   std::vector<int> busy_per_model_;
   std::priority_queue<FinishEntry, std::vector<FinishEntry>, std::greater<FinishEntry>>
       finish_heap_;
-  SimView view_;
+  JobTimeView view_;
   int busy_gpus_ = 0;
   double busy_gpu_seconds_ = 0;
 };
 
 }  // namespace
 
-absl::StatusOr<SimResult> Simulate(const GpuPool& pool, std::vector<JobSpec> jobs, Policy& policy,
+absl::StatusOr<SimResult> Simulate(const GpuPool& pool, std::vector<JobSpec> jobs,
+                                   JobTimePolicy& policy,
                                    const SimOptions& options) {
   if (!(options.restore_delay >= 0) || !(options.tick >= 0) ||
       !(options.scheduling_interval >= 0) || options.progress_every < 1)

@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "gpufleet/sim/gpu_pool.h"
-#include "gpufleet/sim/job.h"
+#include "gpufleet/policies/gpu_pool.h"
+#include "gpufleet/policies/job.h"
 #include "gpufleet/sim/metrics.h"
-#include "gpufleet/sim/policy.h"
+#include "gpufleet/policies/job_time_policy.h"
 
 namespace gpufleet::sim {
 
@@ -49,7 +49,7 @@ struct TimeSample {
 };
 
 struct SimResult {
-  std::vector<Job> jobs;  // final state, in input order
+  std::vector<jobtime::Job> jobs;  // final state, in input order
   std::vector<TimeSample> timeseries;
   int64_t scheduling_points = 0;
   Summary summary;
@@ -58,7 +58,9 @@ struct SimResult {
 };
 
 // Validates the jobs against the pool (every job must fit on some model) and runs to the end.
-absl::StatusOr<SimResult> Simulate(const GpuPool& pool, std::vector<JobSpec> jobs, Policy& policy,
+absl::StatusOr<SimResult> Simulate(const jobtime::GpuPool& pool,
+                                   std::vector<jobtime::JobSpec> jobs,
+                                   jobtime::JobTimePolicy& policy,
                                    const SimOptions& options);
 
 }  // namespace gpufleet::sim

@@ -12,11 +12,15 @@ from gpufleet.scenario import ScenarioError, _read
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("cycle", help="run batch-scheduling cycles (queues, gangs) on a scenario")
-    p.add_argument("scenario", help="YAML or JSON scenario with nodes, queues and jobs")
+    p.add_argument("scenario", nargs="?", help="YAML or JSON scenario with nodes, queues and jobs")
     p.add_argument("--conf", help="scheduler configuration (YAML/JSON with actions and tiers); "
                                   "default: enqueue, allocate, backfill with the built-in plugins")
     p.add_argument("--cycles", type=int, default=1, help="cycles to run (default 1)")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.add_argument("--list-plugins", action="store_true",
+                   help="list the engine plugins with their parameters and exit")
+    p.add_argument("--list-actions", action="store_true",
+                   help="list the engine actions with their parameters and exit")
     p.set_defaults(func=run)
 
 
@@ -30,6 +34,15 @@ def _table(rows: list[list[str]], header: list[str]) -> str:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    if args.list_plugins or args.list_actions:
+        from gpufleet.registries import format_listing
+        kinds = (["plugins"] if args.list_plugins else []) + (["actions"] if args.list_actions else [])
+        print("\n".join(format_listing(k) for k in kinds))
+        return 0
+    if not args.scenario:
+        print("gpufleet cycle: a scenario file is required (or --list-plugins / --list-actions)",
+              file=sys.stderr)
+        return 2
     if args.cycles < 1:
         print("gpufleet cycle: --cycles must be >= 1", file=sys.stderr)
         return 2

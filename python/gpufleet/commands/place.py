@@ -12,14 +12,23 @@ from gpufleet.scenario import ScenarioError, load_scenario
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("place", help="place a scenario's pending pods and print where each went")
-    p.add_argument("scenario", help="YAML or JSON scenario file")
+    p.add_argument("scenario", nargs="?", help="YAML or JSON scenario file")
     p.add_argument("--strategy", default="binpack",
                    help=f"device choice strategy ({', '.join(strategies())}); default binpack")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.add_argument("--list-strategies", action="store_true",
+                   help="list the placement strategies with their parameters and exit")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.list_strategies:
+        from gpufleet.registries import format_listing
+        print(format_listing("strategies"))
+        return 0
+    if not args.scenario:
+        print("gpufleet place: a scenario file is required (or --list-strategies)", file=sys.stderr)
+        return 2
     if args.strategy.split("(")[0] not in strategies():
         print(f"gpufleet place: unknown strategy {args.strategy!r}; known: {', '.join(strategies())}",
               file=sys.stderr)

@@ -23,7 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--policy", help="policy name or spec, e.g. 'dlas-gpu(queue_limits=[3250,7200])'")
     p.add_argument("--seed", type=int, default=0, help="seed (openb arrival order, synthetic traces, ties)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    p.add_argument("--list-policies", action="store_true", help="list the policies and exit")
+    p.add_argument("--list-policies", action="store_true",
+                   help="list the job-time policies and the openb replay's strategies, with their "
+                        "parameters, and exit")
     p.add_argument("--throughputs", help="Gavel throughput JSON (gavel format)")
     p.add_argument("--num-jobs", type=int, default=500, help="jobs to generate (synthetic, no --trace)")
     p.add_argument("--tiresias-compat", action="store_true", help="Tiresias-simulator-compatible mode")
@@ -41,16 +43,6 @@ def _replay():
     except ImportError:
         return None
     return replay
-
-
-def list_policies() -> list[tuple[str, str, str]]:
-    from gpufleet.sim import policy_description, policy_names
-    rows = [("job", n, policy_description(n)) for n in policy_names()]
-    replay = _replay()
-    if replay is not None and hasattr(replay, "policy_names"):
-        describe = getattr(replay, "policy_description", lambda n: "")
-        rows += [("openb", n, describe(n)) for n in replay.policy_names()]
-    return rows
 
 
 def _cluster(spec: str) -> Any:
@@ -97,8 +89,12 @@ def _print(summary: dict[str, Any], as_json: bool) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.list_policies:
-        for kind, name, desc in list_policies():
-            print(f"{kind:<6} {name:<16} {desc}")
+        from gpufleet.registries import format_listing
+        print("job-time policies (job formats):")
+        print(format_listing("policies", prefix="  "))
+        if _replay() is not None:
+            print("placement strategies (openb format):")
+            print(format_listing("strategies", prefix="  "))
         return 0
     if not args.format or not args.policy:
         print("gpufleet simulate: --format and --policy are required (or --list-policies)", file=sys.stderr)

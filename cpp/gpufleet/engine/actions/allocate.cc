@@ -57,11 +57,13 @@ class Allocate : public Action {
   }
 };
 
-GPUFLEET_REGISTER(Action, "allocate", "place admitted jobs whole, queues taking turns by share",
-                  [](const Json& p) -> absl::StatusOr<std::unique_ptr<Action>> {
-                    RETURN_IF_ERROR(CheckKnownParams(p, "allocate", {}));
-                    return std::unique_ptr<Action>(new Allocate());
-                  });
+GPUFLEET_REGISTER(Action,
+    {.name = "allocate",
+     .description = "place admitted jobs whole, queues taking turns by share",
+     .capabilities = {"places-tasks"}},
+    [](const Params&) -> absl::StatusOr<std::unique_ptr<Action>> {
+      return std::unique_ptr<Action>(new Allocate());
+    });
 
 }  // namespace
 }  // namespace gpufleet::engine

@@ -20,11 +20,13 @@ class Backfill : public Action {
   }
 };
 
-GPUFLEET_REGISTER(Action, "backfill", "place best-effort tasks (no requests)",
-                  [](const Json& p) -> absl::StatusOr<std::unique_ptr<Action>> {
-                    RETURN_IF_ERROR(CheckKnownParams(p, "backfill", {}));
-                    return std::unique_ptr<Action>(new Backfill());
-                  });
+GPUFLEET_REGISTER(Action,
+    {.name = "backfill",
+     .description = "place best-effort tasks (no requests)",
+     .capabilities = {"places-tasks"}},
+    [](const Params&) -> absl::StatusOr<std::unique_ptr<Action>> {
+      return std::unique_ptr<Action>(new Backfill());
+    });
 
 }  // namespace
 }  // namespace gpufleet::engine

@@ -34,11 +34,13 @@ class Enqueue : public Action {
   }
 };
 
-GPUFLEET_REGISTER(Action, "enqueue", "admit jobs whose minimum fits their queue and the cluster",
-                  [](const Json& p) -> absl::StatusOr<std::unique_ptr<Action>> {
-                    RETURN_IF_ERROR(CheckKnownParams(p, "enqueue", {}));
-                    return std::unique_ptr<Action>(new Enqueue());
-                  });
+GPUFLEET_REGISTER(Action,
+    {.name = "enqueue",
+     .description = "admit jobs whose minimum fits their queue and the cluster",
+     .capabilities = {"admits-jobs"}},
+    [](const Params&) -> absl::StatusOr<std::unique_ptr<Action>> {
+      return std::unique_ptr<Action>(new Enqueue());
+    });
 
 }  // namespace
 }  // namespace gpufleet::engine

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_format.h"
+#include "gpufleet/core/status_macros.h"
 #include "gpufleet/engine/actions/place_job.h"
 #include "gpufleet/engine/statement.h"
 
@@ -25,16 +26,16 @@ std::vector<int> Candidates(const Session& s, const TaskInfo& task, int node, Vi
 }
 
 // Evicts `victim`, and the rest of its gang if the gang would otherwise run partly.
-bool EvictWithGang(Session& s, Statement& st, int victim, const std::string& reason) {
-  if (!st.Evict(victim, reason).ok()) return false;
+absl::Status EvictWithGang(Session& s, Statement& st, int victim, const std::string& reason) {
+  RETURN_IF_ERROR(st.Evict(victim, reason));
   JobInfo& j = s.job(s.task(victim).job);
   if (j.occupied > 0 && j.occupied < j.min_available()) {
     for (int t : j.tasks)
-      if (s.task(t).status == TaskStatus::kRunning &&
-          !st.Evict(t, reason + " (rest of its gang)").ok())
-        return false;
+      if (s.task(t).status == TaskStatus::kRunning) {
+        RETURN_IF_ERROR(st.Evict(t, reason + " (rest of its gang)"));
+      }
   }
-  return true;
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -94,7 +95,7 @@ int EvictToFit(Session& s, int job_id, VictimScope scope) {
                                 task.name(), job.name());
       for (int v : victims) {
         if (s.task(v).status != TaskStatus::kRunning) continue;  // taken with an earlier gang
-        if (!EvictWithGang(s, st, v, reason)) break;
+        if (!EvictWithGang(s, st, v, reason).ok()) break;
         if (s.Predicate(task, node).ok()) break;
       }
       if (s.Predicate(task, node).ok() &&

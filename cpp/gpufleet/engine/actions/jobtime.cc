@@ -1,5 +1,5 @@
-// jobtime: runs a job-time policy of the simulator (any registered sim::Policy: fifo, las,
-// dlas-gpu, hetero-las, gavel-lp, ...) unchanged inside the engine cycle. The action keeps one
+// jobtime: runs a job-time policy (any registered jobtime::JobTimePolicy: fifo, las, dlas-gpu,
+// hetero-las, gavel-lp, ...) unchanged inside the engine cycle. The action keeps one
 // policy object and a ledger (jobtime_ledger.h) across cycles and, on each cycle at the session's
 // time, does what the simulator does on a scheduling point:
 //   1. jobs that left the scheduler finished (OnFinish); the ledger's running jobs are those whose
@@ -34,7 +34,7 @@
 #include "gpufleet/engine/jobtime_ledger.h"
 #include "gpufleet/engine/jobtime_models.h"
 #include "gpufleet/engine/statement.h"
-#include "gpufleet/sim/policy.h"
+#include "gpufleet/policies/job_time_policy.h"
 
 namespace gpufleet::engine {
 namespace {
@@ -42,7 +42,7 @@ namespace {
 // A job without an expected duration never runs out of work as far as the policy can tell.
 constexpr double kUnknownDuration = 1e18;
 
-// What the ledger's sim::JobSpec is built from, kept to rebuild speeds when models appear.
+// What the ledger's jobtime::JobSpec is built from, kept to rebuild speeds when models appear.
 struct JobtimeJobInfo {
   std::map<std::string, double> throughput;  // lower-case model -> speed; empty: 1.0 everywhere
   std::optional<std::set<std::string>> allowed;  // lower-case models every task allows
@@ -91,7 +91,7 @@ JobtimeJobInfo InfoOf(const Job& job) {
 
 class Jobtime : public Action {
  public:
-  Jobtime(std::string policy_name, std::unique_ptr<sim::Policy> policy,
+  Jobtime(std::string policy_name, std::unique_ptr<jobtime::JobTimePolicy> policy,
           std::map<std::string, double> perf_factors)
       : policy_name_(std::move(policy_name)), policy_(std::move(policy)),
         models_(std::move(perf_factors)) {}
@@ -115,7 +115,7 @@ class Jobtime : public Action {
       auto it = session_job.find(ledger_.name(i));
       const Job* spec = it == session_job.end() ? nullptr : s.job(it->second).spec;
       if (spec == nullptr ||
-          (ledger_.job(i).state == sim::JobState::kPending && spec->tasks != info_[i].tasks)) {
+          (ledger_.job(i).state == jobtime::JobState::kPending && spec->tasks != info_[i].tasks)) {
         ledger_.Finish(i);
         policy_->OnFinish(i, ledger_.view());
         info_[i] = JobtimeJobInfo();
@@ -129,7 +129,7 @@ class Jobtime : public Action {
     active = ActiveJobs();
     for (int i : active) Reconcile(s, i, s.job(session_job.at(ledger_.name(i))));
 
-    absl::StatusOr<sim::GpuPool> pool = models_.Pool(PoolCounts(s));
+    absl::StatusOr<jobtime::GpuPool> pool = models_.Pool(PoolCounts(s));
     if (!pool.ok()) {
       MarkWaiting(s, session_job, "no GPU is free for job-time jobs");
       return;
@@ -161,8 +161,8 @@ class Jobtime : public Action {
   std::vector<int> ActiveJobs() const {
     std::vector<int> out;
     for (int i = first_active_; i < ledger_.size(); ++i) {
-      sim::JobState st = ledger_.job(i).state;
-      if (st == sim::JobState::kPending || st == sim::JobState::kRunning) out.push_back(i);
+      jobtime::JobState st = ledger_.job(i).state;
+      if (st == jobtime::JobState::kPending || st == jobtime::JobState::kRunning) out.push_back(i);
     }
     return out;
   }
@@ -183,10 +183,10 @@ class Jobtime : public Action {
   // restored task, a failed cycle after this action ran) is taken as preempted or started.
   void Reconcile(Session& s, int i, const JobInfo& job) {
     const bool runs = job.occupied > 0;
-    const sim::JobState st = ledger_.job(i).state;
-    if (st == sim::JobState::kRunning && !runs) {
+    const jobtime::JobState st = ledger_.job(i).state;
+    if (st == jobtime::JobState::kRunning && !runs) {
       ledger_.Preempt(i);
-    } else if (st == sim::JobState::kPending && runs) {
+    } else if (st == jobtime::JobState::kPending && runs) {
       for (int t : job.tasks) {
         const TaskInfo& task = s.task(t);
         if (!task.occupies()) continue;
@@ -243,7 +243,7 @@ class Jobtime : public Action {
     for (int id : fresh) {
       JobInfo& job = s.job(id);
       JobtimeJobInfo info = InfoOf(*job.spec);
-      sim::JobSpec spec;
+      jobtime::JobSpec spec;
       spec.submit_time = ledger_.now();
       spec.num_gpu = WholeGpus(*job.spec);
       spec.duration = Duration(*job.spec);
@@ -268,7 +268,7 @@ class Jobtime : public Action {
     }
   }
 
-  bool FitsSomeModel(const sim::JobSpec& spec) const {
+  bool FitsSomeModel(const jobtime::JobSpec& spec) const {
     for (int m = 0; m < models_.num_models(); ++m)
       if (models_.healthy(m) >= spec.num_gpu && (spec.speed.empty() || spec.speed[m] > 0))
         return true;
@@ -279,11 +279,11 @@ class Jobtime : public Action {
   void Apply(Session& s, const absl::flat_hash_map<std::string, int>& session_job,
              bool keep_unlisted) {
     absl::flat_hash_map<int, int> planned;
-    for (const sim::Assignment& a : plan_) planned[a.job] = a.model;
+    for (const jobtime::Assignment& a : plan_) planned[a.job] = a.model;
     std::vector<int> stops;
     if (keep_unlisted) {
-      for (const sim::Assignment& a : plan_)
-        if (ledger_.job(a.job).state == sim::JobState::kRunning) stops.push_back(a.job);
+      for (const jobtime::Assignment& a : plan_)
+        if (ledger_.job(a.job).state == jobtime::JobState::kRunning) stops.push_back(a.job);
     } else {
       stops = ledger_.running();
     }
@@ -291,7 +291,7 @@ class Jobtime : public Action {
     {
       Statement st(s);
       for (int i : stops) {
-        const sim::Job& j = ledger_.job(i);
+        const jobtime::Job& j = ledger_.job(i);
         auto it = planned.find(i);
         const int m = it == planned.end() ? -1 : it->second;
         JobInfo& job = s.job(session_job.at(ledger_.name(i)));
@@ -313,23 +313,22 @@ class Jobtime : public Action {
       // An evicted task normally waits for the next cycle; a migration places it again at once,
       // so the cycle reports an eviction and a bind for the same task (stop, then restart there).
       SetReleasing(s, job, TaskStatus::kPending);
-      std::string why;
-      if (!PlaceOnModel(s, job.id, models_.spellings(m), &why)) {
+      if (FitResult placed = PlaceOnModel(s, job.id, models_.spellings(m)); !placed.ok()) {
         SetReleasing(s, job, TaskStatus::kReleasing);
         ledger_.UndoMigration(i);
         job.reason = Reason(absl::StrFormat("preempted: could not move to %s: %s",
-                                            models_.name(m), why));
+                                            models_.name(m), placed.reason));
       }
     }
-    for (const sim::Assignment& a : plan_) {
-      if (ledger_.job(a.job).state != sim::JobState::kPending) continue;
+    for (const jobtime::Assignment& a : plan_) {
+      if (ledger_.job(a.job).state != jobtime::JobState::kPending) continue;
       JobInfo& job = s.job(session_job.at(ledger_.name(a.job)));
-      std::string why;
-      if (PlaceOnModel(s, job.id, models_.spellings(a.model), &why)) {
+      if (FitResult placed = PlaceOnModel(s, job.id, models_.spellings(a.model)); placed.ok()) {
         ledger_.Start(a.job, a.model);
         job.reason.clear();
       } else {
-        job.reason = Reason(absl::StrFormat("planned on %s, but %s", models_.name(a.model), why));
+        job.reason =
+            Reason(absl::StrFormat("planned on %s, but %s", models_.name(a.model), placed.reason));
       }
     }
   }
@@ -352,7 +351,7 @@ class Jobtime : public Action {
   void MarkWaiting(Session& s, const absl::flat_hash_map<std::string, int>& session_job,
                    const std::string& why) {
     for (int i : ActiveJobs()) {
-      if (ledger_.job(i).state != sim::JobState::kPending) continue;
+      if (ledger_.job(i).state != jobtime::JobState::kPending) continue;
       auto it = session_job.find(ledger_.name(i));
       if (it == session_job.end()) continue;
       JobInfo& job = s.job(it->second);
@@ -363,7 +362,7 @@ class Jobtime : public Action {
                                             ledger_.job(i).spec.num_gpu));
     }
     while (first_active_ < ledger_.size() &&
-           ledger_.job(first_active_).state == sim::JobState::kDone)
+           ledger_.job(first_active_).state == jobtime::JobState::kDone)
       ++first_active_;
   }
 
@@ -372,12 +371,12 @@ class Jobtime : public Action {
   }
 
   std::string policy_name_;
-  std::unique_ptr<sim::Policy> policy_;
+  std::unique_ptr<jobtime::JobTimePolicy> policy_;
   JobtimeModels models_;
   JobtimeLedger ledger_;
   std::vector<JobtimeJobInfo> info_;  // per ledger job
-  std::optional<sim::GpuPool> pool_;
-  std::vector<sim::Assignment> plan_;
+  std::optional<jobtime::GpuPool> pool_;
+  std::vector<jobtime::Assignment> plan_;
   bool initialized_ = false;
   int first_active_ = 0;  // ledger jobs before it are all finished
 };
@@ -398,19 +397,22 @@ absl::StatusOr<std::map<std::string, double>> PerfFactors(const Json& p) {
   return out;
 }
 
-GPUFLEET_REGISTER(
-    Action, "jobtime",
-    "run a job-time policy of the simulator (policy=fifo|sjf|srtf|las|dlas-gpu|gittins|"
-    "hetero-las|gavel-maxmin) on whole-GPU jobs, per GPU model",
-    [](const Json& p) -> absl::StatusOr<std::unique_ptr<Action>> {
-      RETURN_IF_ERROR(CheckKnownParams(p, "jobtime", {"policy", "perf_factors"}));
-      ASSIGN_OR_RETURN(std::string spec, Param<std::string>(p, "jobtime", "policy", "fifo"));
-      absl::StatusOr<std::unique_ptr<sim::Policy>> policy = sim::MakePolicy(spec);
+GPUFLEET_REGISTER(Action,
+    {.name = "jobtime",
+     .description = "run a registered job-time policy on whole-GPU jobs, per GPU model",
+     .params = {{"policy", ParamType::kString, "fifo", "job-time policy spec"},
+                {"perf_factors", ParamType::kAny, nullptr,
+                 "{model: factor} for attained service; default: per-model FP32 peaks"}},
+     .capabilities = {"places-tasks", "evicts"}},
+    [](const Params& p) -> absl::StatusOr<std::unique_ptr<Action>> {
+      ASSIGN_OR_RETURN(std::string spec, p.Get<std::string>("policy"));
+      absl::StatusOr<std::unique_ptr<jobtime::JobTimePolicy>> policy =
+          jobtime::MakeJobTimePolicy(spec);
       if (!policy.ok())
         return absl::Status(policy.status().code(),
                             absl::StrFormat("jobtime: policy \"%s\": %s", spec,
                                             policy.status().message()));
-      ASSIGN_OR_RETURN(auto perf_factors, PerfFactors(p));
+      ASSIGN_OR_RETURN(auto perf_factors, PerfFactors(p.json()));
       ASSIGN_OR_RETURN(auto parsed, ParseSpec(spec));
       return std::unique_ptr<Action>(
           new Jobtime(parsed.first, *std::move(policy), std::move(perf_factors)));

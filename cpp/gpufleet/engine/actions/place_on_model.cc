@@ -22,17 +22,16 @@ Pod RestrictToModel(const Pod& pod, const std::vector<std::string>& spellings) {
 
 }  // namespace
 
-bool PlaceOnModel(Session& s, int job_id, const std::vector<std::string>& spellings,
-                  std::string* why) {
+FitResult PlaceOnModel(Session& s, int job_id, const std::vector<std::string>& spellings) {
   JobInfo& job = s.job(job_id);
   ReservationLedger::Lift lift(s, job_id);  // the target may use its holds; outlives `st`
   Statement st(s);
   for (int t : PendingTasks(s, job_id, TaskKind::kWithRequests)) {
     const TaskInfo& task = s.task(t);
     if (!s.Allocatable(s.queue(job.queue), task)) {
-      *why = absl::StrFormat("task %s: queue %s would exceed its capability", task.name(),
-                             s.queue(job.queue).name());
-      return false;  // the statement discards itself
+      return FitResult::Unschedulable(  // the statement discards itself
+          absl::StrFormat("task %s: queue %s would exceed its capability", task.name(),
+                          s.queue(job.queue).name()));
     }
     const Pod pod = RestrictToModel(*task.pod, spellings);
     TaskInfo restricted = task;
@@ -42,16 +41,14 @@ bool PlaceOnModel(Session& s, int job_id, const std::vector<std::string>& spelli
     std::string miss;
     Allocation plan;
     if (s.FindBestNode(restricted, &plan, &miss) < 0) {
-      *why = absl::StrFormat("task %s: %s", task.name(), miss);
-      return false;
+      return FitResult::Unschedulable(absl::StrFormat("task %s: %s", task.name(), miss));
     }
     if (absl::Status ok = st.Allocate(t, plan); !ok.ok()) {
-      *why = absl::StrFormat("task %s: %s", task.name(), ok.message());
-      return false;
+      return FitResult::Unschedulable(absl::StrFormat("task %s: %s", task.name(), ok.message()));
     }
   }
   st.Commit();
-  return true;
+  return FitResult::Ok();
 }
 
 }  // namespace gpufleet::engine

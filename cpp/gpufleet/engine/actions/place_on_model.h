@@ -8,14 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "gpufleet/accounting/fit.h"
 #include "gpufleet/engine/session.h"
 
 namespace gpufleet::engine {
 
-// `spellings`: the device model names of the GPU model. Returns true when the job's pending tasks
-// were all placed (committed); otherwise changes nothing and sets `why`.
-bool PlaceOnModel(Session& s, int job, const std::vector<std::string>& spellings,
-                  std::string* why);
+// `spellings`: the device model names of the GPU model. Ok when the job's pending tasks were all
+// placed (committed); otherwise Unschedulable with the reason, and nothing changed.
+FitResult PlaceOnModel(Session& s, int job, const std::vector<std::string>& spellings);
 
 }  // namespace gpufleet::engine
 

@@ -21,11 +21,13 @@ class Preempt : public Action {
   }
 };
 
-GPUFLEET_REGISTER(Action, "preempt", "within a queue, evict lower-priority tasks for starving jobs",
-                  [](const Json& p) -> absl::StatusOr<std::unique_ptr<Action>> {
-                    RETURN_IF_ERROR(CheckKnownParams(p, "preempt", {}));
-                    return std::unique_ptr<Action>(new Preempt());
-                  });
+GPUFLEET_REGISTER(Action,
+    {.name = "preempt",
+     .description = "within a queue, evict lower-priority tasks for starving jobs",
+     .capabilities = {"places-tasks", "evicts", "needs:preemptable"}},
+    [](const Params&) -> absl::StatusOr<std::unique_ptr<Action>> {
+      return std::unique_ptr<Action>(new Preempt());
+    });
 
 }  // namespace
 }  // namespace gpufleet::engine

@@ -25,11 +25,13 @@ class Reclaim : public Action {
   }
 };
 
-GPUFLEET_REGISTER(Action, "reclaim", "take back resources from queues above their deserved share",
-                  [](const Json& p) -> absl::StatusOr<std::unique_ptr<Action>> {
-                    RETURN_IF_ERROR(CheckKnownParams(p, "reclaim", {}));
-                    return std::unique_ptr<Action>(new Reclaim());
-                  });
+GPUFLEET_REGISTER(Action,
+    {.name = "reclaim",
+     .description = "take back resources from queues above their deserved share",
+     .capabilities = {"places-tasks", "evicts", "needs:overused"}},
+    [](const Params&) -> absl::StatusOr<std::unique_ptr<Action>> {
+      return std::unique_ptr<Action>(new Reclaim());
+    });
 
 }  // namespace
 }  // namespace gpufleet::engine

@@ -34,12 +34,15 @@ class DeviceShare : public Plugin {
   double weight_;
 };
 
-GPUFLEET_REGISTER(
-    Plugin, "deviceshare", "device choice by a placement strategy, and its node score",
-    [](const Json& p) -> absl::StatusOr<std::unique_ptr<Plugin>> {
-      RETURN_IF_ERROR(CheckKnownParams(p, "deviceshare", {"strategy", "weight"}));
-      ASSIGN_OR_RETURN(std::string spec, Param<std::string>(p, "deviceshare", "strategy", "binpack"));
-      ASSIGN_OR_RETURN(double weight, Param<double>(p, "deviceshare", "weight", 1.0));
+GPUFLEET_REGISTER(Plugin,
+    {.name = "deviceshare",
+     .description = "device choice by a placement strategy, and its node score",
+     .params = {{"strategy", ParamType::kString, "binpack", "placement strategy spec"},
+                {"weight", ParamType::kNumber, 1.0, "weight of the strategy's node score (>= 0)"}},
+     .capabilities = {"node-score", "device-strategy"}},
+    [](const Params& p) -> absl::StatusOr<std::unique_ptr<Plugin>> {
+      ASSIGN_OR_RETURN(std::string spec, p.Get<std::string>("strategy"));
+      ASSIGN_OR_RETURN(double weight, p.Get<double>("weight"));
       if (!(weight >= 0) || std::isinf(weight))
         return absl::InvalidArgumentError(
             absl::StrFormat("deviceshare: weight must be finite and >= 0, got %g", weight));

@@ -50,11 +50,13 @@ class Drf : public Plugin {
   }
 };
 
-GPUFLEET_REGISTER(Plugin, "drf", "dominant resource fairness across jobs (Ghodsi et al. 2011)",
-                  [](const Json& p) -> absl::StatusOr<std::unique_ptr<Plugin>> {
-                    RETURN_IF_ERROR(CheckKnownParams(p, "drf", {}));
-                    return std::unique_ptr<Plugin>(new Drf());
-                  });
+GPUFLEET_REGISTER(Plugin,
+    {.name = "drf",
+     .description = "dominant resource fairness across jobs (Ghodsi et al. 2011)",
+     .capabilities = {"job-order", "preemptable"}},
+    [](const Params&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
+      return std::unique_ptr<Plugin>(new Drf());
+    });
 
 }  // namespace
 }  // namespace gpufleet::engine

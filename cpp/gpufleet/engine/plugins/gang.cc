@@ -45,11 +45,13 @@ class Gang : public Plugin {
   }
 };
 
-GPUFLEET_REGISTER(Plugin, "gang", "all-or-nothing placement of min_available tasks",
-                  [](const Json& p) -> absl::StatusOr<std::unique_ptr<Plugin>> {
-                    RETURN_IF_ERROR(CheckKnownParams(p, "gang", {}));
-                    return std::unique_ptr<Plugin>(new Gang());
-                  });
+GPUFLEET_REGISTER(Plugin,
+    {.name = "gang",
+     .description = "all-or-nothing placement of min_available tasks",
+     .capabilities = {"job-order", "job-ready", "job-valid", "preemptable", "reclaimable"}},
+    [](const Params&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
+      return std::unique_ptr<Plugin>(new Gang());
+    });
 
 }  // namespace
 }  // namespace gpufleet::engine

@@ -40,13 +40,18 @@ class NodeOrder : public Plugin {
   double binpack_, spread_, least_;
 };
 
-GPUFLEET_REGISTER(
-    Plugin, "nodeorder", "weighted node scores: binpack, spread, leastrequested",
-    [](const Json& p) -> absl::StatusOr<std::unique_ptr<Plugin>> {
-      RETURN_IF_ERROR(CheckKnownParams(p, "nodeorder", {"binpack", "spread", "leastrequested"}));
-      ASSIGN_OR_RETURN(double binpack, Param<double>(p, "nodeorder", "binpack", 1.0));
-      ASSIGN_OR_RETURN(double spread, Param<double>(p, "nodeorder", "spread", 0.0));
-      ASSIGN_OR_RETURN(double least, Param<double>(p, "nodeorder", "leastrequested", 0.0));
+GPUFLEET_REGISTER(Plugin,
+    {.name = "nodeorder",
+     .description = "weighted node scores: binpack, spread, leastrequested",
+     .params = {{"binpack", ParamType::kNumber, 1.0, "weight of the most-allocated score (>= 0)"},
+                {"spread", ParamType::kNumber, 0.0, "weight of the least-allocated score (>= 0)"},
+                {"leastrequested", ParamType::kNumber, 0.0,
+                 "weight of Kubernetes' LeastRequested score (>= 0)"}},
+     .capabilities = {"node-score"}},
+    [](const Params& p) -> absl::StatusOr<std::unique_ptr<Plugin>> {
+      ASSIGN_OR_RETURN(double binpack, p.Get<double>("binpack"));
+      ASSIGN_OR_RETURN(double spread, p.Get<double>("spread"));
+      ASSIGN_OR_RETURN(double least, p.Get<double>("leastrequested"));
       for (double w : {binpack, spread, least})
         if (!(w >= 0) || std::isinf(w))
           return absl::InvalidArgumentError(

@@ -27,12 +27,13 @@ class Predicates : public Plugin {
   absl::flat_hash_map<int, std::vector<int8_t>> constraints_;  // constraint key -> per node
 };
 
-GPUFLEET_REGISTER(Plugin, "predicates",
-                  "node selector, taints/tolerations, cpu/memory/pods and per-device fit",
-                  [](const Json& p) -> absl::StatusOr<std::unique_ptr<Plugin>> {
-                    RETURN_IF_ERROR(CheckKnownParams(p, "predicates", {}));
-                    return std::unique_ptr<Plugin>(new Predicates());
-                  });
+GPUFLEET_REGISTER(Plugin,
+    {.name = "predicates",
+     .description = "node selector, taints/tolerations, cpu/memory/pods and per-device fit",
+     .capabilities = {"predicates"}},
+    [](const Params&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
+      return std::unique_ptr<Plugin>(new Predicates());
+    });
 
 }  // namespace
 }  // namespace gpufleet::engine

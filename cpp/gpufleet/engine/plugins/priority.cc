@@ -28,12 +28,13 @@ class Priority : public Plugin {
   }
 };
 
-GPUFLEET_REGISTER(Plugin, "priority",
-                  "job and task order by priority; preempts strictly lower-priority jobs",
-                  [](const Json& p) -> absl::StatusOr<std::unique_ptr<Plugin>> {
-                    RETURN_IF_ERROR(CheckKnownParams(p, "priority", {}));
-                    return std::unique_ptr<Plugin>(new Priority());
-                  });
+GPUFLEET_REGISTER(Plugin,
+    {.name = "priority",
+     .description = "job and task order by priority; preempts strictly lower-priority jobs",
+     .capabilities = {"job-order", "task-order", "preemptable"}},
+    [](const Params&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
+      return std::unique_ptr<Plugin>(new Priority());
+    });
 
 }  // namespace
 }  // namespace gpufleet::engine

@@ -83,12 +83,14 @@ class Proportion : public Plugin {
   }
 };
 
-GPUFLEET_REGISTER(Plugin, "proportion",
-                  "queue deserved shares by weight (water-filling, capped by capability and demand)",
-                  [](const Json& p) -> absl::StatusOr<std::unique_ptr<Plugin>> {
-                    RETURN_IF_ERROR(CheckKnownParams(p, "proportion", {}));
-                    return std::unique_ptr<Plugin>(new Proportion());
-                  });
+GPUFLEET_REGISTER(Plugin,
+    {.name = "proportion",
+     .description = "queue deserved shares by weight (water-filling, capped by capability and "
+                    "demand)",
+     .capabilities = {"queue-order", "overused", "reclaimable", "allocatable", "enqueueable"}},
+    [](const Params&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
+      return std::unique_ptr<Plugin>(new Proportion());
+    });
 
 }  // namespace
 }  // namespace gpufleet::engine

@@ -48,16 +48,19 @@ class Reservation : public Plugin {
   int after_;
 };
 
-GPUFLEET_REGISTER(Plugin, "reservation",
-                  "after N waiting cycles a starving gang holds what it collects (issue 561)",
-                  [](const Json& p) -> absl::StatusOr<std::unique_ptr<Plugin>> {
-                    RETURN_IF_ERROR(CheckKnownParams(p, "reservation", {"after_cycles"}));
-                    ASSIGN_OR_RETURN(int after, Param<int>(p, "reservation", "after_cycles", 3));
-                    if (after < 0)
-                      return absl::InvalidArgumentError(absl::StrFormat(
-                          "reservation: after_cycles must be >= 0, got %d", after));
-                    return std::unique_ptr<Plugin>(new Reservation(after));
-                  });
+GPUFLEET_REGISTER(Plugin,
+    {.name = "reservation",
+     .description = "after N waiting cycles a starving gang holds what it collects",
+     .params = {{"after_cycles", ParamType::kInt, 3,
+                 "waiting cycles before a gang reserves (>= 0)"}},
+     .capabilities = {"target-job", "needs:job-ready"}},
+    [](const Params& p) -> absl::StatusOr<std::unique_ptr<Plugin>> {
+      ASSIGN_OR_RETURN(int after, p.Get<int>("after_cycles"));
+      if (after < 0)
+        return absl::InvalidArgumentError(
+            absl::StrFormat("reservation: after_cycles must be >= 0, got %d", after));
+      return std::unique_ptr<Plugin>(new Reservation(after));
+    });
 
 }  // namespace
 }  // namespace gpufleet::engine

@@ -1,4 +1,4 @@
-#include "gpufleet/sim/gpu_pool.h"
+#include "gpufleet/policies/gpu_pool.h"
 
 #include <algorithm>
 
@@ -6,7 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "gpufleet/core/status_macros.h"
 
-namespace gpufleet::sim {
+namespace gpufleet::jobtime {
 
 double DefaultPerfFactor(const std::string& model_name) {
   std::string n = absl::AsciiStrToLower(model_name);
@@ -93,4 +93,4 @@ int GpuPool::Find(const std::string& name) const {
   return -1;
 }
 
-}  // namespace gpufleet::sim
+}  // namespace gpufleet::jobtime

@@ -1,11 +1,12 @@
-// A job as the simulator sees it: what the trace says (JobSpec) and what happened to it so far.
-#ifndef GPUFLEET_SIM_JOB_H_
-#define GPUFLEET_SIM_JOB_H_
+// A job as job-time policies and their hosts (the simulator, the engine's jobtime action) see it:
+// what the trace says (JobSpec) and what happened to it so far.
+#ifndef GPUFLEET_POLICIES_JOB_H_
+#define GPUFLEET_POLICIES_JOB_H_
 
 #include <cstdint>
 #include <vector>
 
-namespace gpufleet::sim {
+namespace gpufleet::jobtime {
 
 struct JobSpec {
   int64_t id = 0;
@@ -38,7 +39,7 @@ struct Job {
   int migrations = 0;
   int max_nodes = 0;          // most nodes its GPUs spanned in one start (device ledger only)
   uint32_t version = 0;       // bumps when its finish time changes (lazy heap entries)
-  int running_pos = -1;       // index in the simulator's running list
+  int running_pos = -1;       // index in the host's running list
 
   double Speed(int m) const { return spec.speed.empty() ? 1.0 : spec.speed[m]; }
   double RemainingWork() const { return spec.duration - work_done; }
@@ -61,6 +62,6 @@ inline void AdvanceJob(Job& j, double now, double perf_factor) {
   j.last_update = now;
 }
 
-}  // namespace gpufleet::sim
+}  // namespace gpufleet::jobtime
 
-#endif  // GPUFLEET_SIM_JOB_H_
+#endif  // GPUFLEET_POLICIES_JOB_H_

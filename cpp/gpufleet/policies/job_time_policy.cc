@@ -1,22 +1,22 @@
-#include "gpufleet/sim/policy.h"
+#include "gpufleet/policies/job_time_policy.h"
 
 #include "absl/strings/str_format.h"
 #include "gpufleet/core/status_macros.h"
 
-namespace gpufleet::sim {
+namespace gpufleet::jobtime {
 
-absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& spec) {
+absl::StatusOr<std::unique_ptr<JobTimePolicy>> MakeJobTimePolicy(const std::string& spec) {
   ASSIGN_OR_RETURN(auto parsed, ParseSpec(spec));
-  return Registry<Policy>::Global().Create(parsed.first, parsed.second);
+  return Registry<JobTimePolicy>::Global().Create(parsed.first, parsed.second);
 }
 
-std::vector<std::string> PolicyNames() { return Registry<Policy>::Global().Names(); }
+std::vector<std::string> JobTimePolicyNames() { return Registry<JobTimePolicy>::Global().Names(); }
 
-std::string PolicyDescription(const std::string& name) {
-  return Registry<Policy>::Global().Description(name);
+std::string JobTimePolicyDescription(const std::string& name) {
+  return Registry<JobTimePolicy>::Global().Description(name);
 }
 
-Filler::Filler(const SimView& view, std::vector<Assignment>* plan, bool from_current)
+Filler::Filler(const JobTimeView& view, std::vector<Assignment>* plan, bool from_current)
     : view_(view), plan_(plan) {
   const GpuPool& pool = *view.pool;
   free_.resize(pool.num_models());
@@ -106,7 +106,7 @@ absl::Status CheckPlan(const std::vector<Assignment>& plan, const std::vector<Jo
   return absl::OkStatus();
 }
 
-void KeepModels(const SimView& view, ModelChoice choice, std::vector<Assignment>* plan) {
+void KeepModels(const JobTimeView& view, ModelChoice choice, std::vector<Assignment>* plan) {
   bool moved = false;
   for (const Assignment& a : *plan) {
     const Job& j = view.job(a.job);
@@ -127,4 +127,4 @@ void KeepModels(const SimView& view, ModelChoice choice, std::vector<Assignment>
   plan->swap(fresh);
 }
 
-}  // namespace gpufleet::sim
+}  // namespace gpufleet::jobtime

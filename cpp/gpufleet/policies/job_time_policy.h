@@ -1,10 +1,11 @@
-// Job-time policies: which jobs hold GPUs of which model between two scheduling points. The
-// simulator (mechanism) owns time, progress, events and accounting; a policy (registered by name)
-// answers one question on each scheduling point: the set of (job, model) assignments to run now.
+// Job-time policies: which jobs hold GPUs of which model between two scheduling points. A host
+// (the simulator's event loop, or the engine's jobtime action) owns time, progress, events and
+// accounting; a policy (registered by name) answers one question on each scheduling point: the
+// set of (job, model) assignments to run now.
 // Running jobs left out are preempted, a changed model is a migration. Policies keep their own
 // per-job state (queues, reset counters) through the OnArrival/OnFinish hooks.
-#ifndef GPUFLEET_SIM_POLICY_H_
-#define GPUFLEET_SIM_POLICY_H_
+#ifndef GPUFLEET_POLICIES_JOB_TIME_POLICY_H_
+#define GPUFLEET_POLICIES_JOB_TIME_POLICY_H_
 
 #include <functional>
 #include <limits>
@@ -14,24 +15,24 @@
 
 #include "absl/status/statusor.h"
 #include "gpufleet/core/registry.h"
-#include "gpufleet/sim/gpu_pool.h"
-#include "gpufleet/sim/job.h"
+#include "gpufleet/policies/gpu_pool.h"
+#include "gpufleet/policies/job.h"
 
-namespace gpufleet::sim {
+namespace gpufleet::jobtime {
 
 inline constexpr double kNever = std::numeric_limits<double>::infinity();
 
-// What a policy may read on a scheduling point. The simulator brings a running job's counters up
+// What a policy may read on a scheduling point. The host brings a running job's counters up
 // to date only when its state changes (so an event does not cost O(running jobs)); read a job's
 // progress through the accessors below, which add the time since then.
-struct SimView {
+struct JobTimeView {
   const std::vector<Job>* jobs = nullptr;
   const GpuPool* pool = nullptr;
   const std::vector<int>* running = nullptr;  // job indices, no particular order
   const std::vector<int>* busy = nullptr;     // GPUs in use per model
   double now = 0;
   bool tiresias_compat = false;
-  double restore_delay = 0;  // the simulator's checkpoint/restore delay, for cost-aware moves
+  double restore_delay = 0;  // the host's checkpoint/restore delay, for cost-aware moves
 
   const Job& job(int i) const { return (*jobs)[i]; }
   // Seconds since the job's counters were last brought up to date (0 unless running).
@@ -61,19 +62,19 @@ struct Assignment {
   int model;
 };
 
-class Policy {
+class JobTimePolicy {
  public:
   static constexpr char kKind[] = "policy";
-  virtual ~Policy() = default;
+  virtual ~JobTimePolicy() = default;
 
   // Called once before the run with every job (state kFuture).
-  virtual absl::Status Init(const SimView& view) { return absl::OkStatus(); }
-  virtual void OnArrival(int job, const SimView& view) {}
-  virtual void OnFinish(int job, const SimView& view) {}
+  virtual absl::Status Init(const JobTimeView& view) { return absl::OkStatus(); }
+  virtual void OnArrival(int job, const JobTimeView& view) {}
+  virtual void OnFinish(int job, const JobTimeView& view) {}
   // Appends the assignments to run from now on; models must not be over-committed.
-  virtual void Schedule(const SimView& view, std::vector<Assignment>* plan) = 0;
+  virtual void Schedule(const JobTimeView& view, std::vector<Assignment>* plan) = 0;
   // Next time the policy wants a scheduling point without any event (queue demotion, round end).
-  virtual double NextWakeup(const SimView& view) const { return kNever; }
+  virtual double NextWakeup(const JobTimeView& view) const { return kNever; }
 
   // True (once) when the last plan listed only changes: running jobs it leaves out keep running
   // on their model instead of being preempted. Lets a policy answer an event in O(changes).
@@ -90,9 +91,9 @@ class Policy {
   bool keep_unlisted_ = false;
 };
 
-absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& spec);
-std::vector<std::string> PolicyNames();
-std::string PolicyDescription(const std::string& name);
+absl::StatusOr<std::unique_ptr<JobTimePolicy>> MakeJobTimePolicy(const std::string& spec);
+std::vector<std::string> JobTimePolicyNames();
+std::string JobTimePolicyDescription(const std::string& name);
 
 // How a policy picks the model for a job that needs one.
 enum class ModelChoice {
@@ -107,8 +108,8 @@ enum class ModelChoice {
 class Filler {
  public:
   // Starts from every GPU free (a full plan) or, with `from_current`, from the GPUs the running
-  // jobs leave free (a plan of changes, see Policy::KeepUnlistedRunning).
-  Filler(const SimView& view, std::vector<Assignment>* plan, bool from_current = false);
+  // jobs leave free (a plan of changes, see JobTimePolicy::KeepUnlistedRunning).
+  Filler(const JobTimeView& view, std::vector<Assignment>* plan, bool from_current = false);
   // Places `job` if it fits: a running job keeps its model when that model still has room
   // (except with kFastestMove).
   // Returns the model, or -1 (nothing changes).
@@ -123,7 +124,7 @@ class Filler {
   void Release(int job, int model);
 
  private:
-  const SimView& view_;
+  const JobTimeView& view_;
   std::vector<Assignment>* plan_;
   std::vector<int> free_;
   int total_free_ = 0;
@@ -145,8 +146,8 @@ absl::Status CheckPlan(const std::vector<Assignment>& plan, const std::vector<Jo
 // `choice`. A greedy fill in priority order can otherwise bump a running job to another model
 // (a needless migration) when a higher-priority job took its model while others had room. Keeps
 // the plan as it is when the re-assignment does not fit.
-void KeepModels(const SimView& view, ModelChoice choice, std::vector<Assignment>* plan);
+void KeepModels(const JobTimeView& view, ModelChoice choice, std::vector<Assignment>* plan);
 
-}  // namespace gpufleet::sim
+}  // namespace gpufleet::jobtime
 
-#endif  // GPUFLEET_SIM_POLICY_H_
+#endif  // GPUFLEET_POLICIES_JOB_TIME_POLICY_H_

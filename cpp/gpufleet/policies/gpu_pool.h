@@ -1,9 +1,9 @@
-// The simulator's view of a cluster: GPUs counted by model, on nodes of `gpus_per_node`. Job-time
-// policies (Tiresias' "count" placement, Gavel's per-type allocation) decide how many GPUs of which
-// model a job holds; the simulator keeps one free counter per model for them, and (by default) a
+// GPUs counted by model, on nodes of `gpus_per_node`: what job-time policies see of a cluster.
+// Job-time policies (Tiresias' "count" placement, Gavel's per-type allocation) decide how many GPUs of which
+// model a job holds; the host keeps one free counter per model for them, and (by default) a
 // DeviceLedger that gives each start real devices in the foundation's ClusterState.
-#ifndef GPUFLEET_SIM_GPU_POOL_H_
-#define GPUFLEET_SIM_GPU_POOL_H_
+#ifndef GPUFLEET_POLICIES_GPU_POOL_H_
+#define GPUFLEET_POLICIES_GPU_POOL_H_
 
 #include <string>
 #include <vector>
@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "gpufleet/core/registry.h"
 
-namespace gpufleet::sim {
+namespace gpufleet::jobtime {
 
 struct GpuModel {
   std::string name;
@@ -47,6 +47,6 @@ class GpuPool {
 // A100 19.5 TFLOPS. Models not listed get 1.0.
 double DefaultPerfFactor(const std::string& model_name);
 
-}  // namespace gpufleet::sim
+}  // namespace gpufleet::jobtime
 
-#endif  // GPUFLEET_SIM_GPU_POOL_H_
+#endif  // GPUFLEET_POLICIES_GPU_POOL_H_

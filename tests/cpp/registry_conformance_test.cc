@@ -1,0 +1,283 @@
+// Conformance: every registered placement strategy, engine plugin, engine action and job-time
+// policy is built from what its registration declares (defaults, and examples for parameters
+// without one) and run on a small generic scenario. The suites are parameterised over the
+// registries' names, so a new registrant is tested the moment it registers.
+#include <algorithm>
+#include <cctype>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_format.h"
+#include "gpufleet/engine/action.h"
+#include "gpufleet/engine/plugin.h"
+#include "gpufleet/engine/scenario_json.h"
+#include "gpufleet/engine/scheduler.h"
+#include "gpufleet/policies/job_time_policy.h"
+#include "gpufleet/sim/simulator.h"
+#include "gtest/gtest.h"
+#include "test_util.h"
+
+namespace gpufleet {
+namespace {
+
+using test::IsOk;
+using test::MakeNode;
+using test::MakePod;
+
+template <typename T>
+Registration DeclaredInfo(const std::string& name) {
+  absl::StatusOr<Registration> info = Registry<T>::Global().Info(name);
+  EXPECT_TRUE(info.ok()) << info.status();
+  return info.ok() ? *info : Registration{};
+}
+
+// Every declared default has the declared type, names are unique, and every help line is filled.
+template <typename T>
+void ExpectWellDeclared(const std::string& name) {
+  Registration info = DeclaredInfo<T>(name);
+  EXPECT_EQ(info.name, name);
+  EXPECT_FALSE(info.description.empty());
+  std::vector<std::string> seen;
+  for (const ParamSpec& p : info.params) {
+    SCOPED_TRACE(p.name);
+    EXPECT_FALSE(p.help.empty());
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), p.name), 0) << "declared twice";
+    seen.push_back(p.name);
+    if (!p.default_value.is_null()) EXPECT_TRUE(HasParamType(p.default_value, p.type));
+    if (!p.example.is_null()) EXPECT_TRUE(HasParamType(p.example, p.type));
+  }
+  // A misspelt parameter is an error that names it.
+  if (!info.open_params) {
+    Json typo = info.ExampleParams();
+    typo["no_such_parameter"] = 1;
+    auto built = Registry<T>::Global().Create(name, typo);
+    ASSERT_FALSE(built.ok());
+    EXPECT_TRUE(absl::StrContains(built.status().message(), "no_such_parameter"));
+  }
+}
+
+template <typename T>
+std::unique_ptr<T> BuildFromDeclarations(const std::string& name) {
+  auto built = Registry<T>::Global().Create(name, DeclaredInfo<T>(name).ExampleParams());
+  EXPECT_TRUE(built.ok()) << built.status();
+  return built.ok() ? *std::move(built) : nullptr;
+}
+
+std::string ParamName(const ::testing::TestParamInfo<std::string>& info) {
+  std::string out;
+  for (char c : info.param) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return out;
+}
+
+// --- Placement strategies ------------------------------------------------------------------------
+
+class StrategyConformance : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(StrategyConformance, PlacesWhatFitsAndRefusesWhatFitsNowhere) {
+  ExpectWellDeclared<PlacementStrategy>(GetParam());
+  std::unique_ptr<PlacementStrategy> strategy =
+      BuildFromDeclarations<PlacementStrategy>(GetParam());
+  ASSERT_NE(strategy, nullptr);
+  EXPECT_EQ(strategy->Deterministic(),
+            !Registry<PlacementStrategy>::Global().HasCapability(GetParam(), "random"))
+      << "the \"random\" capability must match Deterministic()";
+  ClusterState c;
+  for (const char* node : {R"({"name":"a","cpu":"32","memory":"256Gi",
+                               "gpus":{"count":4,"model":"A100","memory":"80Gi"}})",
+                           R"({"name":"b","cpu":"32","memory":"256Gi",
+                               "gpus":{"count":4,"model":"A100","memory":"80Gi"}})"})
+    ASSERT_TRUE(IsOk(c.AddNode(MakeNode(node))));
+  for (int i = 0; i < 3; ++i) {
+    PlaceResult r = c.Place(MakePod(absl::StrFormat(
+                                R"({"name":"fits-%d","requests":{"cpu":"2","nvidia.com/gpu":2}})", i)),
+                            *strategy);
+    ASSERT_TRUE(r.placed) << r.reason;
+    EXPECT_EQ(r.allocation.devices.size(), 2u);
+    ASSERT_TRUE(IsOk(c.CheckInvariants()));
+  }
+  PlaceResult none = c.Place(
+      MakePod(R"({"name":"too-big","requests":{"cpu":"2","nvidia.com/gpu":5}})"), *strategy);
+  EXPECT_FALSE(none.placed);
+  EXPECT_FALSE(none.reason.empty());
+  // The last two free GPUs are on one node; a 2-GPU pod still fits, a third does not.
+  EXPECT_TRUE(c.Place(MakePod(R"({"name":"last","requests":{"cpu":"2","nvidia.com/gpu":2}})"),
+                      *strategy).placed);
+  EXPECT_FALSE(c.Place(MakePod(R"({"name":"over","requests":{"cpu":"2","nvidia.com/gpu":1}})"),
+                       *strategy).placed);
+  EXPECT_TRUE(IsOk(c.CheckInvariants()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Registered, StrategyConformance,
+                         ::testing::ValuesIn(Registry<PlacementStrategy>::Global().Names()),
+                         ParamName);
+
+// --- Engine plugins and actions ------------------------------------------------------------------
+
+// A generic engine scenario: two 4-GPU nodes, one low-priority job running, two queues, a gang
+// that fits, a best-effort task and a job that fits nowhere.
+Json EngineScenario() {
+  auto node = [](const std::string& name) {
+    return Json{{"name", name}, {"cpu", "64"}, {"memory", "512Gi"},
+                {"gpus", {{"count", 4}, {"model", "A100"}, {"memory", "80Gi"}}}};
+  };
+  auto job = [](const std::string& name, int replicas, int gpus, const std::string& queue,
+                int priority) {
+    return Json{{"name", name}, {"queue", queue}, {"priority", priority}, {"replicas", replicas},
+                {"requests", {{"cpu", "1"}, {"nvidia.com/gpu", gpus}}}};
+  };
+  Json running = job("running", 2, 1, "a", 1);
+  running["running"] = {"n1", "n1"};
+  running["min_available"] = 1;
+  Json best_effort = {{"name", "best-effort"}, {"queue", "b"}, {"replicas", 1}};
+  return {{"nodes", {node("n1"), node("n2")}},
+          {"queues", {{{"name", "a"}, {"weight", 1}}, {{"name", "b"}, {"weight", 1}}}},
+          {"jobs", {running, job("gang", 2, 2, "b", 10), best_effort, job("huge", 1, 16, "a", 5)}}};
+}
+
+// The default tiers, plus `extra` plugins in the second tier.
+Json Tiers(const std::vector<std::string>& extra) {
+  Json config = engine::DefaultConfigJson();
+  for (const std::string& p : extra) {
+    bool present = false;
+    for (const Json& tier : config["tiers"])
+      for (const Json& e : tier["plugins"]) present |= e["name"] == p;
+    if (!present) config["tiers"][1]["plugins"].push_back({{"name", p}});
+  }
+  return config["tiers"];
+}
+
+// Runs three cycles; each must succeed and leave the accounting consistent. Returns every bind
+// and eviction of the run.
+engine::CycleResult RunCycles(const Json& config) {
+  engine::Scheduler s;
+  absl::Status configured = s.Configure(config);
+  EXPECT_TRUE(configured.ok()) << configured << " for " << config.dump();
+  absl::Status loaded = engine::LoadScenario(EngineScenario(), &s);
+  EXPECT_TRUE(loaded.ok()) << loaded;
+  engine::CycleResult all;
+  for (int cycle = 0; cycle < 3; ++cycle) {
+    auto r = s.RunCycleAt(10.0 * (cycle + 1));
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (!r.ok()) break;
+    EXPECT_TRUE(IsOk(s.cluster().CheckInvariants()));
+    all.binds.insert(all.binds.end(), r->binds.begin(), r->binds.end());
+    all.evictions.insert(all.evictions.end(), r->evictions.begin(), r->evictions.end());
+    for (const auto& b : r->binds) EXPECT_NE(b.job, "huge") << "a job that fits nowhere was bound";
+  }
+  return all;
+}
+
+// Plugins that answer what `info` says it needs.
+std::vector<std::string> Providers(const Registration& info) {
+  std::vector<std::string> out;
+  for (const std::string& cap : info.capabilities) {
+    if (!absl::StartsWith(cap, kNeedsPrefix)) continue;
+    const std::string need = cap.substr(std::string(kNeedsPrefix).size());
+    for (const Registration& r : Registry<engine::Plugin>::Global().Infos())
+      if (r.Has(need)) {
+        out.push_back(r.name);
+        break;
+      }
+  }
+  return out;
+}
+
+class PluginConformance : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PluginConformance, RunsCyclesWithTheDefaultActions) {
+  ExpectWellDeclared<engine::Plugin>(GetParam());
+  ASSERT_NE(BuildFromDeclarations<engine::Plugin>(GetParam()), nullptr);
+  Registration info = DeclaredInfo<engine::Plugin>(GetParam());
+  std::vector<std::string> extra = Providers(info);
+  extra.push_back(GetParam());
+  Json tiers = Tiers(extra);
+  // This plugin with its declared parameters.
+  for (Json& tier : tiers)
+    for (Json& e : tier["plugins"])
+      if (e["name"] == GetParam()) e["arguments"] = info.ExampleParams();
+  engine::CycleResult r =
+      RunCycles({{"actions", "enqueue, allocate, backfill"}, {"tiers", tiers}});
+  // The gang fits and the defaults place it; no plugin in the tiers may stop that here.
+  int gang = 0;
+  for (const auto& b : r.binds) gang += b.job == "gang";
+  EXPECT_EQ(gang, 2);
+  EXPECT_TRUE(r.evictions.empty()) << "allocate and backfill never evict";
+}
+
+INSTANTIATE_TEST_SUITE_P(Registered, PluginConformance,
+                         ::testing::ValuesIn(Registry<engine::Plugin>::Global().Names()),
+                         ParamName);
+
+class ActionConformance : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ActionConformance, RunsCyclesAndKeepsToItsCapabilities) {
+  ExpectWellDeclared<engine::Action>(GetParam());
+  ASSERT_NE(BuildFromDeclarations<engine::Action>(GetParam()), nullptr);
+  Registration info = DeclaredInfo<engine::Action>(GetParam());
+  Json actions = Json::array();
+  if (!info.Has(engine::kAdmitsJobs)) actions.push_back("enqueue");
+  actions.push_back({{"name", GetParam()}, {"arguments", info.ExampleParams()}});
+  engine::CycleResult r = RunCycles({{"actions", actions}, {"tiers", Tiers(Providers(info))}});
+  if (!info.Has(engine::kPlacesTasks)) EXPECT_TRUE(r.binds.empty()) << "binds without places-tasks";
+  if (!info.Has(engine::kEvicts)) EXPECT_TRUE(r.evictions.empty()) << "evicts without evicts";
+}
+
+INSTANTIATE_TEST_SUITE_P(Registered, ActionConformance,
+                         ::testing::ValuesIn(Registry<engine::Action>::Global().Names()),
+                         ParamName);
+
+// Every "needs:X" that an action or plugin declares is answered by some registered plugin.
+TEST(EngineRegistryConformance, EveryNeedHasAProvider) {
+  std::vector<Registration> all = Registry<engine::Action>::Global().Infos();
+  for (const Registration& r : Registry<engine::Plugin>::Global().Infos()) all.push_back(r);
+  for (const Registration& r : all)
+    for (const std::string& cap : r.capabilities)
+      if (absl::StartsWith(cap, kNeedsPrefix))
+        EXPECT_EQ(Providers(Registration{.capabilities = {cap}}).size(), 1u)
+            << r.name << " declares " << cap << " but no plugin answers it";
+}
+
+// --- Job-time policies ---------------------------------------------------------------------------
+
+class JobTimePolicyConformance : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(JobTimePolicyConformance, FinishesEveryJobOfATinyTrace) {
+  ExpectWellDeclared<jobtime::JobTimePolicy>(GetParam());
+  std::unique_ptr<jobtime::JobTimePolicy> policy =
+      BuildFromDeclarations<jobtime::JobTimePolicy>(GetParam());
+  ASSERT_NE(policy, nullptr);
+  auto pool = jobtime::GpuPool::FromJson(Json::array(
+      {{{"name", "v100"}, {"count", 4}, {"gpus_per_node", 4}},
+       {{"name", "k80"}, {"count", 4}, {"gpus_per_node", 4}}}));
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  std::vector<jobtime::JobSpec> jobs;
+  for (int i = 0; i < 8; ++i) {
+    jobtime::JobSpec s;
+    s.id = i;
+    s.submit_time = 30.0 * i;
+    s.num_gpu = 1 << (i % 3);
+    s.duration = 200 + 150 * (i % 4);  // every policy may read durations; some need them
+    s.speed = {1.0, 0.5};
+    jobs.push_back(s);
+  }
+  sim::SimOptions options;
+  options.placement = "binpack";
+  auto result = sim::Simulate(*pool, jobs, *policy, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->leftover_allocations, 0);
+  const bool preemptive =
+      Registry<jobtime::JobTimePolicy>::Global().HasCapability(GetParam(), "preemptive");
+  for (const jobtime::Job& j : result->jobs) {
+    EXPECT_EQ(j.state, jobtime::JobState::kDone) << "job " << j.spec.id;
+    EXPECT_GE(j.end_time, j.spec.submit_time + j.spec.duration) << "job " << j.spec.id;
+    if (!preemptive) EXPECT_EQ(j.preemptions + j.migrations, 0) << "job " << j.spec.id;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Registered, JobTimePolicyConformance,
+                         ::testing::ValuesIn(Registry<jobtime::JobTimePolicy>::Global().Names()),
+                         ParamName);
+
+}  // namespace
+}  // namespace gpufleet
