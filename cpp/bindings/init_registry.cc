@@ -7,16 +7,12 @@
 #include "gpufleet/engine/plugin.h"
 #include "gpufleet/placement/strategy.h"
 #include "gpufleet/policies/job_time_policy.h"
+#include "py_json.h"
 
 namespace py = pybind11;
 
 namespace gpufleet::bindings {
 namespace {
-
-// JSON values (defaults, examples) through Python's json module, as the other bindings do.
-py::object JsonToPy(const Json& j) {
-  return py::module_::import("json").attr("loads")(j.dump());
-}
 
 py::dict RegistrationDict(const Registration& r) {
   py::list params;

@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Allocation', 'Cluster', 'DeviceGrant', 'DeviceRequest', 'EngineScheduler', 'FitResult', 'PlaceResult', 'Pod', 'engine_action_description', 'engine_actions', 'engine_check_config', 'engine_default_config', 'engine_plugin_description', 'engine_plugins', 'engine_registry_duplicates', 'format_bytes', 'parse_milli', 'parse_quantity', 'parse_quantity_exact', 'parse_resource_quantity', 'registry_duplicates', 'registry_metadata', 'sim_check_policy', 'sim_policy_description', 'sim_policy_names', 'sim_run', 'strategies', 'strategy_description', 'water_fill']
+__all__: list[str] = ['Allocation', 'Cluster', 'DeviceGrant', 'DeviceRequest', 'EngineScheduler', 'FitResult', 'PlaceResult', 'Pod', 'engine_action_description', 'engine_actions', 'engine_check_config', 'engine_default_config', 'engine_plugin_description', 'engine_plugins', 'engine_registry_duplicates', 'format_bytes', 'parse_milli', 'parse_quantity', 'parse_quantity_exact', 'parse_resource_quantity', 'registry_duplicates', 'registry_metadata', 'sim_check_policy', 'sim_policy_description', 'sim_policy_names', 'sim_run', 'strategies', 'strategy_description', 'water_fill', 'wire_keys']
 class DeviceRequest:
     def __repr__(self) -> str:
         ...
@@ -157,7 +157,7 @@ class Cluster:
         """
     def device_usage(self, copy: bool = False) -> dict:
         """
-        Per-device arrays, read at one instant. With copy=False, core_used/memory_used are read-only zero-copy views of the core's live buffers: they follow later placements (not a consistent snapshot while other threads place) until a node is added or removed. copy=True returns private copies taken with the metadata under one lock.
+        Per-device arrays (node index, minor, type, model, health, capacities, usage) and the node names the node index refers to, read at one instant. With copy=False, core_used/memory_used are read-only zero-copy views of the core's live buffers: they follow later placements (not a consistent snapshot while other threads place) until a node is added or removed. copy=True returns private copies taken with the metadata under one lock.
         """
     def filter(self, pod: typing.Any, node: str) -> FitResult:
         ...
@@ -338,4 +338,8 @@ def strategy_description(arg0: str) -> str:
 def water_fill(total: typing.SupportsFloat | typing.SupportsIndex, weights: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], caps: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]) -> list[float]:
     """
     Weighted water-filling of `total` over queues capped by `caps` (the proportion rule).
+    """
+def wire_keys() -> dict[str, str]:
+    """
+    The Kubernetes resource and annotation names the core reads and writes, by short name (gpufleet.k8s.keys holds the same names for Python).
     """
