@@ -303,9 +303,11 @@ void InitEngine(py::module_& m) {
   m.def("engine_plugins", &engine::PluginNames, "Names of the registered engine plugins.");
   m.def("engine_actions", &engine::ActionNames, "Names of the registered engine actions.");
   m.def("engine_plugin_description",
-        [](const std::string& n) { return Registry<engine::Plugin>::Global().Description(n); });
+        [](const std::string& n) { return Registry<engine::Plugin>::Global().Description(n); },
+        py::arg("name"), "One line describing a registered engine plugin (\"\" if unknown).");
   m.def("engine_action_description",
-        [](const std::string& n) { return Registry<engine::Action>::Global().Description(n); });
+        [](const std::string& n) { return Registry<engine::Action>::Global().Description(n); },
+        py::arg("name"), "One line describing a registered engine action (\"\" if unknown).");
   m.def("engine_registry_duplicates", [] {
     auto a = Registry<engine::Plugin>::Global().DuplicateNames();
     for (const auto& n : Registry<engine::Action>::Global().DuplicateNames()) a.push_back(n);
@@ -314,8 +316,8 @@ void InitEngine(py::module_& m) {
   m.def("engine_default_config", [] { return ToPy(engine::DefaultConfigJson()); });
   m.def("engine_check_config",
         [](py::handle conf) { return ToPy(Unwrap(engine::ConfigFromJson(ToJson(conf))).ToJson()); },
-        "Validate a scheduler configuration; returns it in canonical form or raises ValueError.");
-  m.def("_register_python_plugin", &RegisterPythonPlugin);
+        py::arg("config"), "Validate a scheduler configuration; returns it in canonical form or raises ValueError.");
+  m.def("_register_python_plugin", &RegisterPythonPlugin, py::arg("name"));
   m.def("water_fill", &engine::WaterFill, py::arg("total"), py::arg("weights"), py::arg("caps"),
         "Weighted water-filling of `total` over queues capped by `caps` (the proportion rule).");
 
@@ -336,7 +338,10 @@ void InitEngine(py::module_& m) {
            [](GuardedScheduler& g, py::handle c) {
              Json j = ToJson(c);
              Change(g, [&](Scheduler& s) { return s.Configure(j); });
-           })
+           },
+           py::arg("config"),
+           "Replace the configuration (actions, tiers, plugin arguments); "
+           "ValueError names a bad entry and changes nothing.")
       .def("config",
            [](const GuardedScheduler& g) {
              return ToPy(Reading(g, kEngine, [](const Scheduler& s) { return s.config().ToJson(); }));
@@ -348,21 +353,33 @@ void InitEngine(py::module_& m) {
            [](GuardedScheduler& g, py::handle spec) {
              Node node = Unwrap(NodeFromJson(ToJson(spec)));
              Change(g, [&](Scheduler& s) { return s.cluster().AddNode(node); });
-           })
+           },
+           py::arg("spec"),
+           "Add a node from its spec (the scenario format); ValueError for a bad "
+           "spec or a duplicate name.")
       .def("add_queue",
            [](GuardedScheduler& g, py::handle spec) {
              engine::Queue q = Unwrap(engine::QueueFromJson(ToJson(spec)));
              Change(g, [&](Scheduler& s) { return s.AddQueue(q); });
-           })
+           },
+           py::arg("spec"),
+           "Add a queue {name, weight, capability{cpu cores, memory bytes, gpu}, "
+           "reclaimable}; ValueError if it exists or is invalid.")
       .def("update_queue",
            [](GuardedScheduler& g, py::handle spec) {
              engine::Queue q = Unwrap(engine::QueueFromJson(ToJson(spec)));
              Change(g, [&](Scheduler& s) { return s.UpdateQueue(q); });
-           })
+           },
+           py::arg("spec"),
+           "Replace a queue's weight, capability and reclaimable flag; KeyError if "
+           "it does not exist.")
       .def("delete_queue",
            [](GuardedScheduler& g, const std::string& n) {
              Change(g, [&](Scheduler& s) { return s.DeleteQueue(n); });
-           })
+           },
+           py::arg("name"),
+           "Delete an empty queue; KeyError if absent, ValueError while jobs use "
+           "it.")
       .def("queues",
            [](const GuardedScheduler& g) {
              std::vector<engine::Queue> queues =
@@ -375,16 +392,21 @@ void InitEngine(py::module_& m) {
            [](GuardedScheduler& g, py::handle spec) {
              engine::Job job = Unwrap(engine::JobFromJson(ToJson(spec)));
              Change(g, [&](Scheduler& s) { return s.SubmitJob(job); });
-           })
+           },
+           py::arg("spec"),
+           "Submit a job {name, queue, replicas, min_available, priority, "
+           "requests, ...}; ValueError if invalid or the name exists.")
       .def("update_job",
            [](GuardedScheduler& g, py::handle spec) {
              engine::Job job = Unwrap(engine::JobFromJson(ToJson(spec)));
              Change(g, [&](Scheduler& s) { return s.UpdateJob(job); });
-           })
+           },
+           py::arg("spec"), "Replace a pending job's spec; KeyError if absent.")
       .def("delete_job",
            [](GuardedScheduler& g, const std::string& n) {
              Change(g, [&](Scheduler& s) { return s.DeleteJob(n); });
-           })
+           },
+           py::arg("name"), "Delete a job and free what its tasks hold; KeyError if absent.")
       .def("start_task",
            [](GuardedScheduler& g, const std::string& job, int task, const std::string& node) {
              Change(g, [&](Scheduler& s) { return engine::StartTask(&s, job, task, node); });
@@ -420,12 +442,16 @@ void InitEngine(py::module_& m) {
              });
              if (!tasks) throw py::key_error("job " + name + " does not exist");
              return *tasks;
-           })
+           },
+           py::arg("name"), "The pod names of a job's tasks, in order; KeyError if absent.")
       .def("load_scenario",
            [](GuardedScheduler& g, py::handle data) {
              Json j = ToJson(data);
              Change(g, [&](Scheduler& s) { return engine::LoadScenario(j, &s); });
-           })
+           },
+           py::arg("scenario"),
+           "Add the nodes, queues and jobs of a scenario dict all at once: on any "
+           "error nothing is added.")
       .def("run_cycle",
            [](GuardedScheduler& g, std::optional<double> now) {
              auto [cycle, result] = RunCycle(g, now);

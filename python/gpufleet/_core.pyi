@@ -218,24 +218,38 @@ class Cluster:
 class EngineScheduler:
     def __init__(self, config: typing.Any = None) -> None:
         ...
-    def add_node(self, arg0: typing.Any) -> None:
-        ...
-    def add_queue(self, arg0: typing.Any) -> None:
-        ...
+    def add_node(self, spec: typing.Any) -> None:
+        """
+        Add a node from its spec (the scenario format); ValueError for a bad spec or a duplicate name.
+        """
+    def add_queue(self, spec: typing.Any) -> None:
+        """
+        Add a queue {name, weight, capability{cpu cores, memory bytes, gpu}, reclaimable}; ValueError if it exists or is invalid.
+        """
     def config(self) -> typing.Any:
         ...
-    def configure(self, arg0: typing.Any) -> None:
-        ...
-    def delete_job(self, arg0: str) -> None:
-        ...
-    def delete_queue(self, arg0: str) -> None:
-        ...
-    def job_tasks(self, arg0: str) -> list[str]:
-        ...
+    def configure(self, config: typing.Any) -> None:
+        """
+        Replace the configuration (actions, tiers, plugin arguments); ValueError names a bad entry and changes nothing.
+        """
+    def delete_job(self, name: str) -> None:
+        """
+        Delete a job and free what its tasks hold; KeyError if absent.
+        """
+    def delete_queue(self, name: str) -> None:
+        """
+        Delete an empty queue; KeyError if absent, ValueError while jobs use it.
+        """
+    def job_tasks(self, name: str) -> list[str]:
+        """
+        The pod names of a job's tasks, in order; KeyError if absent.
+        """
     def jobs(self) -> list:
         ...
-    def load_scenario(self, arg0: typing.Any) -> None:
-        ...
+    def load_scenario(self, scenario: typing.Any) -> None:
+        """
+        Add the nodes, queues and jobs of a scenario dict all at once: on any error nothing is added.
+        """
     def now(self) -> float:
         """
         Seconds on the scheduler's clock (monotonic, 0 when the scheduler was created).
@@ -248,12 +262,18 @@ class EngineScheduler:
         """
     def start_task(self, job: str, task: typing.SupportsInt | typing.SupportsIndex, node: str) -> None:
         ...
-    def submit_job(self, arg0: typing.Any) -> None:
-        ...
-    def update_job(self, arg0: typing.Any) -> None:
-        ...
-    def update_queue(self, arg0: typing.Any) -> None:
-        ...
+    def submit_job(self, spec: typing.Any) -> None:
+        """
+        Submit a job {name, queue, replicas, min_available, priority, requests, ...}; ValueError if invalid or the name exists.
+        """
+    def update_job(self, spec: typing.Any) -> None:
+        """
+        Replace a pending job's spec; KeyError if absent.
+        """
+    def update_queue(self, spec: typing.Any) -> None:
+        """
+        Replace a queue's weight, capability and reclaimable flag; KeyError if it does not exist.
+        """
     @property
     def cluster(self) -> Cluster:
         """
@@ -265,26 +285,30 @@ class EngineScheduler:
     @property
     def last_cycle_time(self) -> float:
         ...
-def _register_python_plugin(arg0: str) -> None:
+def _register_python_plugin(name: str) -> None:
     ...
 def _replay_openb(node_name: collections.abc.Sequence[str], node_cpu: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], node_memory: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], node_gpus: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], node_model: collections.abc.Sequence[str], pod_name: collections.abc.Sequence[str], pod_cpu: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_memory: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_gpus: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_milli: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_spec: collections.abc.Sequence[collections.abc.Sequence[str]], policy: str, params: typing.Any, seed: typing.SupportsInt | typing.SupportsIndex, stop_at: typing.SupportsFloat | typing.SupportsIndex, coverage: typing.SupportsFloat | typing.SupportsIndex, random_ties: bool) -> dict:
     """
     Native openb replay over column lists; use gpufleet.replay.replay_openb.
     """
-def engine_action_description(arg0: str) -> str:
-    ...
+def engine_action_description(name: str) -> str:
+    """
+    One line describing a registered engine action ("" if unknown).
+    """
 def engine_actions() -> list[str]:
     """
     Names of the registered engine actions.
     """
-def engine_check_config(arg0: typing.Any) -> typing.Any:
+def engine_check_config(config: typing.Any) -> typing.Any:
     """
     Validate a scheduler configuration; returns it in canonical form or raises ValueError.
     """
 def engine_default_config() -> typing.Any:
     ...
-def engine_plugin_description(arg0: str) -> str:
-    ...
+def engine_plugin_description(name: str) -> str:
+    """
+    One line describing a registered engine plugin ("" if unknown).
+    """
 def engine_plugins() -> list[str]:
     """
     Names of the registered engine plugins.
