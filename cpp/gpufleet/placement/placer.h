@@ -1,9 +1,9 @@
 // Node choice: which node a pod goes to, and why none when it fits nowhere. The Placer reads the
 // accounting through a const ClusterState (summaries, per-device arrays, node versions) and owns
 // everything about choosing: feasibility, scoring, the per-shape score cache and the no-fit
-// reason; only Place's final reserve (and commit) writes to the state. The engine's session, the
-// simulator's device ledger, the Kubernetes adapters (through GuardedCluster) and the bindings
-// all place through it.
+// reason; only Place's final reserve (and commit) writes to the state. The simulator's device
+// ledger and openb replay, the Kubernetes adapters (through GuardedCluster) and the bindings place
+// through it; the engine's session plans with PlanOnNode after its own scan over node classes.
 //
 // The full scan is two steps. First every node is checked against its compact summaries and, for
 // strategies that score by allocation (binpack, spread, topology), scored, in one branch-free
