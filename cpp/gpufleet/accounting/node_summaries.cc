@@ -1,6 +1,7 @@
 #include "gpufleet/accounting/node_summaries.h"
 
 #include <algorithm>
+#include <array>
 #include <initializer_list>
 
 namespace gpufleet {
@@ -23,6 +24,26 @@ bool Oversized(const NodeUsage& u) {
   return false;
 }
 
+// Node i's column values from `u`, in ForEachColumn's order.
+std::array<double, 15> ColumnValues(const NodeUsage& u) {
+  auto d = [](int64_t v) { return static_cast<double>(v); };
+  return {d(u.cpu_capacity - u.cpu_used),
+          d(u.memory_capacity - u.memory_used),
+          d(u.max_pods - u.pods_used),
+          u.gpu_sharing == GpuSharing::kSharedOnly ? -1.0 : d(u.gpu_whole_free),
+          u.gpu_sharing == GpuSharing::kWholeOnly ? -1.0 : d(u.gpu_count),
+          d(u.gpu_max_free_core),
+          d(u.gpu_max_free_memory),
+          d(u.cpu_used),
+          d(u.cpu_capacity),
+          d(u.memory_used),
+          d(u.memory_capacity),
+          d(u.gpu_core_used),
+          d(u.gpu_core_capacity),
+          d(u.gpu_memory_used),
+          d(u.gpu_memory_capacity)};
+}
+
 }  // namespace
 
 void NodeSummaries::Append(const NodeUsage& u) {
@@ -39,21 +60,9 @@ void NodeSummaries::Set(int i, const NodeUsage& u) {
   const uint8_t big = Oversized(u);
   oversized += int{big} - oversized_node[i];
   oversized_node[i] = big;
-  free_cpu[i] = static_cast<double>(u.cpu_capacity - u.cpu_used);
-  free_memory[i] = static_cast<double>(u.memory_capacity - u.memory_used);
-  free_pods[i] = static_cast<double>(u.max_pods - u.pods_used);
-  whole_free[i] = u.gpu_sharing == GpuSharing::kSharedOnly ? -1.0 : u.gpu_whole_free;
-  shared_gpus[i] = u.gpu_sharing == GpuSharing::kWholeOnly ? -1.0 : u.gpu_count;
-  max_free_core[i] = static_cast<double>(u.gpu_max_free_core);
-  max_free_memory[i] = static_cast<double>(u.gpu_max_free_memory);
-  cpu_used[i] = static_cast<double>(u.cpu_used);
-  cpu_capacity[i] = static_cast<double>(u.cpu_capacity);
-  memory_used[i] = static_cast<double>(u.memory_used);
-  memory_capacity[i] = static_cast<double>(u.memory_capacity);
-  gpu_core_used[i] = static_cast<double>(u.gpu_core_used);
-  gpu_core_capacity[i] = static_cast<double>(u.gpu_core_capacity);
-  gpu_memory_used[i] = static_cast<double>(u.gpu_memory_used);
-  gpu_memory_capacity[i] = static_cast<double>(u.gpu_memory_capacity);
+  const std::array<double, 15> values = ColumnValues(u);
+  size_t k = 0;
+  ForEachColumn(*this, [&](std::vector<double>& c) { c[i] = values[k++]; });
   gpu_memory_average[i] = u.gpu_memory_average;
 }
 
@@ -67,17 +76,12 @@ void NodeSummaries::Erase(int i) {
 }
 
 bool NodeSummaries::Matches(int i, const NodeUsage& u) const {
-  NodeSummaries one;
-  one.Append(u);
+  const std::array<double, 15> values = ColumnValues(u);
+  size_t k = 0;
   bool same = true;
-  int column = 0;
-  std::vector<const std::vector<double>*> mine;
-  ForEachColumn(*this, [&](const std::vector<double>& c) { mine.push_back(&c); });
-  ForEachColumn(one, [&](const std::vector<double>& c) {
-    same = same && (*mine[column++])[i] == c[0];
-  });
-  return same && gpu_memory_average[i] == one.gpu_memory_average[0] &&
-         has_taints[i] == one.has_taints[0] && oversized_node[i] == one.oversized_node[0];
+  ForEachColumn(*this, [&](const std::vector<double>& c) { same = same && c[i] == values[k++]; });
+  return same && gpu_memory_average[i] == u.gpu_memory_average &&
+         has_taints[i] == uint8_t{u.has_taints} && oversized_node[i] == uint8_t{Oversized(u)};
 }
 
 }  // namespace gpufleet
