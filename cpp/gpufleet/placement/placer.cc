@@ -9,8 +9,10 @@
 #include "gpufleet/placement/node_score.h"
 
 // The scan's loops compute every operation on every node and select afterwards, so assuming no
-// floating-point traps lets the compiler vectorise them without changing any value.
+// floating-point traps lets the compiler vectorise them without changing any value. Pushed and
+// popped so that a unity build's other files keep their options.
 #if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
 #pragma GCC optimize("no-trapping-math")
 #endif
 
@@ -603,3 +605,7 @@ PlaceResult Placer::Place(ClusterState& state, const Pod& pod, const PlacementSt
 }
 
 }  // namespace gpufleet
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
