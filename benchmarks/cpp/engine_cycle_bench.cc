@@ -1,7 +1,7 @@
 // One full scheduling cycle (enqueue, allocate, backfill with the default plugins) on a large
 // cluster: N nodes x 8 GPUs, 5 tasks per gang job across 10 queues, a mix of 1-GPU, 2-GPU and
 // half-GPU tasks that asks for more GPUs than exist. Baseline in the same run: placing the same
-// tasks one by one with ClusterState::Place (binpack, no gangs, no queues).
+// tasks one by one with Placer::Place (binpack, no gangs, no queues).
 //   cmake -S . -B build/bench -G Ninja -DGPUFLEET_BUILD_BENCHMARKS=ON -DCMAKE_BUILD_TYPE=Release
 //   ninja -C build/bench engine_cycle_bench && taskset -c 0 build/bench/engine_cycle_bench
 #include <benchmark/benchmark.h>
@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "gpufleet/engine/plugin.h"
 #include "gpufleet/engine/scheduler.h"
+#include "gpufleet/placement/placer.h"
 
 namespace gpufleet::engine {
 namespace {
@@ -112,11 +113,12 @@ void BM_PlaceBaseline(benchmark::State& state) {
   for (auto _ : state) {
     state.PauseTiming();
     ClusterState cs;
+    Placer placer;
     for (int i = 0; i < nodes; ++i) (void)cs.AddNode(MakeNode(i));
     placed = 0;
     state.ResumeTiming();
     for (const Job& j : jobs)
-      for (const Pod& p : j.tasks) placed += cs.Place(p, **strategy).placed;
+      for (const Pod& p : j.tasks) placed += placer.Place(cs, p, **strategy).placed;
   }
   state.counters["binds"] = static_cast<double>(placed);
 }

@@ -12,6 +12,7 @@
 
 #include "gpufleet/accounting/cluster_state.h"
 #include "gpufleet/core/request_parser.h"
+#include "gpufleet/placement/placer.h"
 #include "gpufleet/placement/strategy.h"
 
 namespace gpufleet {
@@ -77,13 +78,14 @@ std::vector<Pod> MixedPods() {
 // 0 filters and scores every node for every pod.
 void BM_Place(benchmark::State& state, const char* strategy_name) {
   ClusterState s = MakeCluster(static_cast<int>(state.range(0)), 42);
-  s.set_score_cache(state.range(1) != 0);
+  Placer placer;
+  placer.set_score_cache(state.range(1) != 0);
   auto strategy = MakeStrategy(strategy_name).value();
   std::vector<Pod> pods = MixedPods();
   size_t k = 0, placed = 0;
   for (auto _ : state) {
     const Pod& pod = pods[k++ % pods.size()];
-    PlaceResult r = s.Place(pod, *strategy, /*commit=*/true);
+    PlaceResult r = placer.Place(s, pod, *strategy, /*commit=*/true);
     if (r.placed) {
       ++placed;
       state.PauseTiming();

@@ -9,13 +9,14 @@
 #include <optional>
 #include <utility>
 
-#include "gpufleet/accounting/guarded_cluster.h"
+#include "gpufleet/placement/guarded_cluster.h"
 #include "gpufleet/core/quantity.h"
 #include "gpufleet/core/request_parser.h"
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/io/annotations.h"
 #include "gpufleet/io/snapshot.h"
 #include "gpufleet/io/spec_json.h"
+#include "gpufleet/placement/placer.h"
 #include "locking.h"
 #include "py_json.h"
 #include "status_cast.h"
@@ -371,7 +372,7 @@ void InitCore(py::module_& m) {
                std::vector<double> out(nodes.size());
                for (size_t k = 0; k < nodes.size(); ++k) {
                  int i = s.FindNode(nodes[k]);
-                 out[k] = i < 0 ? std::numeric_limits<double>::quiet_NaN() : s.Score(p, i, st);
+                 out[k] = i < 0 ? std::numeric_limits<double>::quiet_NaN() : ScoreOnNode(s, p, i, st);
                }
                return out;
              });
@@ -386,7 +387,7 @@ void InitCore(py::module_& m) {
              const PlacementStrategy& st = StrategyOf(c, strategy);
              return Unwrap(Asking(c, st, [&](const ClusterState& s) -> absl::StatusOr<double> {
                ASSIGN_OR_RETURN(int i, NodeIndex(s, node));
-               return s.Score(p, i, st);
+               return ScoreOnNode(s, p, i, st);
              }));
            },
            py::arg("pod"), py::arg("node"), py::arg("strategy") = "binpack")
@@ -399,7 +400,7 @@ void InitCore(py::module_& m) {
                ASSIGN_OR_RETURN(int i, NodeIndex(s, node));
                Allocation a;
                Planned out;
-               out.fit = s.Plan(p, i, st, &a);
+               out.fit = PlanOnNode(s, p, i, st, &a);
                if (out.fit.ok()) out.allocation = Wrap(s, a);
                return out;
              }));
@@ -417,7 +418,7 @@ void InitCore(py::module_& m) {
                ASSIGN_OR_RETURN(int i, NodeIndex(s, node));
                FitResult f = FitsNodeConstraints(p, s.node(i));
                Allocation a;
-               if (f.ok()) f = s.Plan(p, i, st, &a);
+               if (f.ok()) f = PlanOnNode(s, p, i, st, &a);
                if (!f.ok())
                  return absl::InvalidArgumentError("pod " + p.name + " does not fit on " + node +
                                                    ": " + f.reason);
@@ -453,7 +454,7 @@ void InitCore(py::module_& m) {
                if (names) {
                  ASSIGN_OR_RETURN(candidates, NodeIndices(s, *names));
                }
-               PlaceResult placed = s.Place(p, st, commit, names ? &candidates : nullptr);
+               PlaceResult placed = c.placer().Place(s, p, st, commit, names ? &candidates : nullptr);
                Planned out;
                if (placed.placed) out.allocation = Wrap(s, placed.allocation);
                else out.fit = FitResult::Unschedulable(std::move(placed.reason));

@@ -4,7 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include "gpufleet/accounting/guarded_cluster.h"
+#include "gpufleet/placement/guarded_cluster.h"
 #include "gpufleet/sim/openb_replay.h"
 #include "py_json.h"
 #include "status_cast.h"

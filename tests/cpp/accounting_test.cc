@@ -3,6 +3,7 @@
 // failed mutation. Includes gpushare's filter example (designs.md: two nodes with the same free
 // memory in total, only one with it on a single card).
 #include "gpufleet/accounting/cluster_state.h"
+#include "gpufleet/placement/placer.h"
 
 #include <limits>
 #include <string>
@@ -139,7 +140,7 @@ TEST(AccountingTest, ReserveUnreserveCommitRelease) {
   auto s = test::StrategyOrDie("binpack");
   Allocation plan;
   Pod pod = WholeGpus("a", 2);
-  ASSERT_TRUE(c.state().Plan(pod, 0, *s, &plan).ok());
+  ASSERT_TRUE(PlanOnNode(c.state(), pod, 0, *s, &plan).ok());
   EXPECT_EQ(c.state(), empty) << "Plan must not change the state";
   EXPECT_EQ(plan.node, "n1");
   EXPECT_EQ(DeviceNames(plan), (std::vector<std::string>{"gpu/0", "gpu/1"}));

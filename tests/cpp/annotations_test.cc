@@ -359,7 +359,7 @@ TEST(AnnotationsRestoreStrictTest, RecordsTheSchedulerWroteRestoreExactly) {
       Pod pod = MakePod(absl::StrCat(R"({"name":"ns/a","requests":)", r, "}"));
       auto strategy = MakeStrategy("binpack");
       ASSERT_TRUE(strategy.ok());
-      PlaceResult result = placed.state().Place(pod, **strategy, true);
+      PlaceResult result = Placer().Place(placed.state(), pod, **strategy, true);
       ASSERT_TRUE(result.placed) << result.reason;
       Annotations written =
           AllocationAnnotations(result.allocation, placed.state().node(0), gpushare);

@@ -12,12 +12,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "gpufleet/accounting/guarded_cluster.h"
+#include "gpufleet/placement/guarded_cluster.h"
 #include "gpufleet/accounting/object_lock.h"
 #include "gpufleet/core/registry.h"
 #include "gpufleet/engine/scheduler.h"
 #include "gpufleet/engine/spec_json.h"
 #include "gpufleet/io/snapshot.h"
+#include "gpufleet/placement/placer.h"
 #include "gtest/gtest.h"
 #include "test_util.h"
 
@@ -175,7 +176,7 @@ void ExpectSerialReplay(const std::string& strategy) {
           log.push_back({false, gone});
           mine.pop_back();
         } else {
-          PlaceResult r = s.Place(pod, st, true);
+          PlaceResult r = cluster.placer().Place(s, pod, st, true);
           if (r.placed) mine.push_back(pod.name);
           log.push_back({true, pod});
         }
@@ -190,7 +191,7 @@ void ExpectSerialReplay(const std::string& strategy) {
   const PlacementStrategy& serial_st = *serial.Strategy(strategy).value();
   serial.Write([&](ClusterState& s) {
     for (const Op& op : log) {
-      if (op.place) s.Place(op.pod, serial_st, true);
+      if (op.place) serial.placer().Place(s, op.pod, serial_st, true);
       else EXPECT_TRUE(s.Release(op.pod.name).ok());
     }
     return 0;
@@ -312,7 +313,7 @@ TEST(GuardedClusterTest, ReadersInParallelChangeNothing) {
       if (cluster.Read([](const ClusterState& s) { return SaveSnapshot(s); }) != text) ++bad;
       cluster.ReadWith(binpack, [&](const ClusterState& s) {
         Allocation plan;
-        return s.Plan(PodNumber("q", k), k % s.num_nodes(), binpack, &plan).ok();
+        return PlanOnNode(s, PodNumber("q", k), k % s.num_nodes(), binpack, &plan).ok();
       });
     }
   });

@@ -6,7 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "gpufleet/accounting/node_score_cache.h"
+#include "gpufleet/placement/node_score_cache.h"
+#include "gpufleet/placement/placer.h"
 #include "test_util.h"
 
 namespace gpufleet {
@@ -51,7 +52,8 @@ void RunTwin(const std::string& strategy_spec, uint32_t seed) {
   auto strategy = test::StrategyOrDie(strategy_spec);
   ASSERT_NE(strategy, nullptr);
   ClusterState cached, fresh;
-  fresh.set_score_cache(false);
+  Placer cached_placer, fresh_placer;
+  fresh_placer.set_score_cache(false);
   for (ClusterState* s : {&cached, &fresh}) s->set_clock([] { return int64_t{1}; });
   std::mt19937 rng(seed);
   int next_node = 0;
@@ -66,8 +68,8 @@ void RunTwin(const std::string& strategy_spec, uint32_t seed) {
     const int op = static_cast<int>(rng() % 10);
     if (op < 6) {
       Pod pod = ShapedPod(shapes[rng() % shapes.size()], step);
-      PlaceResult a = cached.Place(pod, *strategy);
-      PlaceResult b = fresh.Place(pod, *strategy);
+      PlaceResult a = cached_placer.Place(cached, pod, *strategy);
+      PlaceResult b = fresh_placer.Place(fresh, pod, *strategy);
       ASSERT_EQ(a.placed, b.placed) << "step " << step;
       if (a.placed) {
         EXPECT_EQ(a.allocation.node, b.allocation.node) << "step " << step;
@@ -126,7 +128,8 @@ TEST(NodeScoreCacheTest, SeededRandomStrategyDrawsTheSameWithOrWithoutTheCache) 
   auto b = test::StrategyOrDie("random(seed=7)");
   ASSERT_FALSE(a->Deterministic());
   ClusterState cached, fresh;
-  fresh.set_score_cache(false);
+  Placer cached_placer, fresh_placer;
+  fresh_placer.set_score_cache(false);
   std::mt19937 rng(5);
   for (int i = 0; i < 20; ++i) {
     Node n = MakeNode(NodeJson(i, rng));
@@ -135,8 +138,8 @@ TEST(NodeScoreCacheTest, SeededRandomStrategyDrawsTheSameWithOrWithoutTheCache) 
   }
   for (int k = 0; k < 60; ++k) {
     Pod pod = ShapedPod(R"({"requests":{"koordinator.sh/gpu":"20"}})", k);
-    PlaceResult x = cached.Place(pod, *a);
-    PlaceResult y = fresh.Place(pod, *b);
+    PlaceResult x = cached_placer.Place(cached, pod, *a);
+    PlaceResult y = fresh_placer.Place(fresh, pod, *b);
     ASSERT_EQ(x.placed, y.placed);
     if (x.placed) EXPECT_EQ(x.allocation.node, y.allocation.node) << "pod " << k;
   }
@@ -168,8 +171,10 @@ TEST(NodeScoreCacheTest, EveryChangeToANodeBumpsItsVersion) {
   uint64_t v = s.node_version(0);
   EXPECT_GT(v, 0u);
   auto binpack = test::StrategyOrDie("binpack");
-  ASSERT_TRUE(s.Place(MakePod(R"({"name":"p","requests":{"nvidia.com/gpu":"1"}})"), *binpack,
-                      /*commit=*/false)
+  Placer placer;
+  ASSERT_TRUE(placer
+                  .Place(s, MakePod(R"({"name":"p","requests":{"nvidia.com/gpu":"1"}})"),
+                         *binpack, /*commit=*/false)
                   .placed);
   EXPECT_GT(s.node_version(0), v);
   v = s.node_version(0);
@@ -178,11 +183,16 @@ TEST(NodeScoreCacheTest, EveryChangeToANodeBumpsItsVersion) {
   v = s.node_version(0);
   ASSERT_OK(s.SetDeviceHealth("n", "gpu", 1, false));
   EXPECT_GT(s.node_version(0), v);
-  // A copy starts with no cached scores but the same answers.
+  // A copy shares its original's versions until either changes; one placer serves both.
   ClusterState copy = s;
+  for (int i = 0; i < s.num_nodes(); ++i) EXPECT_EQ(copy.node_version(i), s.node_version(i));
   Pod q = MakePod(R"({"name":"q","requests":{"nvidia.com/gpu":"1"}})");
-  EXPECT_EQ(copy.Place(q, *binpack).allocation.devices[0].minor, 0);
-  EXPECT_EQ(s.Place(q, *binpack).allocation.devices[0].minor, 0);
+  EXPECT_EQ(placer.Place(copy, q, *binpack).allocation.devices[0].minor, 0);
+  EXPECT_NE(copy.node_version(0), s.node_version(0));
+  EXPECT_EQ(placer.Place(s, q, *binpack).allocation.devices[0].minor, 0);
+  // Versions come from one counter: the copy's change is never taken for the original's.
+  ASSERT_OK(s.SetDeviceHealth("n", "gpu", 1, true));
+  EXPECT_NE(copy.node_version(0), s.node_version(0));
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "gpufleet/accounting/cluster_state.h"
 #include "gpufleet/placement/strategy.h"
+#include "gpufleet/placement/placer.h"
 #include "gtest/gtest.h"
 #include "test_util.h"
 
@@ -322,10 +323,10 @@ TEST(PlacementTest, PlaceRestrictedToCandidates) {
         R"({"name":"%s","cpu":"8","memory":"8Gi","gpus":{"count":1,"memory":"16Gi"}})", n)));
   auto binpack = test::StrategyOrDie("binpack");
   std::vector<int> only_c = {2};
-  PlaceResult r = c.state().Place(MakePod(GpuPod("p", 1)), *binpack, true, &only_c);
+  PlaceResult r = Placer().Place(c.state(), MakePod(GpuPod("p", 1)), *binpack, true, &only_c);
   ASSERT_TRUE(r.placed) << r.reason;
   EXPECT_EQ(r.allocation.node, "c");
-  r = c.state().Place(MakePod(GpuPod("q", 1)), *binpack, true, &only_c);
+  r = Placer().Place(c.state(), MakePod(GpuPod("q", 1)), *binpack, true, &only_c);
   EXPECT_FALSE(r.placed);
   EXPECT_EQ(r.reason, "0/1 nodes are available: 1 Insufficient gpu devices");
   EXPECT_OK(c.state().CheckInvariants());
@@ -340,12 +341,12 @@ TEST(PlacementTest, ScoresFollowAllocation) {
   Pod p = MakePod(GpuPod("p", 1));
   auto binpack = test::StrategyOrDie("binpack");
   auto spread = test::StrategyOrDie("spread");
-  EXPECT_GT(c.state().Score(p, 0, *binpack), c.state().Score(p, 1, *binpack));
-  EXPECT_LT(c.state().Score(p, 0, *spread), c.state().Score(p, 1, *spread));
+  EXPECT_GT(ScoreOnNode(c.state(), p, 0, *binpack), ScoreOnNode(c.state(), p, 1, *binpack));
+  EXPECT_LT(ScoreOnNode(c.state(), p, 0, *spread), ScoreOnNode(c.state(), p, 1, *spread));
   for (int node : {0, 1}) {
-    EXPECT_GE(c.state().Score(p, node, *binpack), 0.0);
-    EXPECT_LE(c.state().Score(p, node, *binpack), 100.0);
-    EXPECT_DOUBLE_EQ(c.state().Score(p, node, *binpack) + c.state().Score(p, node, *spread), 100.0);
+    EXPECT_GE(ScoreOnNode(c.state(), p, node, *binpack), 0.0);
+    EXPECT_LE(ScoreOnNode(c.state(), p, node, *binpack), 100.0);
+    EXPECT_DOUBLE_EQ(ScoreOnNode(c.state(), p, node, *binpack) + ScoreOnNode(c.state(), p, node, *spread), 100.0);
   }
 }
 
@@ -388,7 +389,7 @@ TEST(PlacementTest, PlaceAgreesWithFilterAndScore) {
     double best_score = -1;
     for (int i = 0; i < s.num_nodes(); ++i) {
       if (!FitsNodeConstraints(pod, s.node(i)).ok() || !s.Filter(pod, i).ok()) continue;
-      double score = s.Score(pod, i, strategy);
+      double score = ScoreOnNode(s, pod, i, strategy);
       if (score > best_score) best = i, best_score = score;
     }
     SCOPED_TRACE(pod.name);

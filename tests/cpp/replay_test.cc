@@ -13,6 +13,7 @@
 #include "gpufleet/placement/observer.h"
 #include "gpufleet/placement/strategy.h"
 #include "gpufleet/sim/openb_replay.h"
+#include "gpufleet/placement/placer.h"
 #include "gtest/gtest.h"
 
 namespace gpufleet {
@@ -68,7 +69,7 @@ TEST(ReplayStrategies, BestFitTakesTheNodeAndGpuLeftFullest) {
   ClusterState c = MakeCluster({{"a", 32000, 65536, 2, "T4"}, {"b", 96000, 65536, 8, "G2"}});
   Occupy(c, "old", "a", 1, 60);
   auto s = Strategy("bestfit");
-  PlaceResult r = c.Place(MakePod("p", 4000, 1, 300), *s);
+  PlaceResult r = Placer().Place(c, MakePod("p", 4000, 1, 300), *s);
   ASSERT_TRUE(r.placed) << r.reason;
   EXPECT_EQ(r.allocation.node, "a");
   EXPECT_EQ(Minors(r.allocation), std::vector<int>{1});  // 40 free beats an idle GPU
@@ -78,8 +79,8 @@ TEST(ReplayStrategies, DotProdTakesTheSmallestAlignment) {
   ClusterState c = MakeCluster({{"big", 96000, 65536, 8, "G2"}, {"small", 16000, 65536, 1, "P100"}});
   auto s = Strategy("dotprod");
   // Free (cpu, gpu) x request is smaller on the small node: the pod packs there.
-  EXPECT_GT(c.Score(MakePod("p", 4000, 1, 1000), 1, *s), c.Score(MakePod("p", 4000, 1, 1000), 0, *s));
-  PlaceResult r = c.Place(MakePod("p", 4000, 1, 1000), *s);
+  EXPECT_GT(ScoreOnNode(c, MakePod("p", 4000, 1, 1000), 1, *s), ScoreOnNode(c, MakePod("p", 4000, 1, 1000), 0, *s));
+  PlaceResult r = Placer().Place(c, MakePod("p", 4000, 1, 1000), *s);
   ASSERT_TRUE(r.placed);
   EXPECT_EQ(r.allocation.node, "small");
 }
@@ -88,15 +89,15 @@ TEST(ReplayStrategies, GpuPackingPrefersUsedGpusThenUsedNodes) {
   ClusterState c = MakeCluster({{"idle", 64000, 65536, 2, "T4"}, {"used", 64000, 65536, 2, "T4"}});
   Occupy(c, "old", "used", 1, 50);
   auto s = Strategy("gpu-packing");
-  PlaceResult shared = c.Place(MakePod("shared", 1000, 1, 300), *s);
+  PlaceResult shared = Placer().Place(c, MakePod("shared", 1000, 1, 300), *s);
   ASSERT_TRUE(shared.placed);
   EXPECT_EQ(shared.allocation.node, "used");
   EXPECT_EQ(Minors(shared.allocation), std::vector<int>{1});
   // A whole GPU: the used node's idle GPU (tier 2, score 49) beats the idle node (tier 3, 31).
-  EXPECT_EQ(c.Score(MakePod("whole", 1000, 1, 1000), c.FindNode("used"), *s), 49.0);
-  EXPECT_EQ(c.Score(MakePod("whole", 1000, 1, 1000), c.FindNode("idle"), *s), 31.0);
+  EXPECT_EQ(ScoreOnNode(c, MakePod("whole", 1000, 1, 1000), c.FindNode("used"), *s), 49.0);
+  EXPECT_EQ(ScoreOnNode(c, MakePod("whole", 1000, 1, 1000), c.FindNode("idle"), *s), 31.0);
   // CPU-only pods score 0 everywhere.
-  EXPECT_EQ(c.Score(MakePod("cpu", 1000, 0, 0), 0, *s), 0.0);
+  EXPECT_EQ(ScoreOnNode(c, MakePod("cpu", 1000, 0, 0), 0, *s), 0.0);
 }
 
 TEST(ReplayStrategies, GpuClusteringGroupsRequestKinds) {
@@ -110,14 +111,14 @@ TEST(ReplayStrategies, GpuClusteringGroupsRequestKinds) {
   observer->OnBound(c.node(0), shared);
   Occupy(c, "w0", "b", 0, 100);
   observer->OnBound(c.node(1), whole);
-  PlaceResult r1 = c.Place(MakePod("s1", 1000, 1, 200), *s);
+  PlaceResult r1 = Placer().Place(c, MakePod("s1", 1000, 1, 200), *s);
   ASSERT_TRUE(r1.placed);
   EXPECT_EQ(r1.allocation.node, "a");
-  PlaceResult r2 = c.Place(MakePod("w1", 1000, 1, 1000), *s);
+  PlaceResult r2 = Placer().Place(c, MakePod("w1", 1000, 1, 1000), *s);
   ASSERT_TRUE(r2.placed);
   EXPECT_EQ(r2.allocation.node, "b");
   // A 2-GPU pod is a kind no node holds yet: the idle node (tier 3) wins.
-  PlaceResult r3 = c.Place(MakePod("m", 1000, 2, 1000), *s);
+  PlaceResult r3 = Placer().Place(c, MakePod("m", 1000, 2, 1000), *s);
   ASSERT_TRUE(r3.placed);
   EXPECT_EQ(r3.allocation.node, "c");
 }
@@ -127,7 +128,7 @@ TEST(ReplayStrategies, GpuClusteringEstimatesKindsWithoutNotifications) {
   ClusterState c = MakeCluster({{"a", 64000, 65536, 4, "G2"}, {"b", 64000, 65536, 4, "G2"}});
   Occupy(c, "old", "b", 2, 30);
   auto s = Strategy("gpu-clustering");
-  PlaceResult r = c.Place(MakePod("s", 1000, 1, 200), *s);
+  PlaceResult r = Placer().Place(c, MakePod("s", 1000, 1, 200), *s);
   ASSERT_TRUE(r.placed);
   EXPECT_EQ(r.allocation.node, "b");
   EXPECT_FALSE(MakeStrategy("gpu-clustering(max_gpus=0)").ok());
@@ -142,7 +143,7 @@ TEST(ReplayStrategies, RandomIsSeededAndFeasible) {
     auto s = Strategy(spec);
     std::vector<std::string> nodes;
     for (int i = 0; i < 10; ++i) {
-      PlaceResult r = c.Place(MakePod("p" + std::to_string(i), 1000, 1, 200), *s);
+      PlaceResult r = Placer().Place(c, MakePod("p" + std::to_string(i), 1000, 1, 200), *s);
       EXPECT_TRUE(r.placed);
       EXPECT_NE(r.allocation.node, "tiny");
       nodes.push_back(r.allocation.node);
@@ -199,13 +200,13 @@ TEST(Fgd, ChoosesTheGpuThatLeavesLeastFragmentation) {
     ClusterState c = MakeCluster({{"n", 64000, 65536, 2, "T4"}});
     Occupy(c, "old", "n", 1, 40);
     auto fgd = MakeFgd(*w, integer);
-    PlaceResult r = c.Place(MakePod("p", 1000, 1, 500), *fgd);
+    PlaceResult r = Placer().Place(c, MakePod("p", 1000, 1, 500), *fgd);
     ASSERT_TRUE(r.placed);
     EXPECT_EQ(Minors(r.allocation), std::vector<int>{0});
     ClusterState c2 = MakeCluster({{"n", 64000, 65536, 2, "T4"}});
     Occupy(c2, "old", "n", 1, 40);
     auto bestfit = Strategy("bestfit");
-    EXPECT_EQ(Minors(c2.Place(MakePod("p", 1000, 1, 500), *bestfit).allocation), std::vector<int>{1});
+    EXPECT_EQ(Minors(Placer().Place(c2, MakePod("p", 1000, 1, 500), *bestfit).allocation), std::vector<int>{1});
   }
 }
 
@@ -214,7 +215,7 @@ TEST(Fgd, WithoutAWorkloadAvoidsSplittingIdleGpus) {
   ClusterState c = MakeCluster({{"n", 64000, 65536, 4, "T4"}});
   Occupy(c, "old", "n", 2, 40);
   auto fgd = Strategy("fgd");
-  PlaceResult r = c.Place(MakePod("p", 1000, 1, 300), *fgd);
+  PlaceResult r = Placer().Place(c, MakePod("p", 1000, 1, 300), *fgd);
   ASSERT_TRUE(r.placed);
   EXPECT_EQ(Minors(r.allocation), std::vector<int>{2});
 }
@@ -227,8 +228,8 @@ TEST(Fgd, PrefersTheNodeWhereFragmentationGrowsLeast) {
   ClusterState c = MakeCluster({{"idle", 64000, 65536, 1, "T4"}, {"half", 64000, 65536, 1, "T4"}});
   Occupy(c, "old", "half", 0, 50);
   auto fgd = MakeFgd(*w, false);
-  EXPECT_GT(c.Score(MakePod("p", 1000, 1, 500), 1, *fgd), c.Score(MakePod("p", 1000, 1, 500), 0, *fgd));
-  PlaceResult r = c.Place(MakePod("p", 1000, 1, 500), *fgd);
+  EXPECT_GT(ScoreOnNode(c, MakePod("p", 1000, 1, 500), 1, *fgd), ScoreOnNode(c, MakePod("p", 1000, 1, 500), 0, *fgd));
+  PlaceResult r = Placer().Place(c, MakePod("p", 1000, 1, 500), *fgd);
   ASSERT_TRUE(r.placed);
   EXPECT_EQ(r.allocation.node, "half");
 }

@@ -22,6 +22,7 @@
 #include "gpufleet/core/quantity.h"
 #include "gpufleet/core/registry.h"
 #include "gpufleet/io/spec_json.h"
+#include "gpufleet/placement/placer.h"
 #include "gpufleet/placement/strategy.h"
 #include "gtest/gtest.h"
 
@@ -147,7 +148,7 @@ class CheckedCluster {
   absl::Status Commit(const std::string& p) { return Checked(state_.Commit(p)); }
   absl::Status Release(const std::string& p) { return Checked(state_.Release(p)); }
   PlaceResult Place(const Pod& pod, const PlacementStrategy& s, bool commit = true) {
-    PlaceResult r = state_.Place(pod, s, commit);
+    PlaceResult r = placer_.Place(state_, pod, s, commit);
     ExpectInvariants();
     return r;
   }
@@ -175,6 +176,7 @@ class CheckedCluster {
     return s;
   }
   ClusterState state_;
+  Placer placer_;
 };
 
 // --- Scenario tables --------------------------------------------------------------------------------

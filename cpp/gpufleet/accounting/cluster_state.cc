@@ -1,6 +1,7 @@
 #include "gpufleet/accounting/cluster_state.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <map>
 
@@ -8,7 +9,6 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "gpufleet/accounting/device_fit.h"
-#include "gpufleet/placement/node_score.h"
 #include "gpufleet/core/status_macros.h"
 
 namespace gpufleet {
@@ -60,6 +60,7 @@ absl::Status ClusterState::AddNode(const Node& node) {
     healthy_gpu_.push_back(d.type == kGpu && d.healthy);
   }
   usage_.emplace_back();
+  summaries_.Append(usage_.back());
   node_version_.push_back(0);
   node_index_[node.name] = index;
   RefreshUsage(index);
@@ -86,8 +87,8 @@ absl::Status ClusterState::RemoveNode(const std::string& name) {
     if (n > index) --n;
   nodes_.erase(nodes_.begin() + index);
   usage_.erase(usage_.begin() + index);
+  summaries_.Erase(index);
   node_version_.erase(node_version_.begin() + index);
-  score_cache_.Clear();
   first_device_.erase(first_device_.begin() + index);
   for (size_t i = index; i < first_device_.size(); ++i) first_device_[i] -= (end - begin);
   node_index_.erase(name);
@@ -116,9 +117,14 @@ absl::Status ClusterState::SetDeviceHealth(const std::string& node, const std::s
   return absl::OkStatus();
 }
 
+namespace {
+std::atomic<uint64_t> node_stamps{0};
+}  // namespace
+
 void ClusterState::RefreshUsage(int i) {
-  node_version_[i] = ++version_counter_;
+  node_version_[i] = node_stamps.fetch_add(1, std::memory_order_relaxed) + 1;
   usage_[i] = SummaryOf(i);
+  summaries_.Set(i, usage_[i]);
 }
 
 NodeUsage ClusterState::SummaryOf(int i) const {
@@ -174,107 +180,6 @@ FitResult ClusterState::Filter(const Pod& pod, int node) const {
     if (!fit.ok()) return fit;
   }
   return FitResult::Ok();
-}
-
-namespace {
-// Joint allocation: a NIC (or any non-GPU device) under the same PCIe switch as the pod's GPUs
-// keeps GPUDirect RDMA traffic off the CPU's root complex; failing that, one on the same NUMA
-// node. A preference, not a constraint, so Filter (which never looks at it) and Plan agree on
-// which nodes fit. Fills `chosen` only when a near set serves the whole request.
-void PreferNearGpus(const NodeView& v, const std::vector<int>& gpus, const DeviceRequest& r,
-                    const PlacementStrategy& strategy,
-                    const std::vector<std::vector<int>>& domains, std::vector<int>* chosen) {
-  auto near = [&](int d, bool by_switch) {
-    const DeviceTopology& t = v.device(d).topology;
-    for (int g : gpus) {
-      const DeviceTopology& gt = v.device(g).topology;
-      if (by_switch ? !t.pcie_switch.empty() && t.pcie_switch == gt.pcie_switch
-                    : t.numa_node >= 0 && t.numa_node == gt.numa_node)
-        return true;
-    }
-    return false;
-  };
-  for (bool by_switch : {true, false}) {
-    std::vector<std::vector<int>> close(domains.size());
-    for (size_t k = 0; k < domains.size(); ++k)
-      for (int d : domains[k])
-        if (near(d, by_switch)) close[k].push_back(d);
-    chosen->clear();
-    if (strategy.ChooseDevices(v, r, close, chosen) && static_cast<int>(chosen->size()) == r.count)
-      return;
-  }
-  chosen->clear();
-}
-}  // namespace
-
-FitResult ClusterState::Plan(const Pod& pod, int node, const PlacementStrategy& strategy,
-                             Allocation* plan) const {
-  FitResult fit = Filter(pod, node);
-  if (!fit.ok()) return fit;
-  NodeView view = View(node);
-  Allocation a;
-  a.pod = pod.name;
-  a.node = nodes_[node].name;
-  a.cpu_milli = pod.cpu_milli;
-  a.memory_bytes = pod.memory_bytes;
-  std::vector<std::vector<int>> domains;
-  std::vector<int> chosen, gpus;
-  // Requests are sorted by type, so GPUs ("gpu") are chosen before NICs ("rdma").
-  for (const DeviceRequest& r : pod.devices) {
-    domains.clear();
-    FitResult f = FitDeviceRequest(view, pod, r, &domains);
-    if (!f.ok()) return f;
-    chosen.clear();
-    if (r.type != kGpu && !gpus.empty()) PreferNearGpus(view, gpus, r, strategy, domains, &chosen);
-    if (chosen.empty() && (!strategy.ChooseDevices(view, r, domains, &chosen) ||
-                           static_cast<int>(chosen.size()) != r.count))
-      return FitResult::Unschedulable(absl::StrFormat("no %s devices satisfy the request", r.type));
-    if (r.type == kGpu) gpus = chosen;
-    for (int d : chosen) {
-      const Device& dev = view.device(d);
-      DeviceGrant g;
-      g.type = dev.type;
-      g.minor = dev.minor;
-      g.core = r.whole() ? dev.core : r.core;
-      g.memory_bytes = r.whole() ? dev.memory_bytes : RequestBytesOn(r, dev);
-      a.devices.push_back(g);
-    }
-  }
-  *plan = std::move(a);
-  return FitResult::Ok();
-}
-
-double ClusterState::Score(const Pod& pod, int node, const PlacementStrategy& strategy) const {
-  NodeView view = View(node);
-  if (!strategy.ScoreNeedsPlan()) return strategy.ScoreNode(view, pod, {});
-  Allocation plan;
-  if (!Plan(pod, node, strategy, &plan).ok()) return 0.0;
-  return strategy.ScoreNode(view, pod, plan.devices);
-}
-
-bool ClusterState::FastGpuFit(int node, const DeviceRequest& r) const {
-  const NodeUsage& u = usage_[node];
-  if (u.gpu_sharing == GpuSharing::kWholeOnly && !r.whole()) return false;
-  if (u.gpu_sharing == GpuSharing::kSharedOnly && r.whole()) return false;
-  if (r.whole()) return u.gpu_whole_free >= r.count;
-  // Enough untouched GPUs, each big enough: the common case on a cluster that is not full.
-  if (u.gpu_whole_free >= r.count && r.core <= u.gpu_min_core_capacity &&
-      (r.memory_ratio > 0 ? r.memory_ratio <= 100 : r.memory_bytes <= u.gpu_min_memory_capacity))
-    return true;
-  const int begin = first_device_[node];
-  const int end = begin + u.num_devices;
-  const int64_t* used_core = used_core_.data();
-  const int64_t* used_memory = used_memory_.data();
-  int fitting = 0;
-  for (int d = begin; d < end; ++d) {
-    if (!healthy_gpu_[d]) continue;
-    const int64_t bytes = r.memory_ratio > 0 ? (r.memory_ratio * capacity_memory_[d] + 99) / 100
-                                             : r.memory_bytes;
-    if (capacity_core_[d] - used_core[d] >= r.core &&
-        capacity_memory_[d] - used_memory[d] >= bytes && ++fitting >= r.count)
-      return true;
-  }
-  return false;
 }
 
 absl::Status ClusterState::ApplyDelta(const Allocation& a, int sign, bool check_only) const {
@@ -401,193 +306,6 @@ std::vector<const Allocation*> ClusterState::Allocations() const {
   return out;
 }
 
-// What Place works out once per pod instead of once per node.
-struct ClusterState::PlaceShape {
-  const DeviceRequest* gpu = nullptr;
-  bool simple = false;             // GPUs only, any model, no scope: the exact fast path applies
-  bool check_constraints = false;  // the pod has a node selector
-  bool needs_plan = false;
-
-  PlaceShape(const Pod& pod, const PlacementStrategy& strategy) {
-    gpu = pod.Find(kGpu);
-    const bool gpu_only = pod.devices.size() == (gpu ? 1u : 0u);
-    simple = gpu_only && pod.gpu_models.empty() && pod.scope == TopologyScope::kNone;
-    check_constraints = !pod.node_selector.empty();
-    needs_plan = strategy.ScoreNeedsPlan();
-  }
-};
-
-bool ClusterState::PlaceNodeMayFit(const Pod& pod, int i, const PlaceShape& shape) const {
-  const NodeUsage& u = usage_[i];
-  if (!QuickMayFit(pod, shape.gpu, u)) return false;
-  return !(shape.check_constraints || u.has_taints) || FitsNodeConstraints(pod, nodes_[i]).ok();
-}
-
-bool ClusterState::PlaceFits(const Pod& pod, int i, const PlaceShape& shape) const {
-  if (!PlaceNodeMayFit(pod, i, shape)) return false;
-  const NodeUsage& u = usage_[i];
-  const bool fast = shape.simple && (shape.gpu == nullptr || shape.gpu->count == 1 ||
-                                     !u.has_nvlink);
-  if (fast) return shape.gpu == nullptr || FastGpuFit(i, *shape.gpu);
-  return Filter(pod, i).ok();
-}
-
-double ClusterState::PlaceScore(const Pod& pod, int i, const PlacementStrategy& strategy,
-                                const PlaceShape& shape, Allocation* plan) const {
-  if (shape.needs_plan) {
-    // Plan filters the devices itself.
-    if (!PlaceNodeMayFit(pod, i, shape) || !Plan(pod, i, strategy, plan).ok())
-      return NodeScoreCache::kInfeasible;
-    return strategy.ScoreNode(View(i), pod, plan->devices);
-  }
-  if (!PlaceFits(pod, i, shape)) return NodeScoreCache::kInfeasible;
-  return strategy.ScoreNode(View(i), pod, {});
-}
-
-void ClusterState::PlaceScoreBatch(const Pod& pod, const PlacementStrategy& strategy,
-                                   const PlaceShape& shape, const int* nodes, int count,
-                                   double* out) {
-  // Branchy feasibility checks and the divisions of the score in separate loops: the scoring
-  // loop has independent iterations the CPU can overlap.
-  std::vector<int>& feasible = place_feasible_;
-  feasible.clear();
-  for (int k = 0; k < count; ++k) {
-    if (PlaceFits(pod, nodes[k], shape))
-      feasible.push_back(k);
-    else
-      out[k] = NodeScoreCache::kInfeasible;
-  }
-  const PodDemand demand(pod);
-  const NodeUsage* usage = usage_.data();
-  if (strategy.AllocationScoreSign() > 0) {
-    for (int k : feasible)
-      out[k] = MostAllocatedScore(AllocatedFractionAfter(usage[nodes[k]], demand));
-  } else {
-    for (int k : feasible)
-      out[k] = LeastAllocatedScore(AllocatedFractionAfter(usage[nodes[k]], demand));
-  }
-}
-
-std::string ClusterState::NoFitReason(const Pod& pod, const std::vector<int>* candidates) const {
-  const int total = candidates ? static_cast<int>(candidates->size()) : num_nodes();
-  std::map<std::string, int> reasons;
-  for (int k = 0; k < total; ++k) {
-    int i = candidates ? (*candidates)[k] : k;
-    FitResult f = FitsNodeConstraints(pod, nodes_[i]);
-    if (f.ok()) f = Filter(pod, i);
-    if (f.ok()) f = FitResult::Unschedulable("no devices satisfy the request");
-    ++reasons[f.reason];
-  }
-  return NodesUnavailable(total, reasons);
-}
-
-PlaceResult ClusterState::Place(const Pod& pod, const PlacementStrategy& strategy, bool commit,
-                                const std::vector<int>* candidates) {
-  PlaceResult result;
-  if (allocations_.count(pod.name)) {
-    result.reason = absl::StrFormat("pod %s is already placed", pod.name);
-    return result;
-  }
-  const PlaceShape shape(pod, strategy);
-  // Strategies that score by allocation alone are scored many nodes at a time.
-  const bool batch = !shape.needs_plan && strategy.AllocationScoreSign() != 0;
-  int best = -1;
-  double best_score = -1.0;
-  Allocation best_plan, plan;
-  bool have_plan = false;
-  if (candidates == nullptr && score_cache_enabled_ && strategy.Deterministic()) {
-    // Only nodes changed since this shape was last placed are scored again.
-    const int n = num_nodes();
-    NodeScoreCache::Entry& e = score_cache_.Get(strategy.instance_id(), pod, n);
-    const uint64_t* version = node_version_.data();
-    uint64_t* seen = e.seen.data();
-    double* score = e.score.data();
-    if (batch) {
-      place_nodes_.clear();
-      for (int i = 0; i < n; ++i) {
-        if (seen[i] != version[i]) {
-          place_nodes_.push_back(i);
-          seen[i] = version[i];
-        }
-      }
-      place_scores_.resize(place_nodes_.size());
-      PlaceScoreBatch(pod, strategy, shape, place_nodes_.data(),
-                      static_cast<int>(place_nodes_.size()), place_scores_.data());
-      for (size_t k = 0; k < place_nodes_.size(); ++k) score[place_nodes_[k]] = place_scores_[k];
-    } else {
-      for (int i = 0; i < n; ++i) {
-        if (seen[i] != version[i]) {
-          score[i] = PlaceScore(pod, i, strategy, shape, &plan);
-          seen[i] = version[i];
-        }
-      }
-    }
-    // Two tight passes (the maximum, then its first node) instead of one loop with a branchy
-    // carried dependency: at 5,000 nodes this is most of a cached placement's time.
-    double top = best_score;
-    for (int i = 0; i < n; ++i) top = score[i] > top ? score[i] : top;
-    if (top > best_score) {
-      for (int i = 0; i < n; ++i) {
-        if (score[i] == top) {
-          best = i;
-          break;
-        }
-      }
-      best_score = top;
-    }
-  } else if (batch) {
-    const int total = candidates ? static_cast<int>(candidates->size()) : num_nodes();
-    const int* nodes = candidates ? candidates->data() : nullptr;
-    if (nodes == nullptr) {
-      place_nodes_.resize(total);
-      for (int i = 0; i < total; ++i) place_nodes_[i] = i;
-      nodes = place_nodes_.data();
-    }
-    place_scores_.resize(total);
-    PlaceScoreBatch(pod, strategy, shape, nodes, total, place_scores_.data());
-    for (int k = 0; k < total; ++k) {
-      if (place_scores_[k] > best_score) {
-        best_score = place_scores_[k];
-        best = nodes[k];
-      }
-    }
-  } else {
-    const int total = candidates ? static_cast<int>(candidates->size()) : num_nodes();
-    for (int k = 0; k < total; ++k) {
-      int i = candidates ? (*candidates)[k] : k;
-      double score = PlaceScore(pod, i, strategy, shape, &plan);
-      if (score > best_score) {
-        best_score = score;
-        best = i;
-        // A strategy with random draws must keep the plan it was scored with.
-        if (shape.needs_plan) best_plan = plan;
-      }
-    }
-    have_plan = shape.needs_plan;
-  }
-  if (best < 0) {
-    // Only now pay for exact reasons.
-    result.reason = NoFitReason(pod, candidates);
-    return result;
-  }
-  if (!have_plan) {
-    FitResult f = Plan(pod, best, strategy, &best_plan);
-    if (!f.ok()) {
-      result.reason = f.reason;
-      return result;
-    }
-  }
-  absl::Status s = Reserve(best_plan);
-  if (s.ok() && commit) s = Commit(pod.name);
-  if (!s.ok()) {
-    result.reason = std::string(s.message());
-    return result;
-  }
-  result.placed = true;
-  result.allocation = *FindAllocation(pod.name);
-  return result;
-}
-
 absl::Status ClusterState::CheckInvariants() const {
   std::vector<int64_t> core(num_devices(), 0), memory(num_devices(), 0);
   std::vector<NodeUsage> expect(num_nodes());
@@ -627,6 +345,8 @@ absl::Status ClusterState::CheckInvariants() const {
     if (now.gpu_whole_free != u.gpu_whole_free || now.gpu_core_used != u.gpu_core_used ||
         now.gpu_max_free_memory != u.gpu_max_free_memory)
       return absl::InternalError(absl::StrCat("node ", n.name, ": stale usage summary"));
+    if (!summaries_.Matches(i, u))
+      return absl::InternalError(absl::StrCat("node ", n.name, ": stale node summaries"));
   }
   return absl::OkStatus();
 }

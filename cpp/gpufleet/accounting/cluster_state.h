@@ -19,11 +19,10 @@
 #include "absl/status/statusor.h"
 #include "gpufleet/accounting/allocation.h"
 #include "gpufleet/accounting/fit.h"
-#include "gpufleet/accounting/node_score_cache.h"
+#include "gpufleet/accounting/node_summaries.h"
 #include "gpufleet/accounting/node_view.h"
 #include "gpufleet/core/node.h"
 #include "gpufleet/core/pod.h"
-#include "gpufleet/placement/strategy.h"
 
 namespace gpufleet {
 
@@ -54,12 +53,6 @@ class SharedBuffer {
   std::shared_ptr<std::vector<int64_t>> data_;
 };
 
-struct PlaceResult {
-  bool placed = false;
-  Allocation allocation;  // valid when placed
-  std::string reason;     // why not, e.g. "0/3 nodes are available: 2 Insufficient gpu devices, ..."
-};
-
 class ClusterState {
  public:
   // --- Nodes -----------------------------------------------------------------------------------
@@ -77,11 +70,8 @@ class ClusterState {
 
   // --- Questions -------------------------------------------------------------------------------
   // Resources and devices only; label/taint constraints are FitsNodeConstraints below.
+  // Node choice (plans, scores, Place) is placement's: placement/placer.h.
   FitResult Filter(const Pod& pod, int node) const;
-  // Filter, then ask `strategy` for devices; on success fills `plan` (state kReserved, not applied).
-  FitResult Plan(const Pod& pod, int node, const PlacementStrategy& strategy,
-                 Allocation* plan) const;
-  double Score(const Pod& pod, int node, const PlacementStrategy& strategy) const;
 
   // --- Transactions ----------------------------------------------------------------------------
   // Applies a planned allocation as reserved. Rejects unknown nodes/devices, duplicate pods and
@@ -94,18 +84,13 @@ class ClusterState {
   std::vector<const Allocation*> Allocations() const;  // sorted by pod name
   int num_allocations() const { return static_cast<int>(allocations_.size()); }
 
-  // Filter every node (or `candidates`), score the feasible ones, reserve the best (and commit it
-  // when `commit`). Ties go to the earlier node. Over all nodes with a deterministic strategy,
-  // the scores of nodes unchanged since the last pod of the same shape are reused (exactly the
-  // same answer, see NodeScoreCache); `set_score_cache(false)` always scans afresh.
-  PlaceResult Place(const Pod& pod, const PlacementStrategy& strategy, bool commit = true,
-                    const std::vector<int>* candidates = nullptr);
-  void set_score_cache(bool enabled) {
-    score_cache_enabled_ = enabled;
-    if (!enabled) score_cache_.Clear();
-  }
-  // Bumped on every change to the node (usage, health); never 0.
+  // Stamped on every change to the node (usage, health) from one process-wide counter, so a stamp
+  // names one state of one node: equal stamps mean equal nodes, even across copies of a state
+  // (a copy shares its original's stamps until either changes). Never 0.
   uint64_t node_version(int i) const { return node_version_[i]; }
+  const uint64_t* node_versions() const { return node_version_.data(); }
+  // Every node's totals as dense arrays, for scans over many nodes.
+  const NodeSummaries& summaries() const { return summaries_; }
 
   // --- Checks ----------------------------------------------------------------------------------
   // Every device's used <= capacity, usage equals the sum of allocations, summaries are current.
@@ -116,31 +101,16 @@ class ClusterState {
   const SharedBuffer& used_core() const { return used_core_; }
   const SharedBuffer& used_memory() const { return used_memory_; }
   const std::vector<int32_t>& device_node() const { return device_node_; }
+  const std::vector<int64_t>& capacity_core() const { return capacity_core_; }
+  const std::vector<int64_t>& capacity_memory() const { return capacity_memory_; }
+  const std::vector<uint8_t>& healthy_gpu() const { return healthy_gpu_; }
 
   // Current time source for assume times; tests and the simulator may pin it.
   void set_clock(std::function<int64_t()> clock) { clock_ = std::move(clock); }
 
  private:
-  void RefreshUsage(int node);               // recomputes the summary and bumps the version
+  void RefreshUsage(int node);  // recomputes the summaries and stamps a new version
   NodeUsage SummaryOf(int node) const;        // the node's summary from its devices' usage
-  struct PlaceShape;
-  // Place's per-node step: the node's score for `pod`, or NodeScoreCache::kInfeasible. Fills
-  // `plan` when the strategy scores from a plan.
-  double PlaceScore(const Pod& pod, int node, const PlacementStrategy& strategy,
-                    const PlaceShape& shape, Allocation* plan) const;
-  // Node totals and label/taint constraints: a cheap necessary condition.
-  bool PlaceNodeMayFit(const Pod& pod, int node, const PlaceShape& shape) const;
-  // Resources, constraints and devices, without the score.
-  bool PlaceFits(const Pod& pod, int node, const PlaceShape& shape) const;
-  // PlaceScore for `count` nodes into `out`, when the strategy scores by allocation
-  // (AllocationScoreSign): feasibility first, then every feasible node's score in one tight loop.
-  void PlaceScoreBatch(const Pod& pod, const PlacementStrategy& strategy, const PlaceShape& shape,
-                       const int* nodes, int count, double* out);
-  // Why no node fits, as kube-scheduler words it: "0/N nodes are available: 3 Insufficient cpu".
-  std::string NoFitReason(const Pod& pod, const std::vector<int>* candidates) const;
-  // Exact fit of an unconstrained GPU request (no models, no scope, no NVLink) from the SoA
-  // arrays; the hot path of Place.
-  bool FastGpuFit(int node, const DeviceRequest& gpu) const;
   absl::Status ApplyDelta(const Allocation& a, int sign, bool check_only) const;
   void Apply(const Allocation& a, int sign);
   int LocalDevice(int node, const std::string& type, int minor) const;
@@ -156,11 +126,7 @@ class ClusterState {
   std::vector<int64_t> capacity_memory_;
   std::vector<uint8_t> healthy_gpu_;  // 1 for a healthy GPU, 0 for anything else
   std::vector<uint64_t> node_version_;
-  uint64_t version_counter_ = 0;
-  NodeScoreCache score_cache_;
-  std::vector<int> place_nodes_, place_feasible_;  // Place's scratch
-  std::vector<double> place_scores_;
-  bool score_cache_enabled_ = true;
+  NodeSummaries summaries_;
   absl::flat_hash_map<std::string, Allocation> allocations_;
   std::function<int64_t()> clock_;
 };

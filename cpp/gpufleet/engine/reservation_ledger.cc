@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "gpufleet/engine/session.h"
 #include "gpufleet/engine/statement.h"
+#include "gpufleet/placement/placer.h"
 
 namespace gpufleet::engine {
 namespace {
@@ -146,11 +147,11 @@ HoldPlan ReservationLedger::Choose(const Session& s, int job) const {
       const int64_t free_cpu = scratch.usage(n).cpu_capacity - scratch.usage(n).cpu_used;
       Allocation p;
       size_t k = 0;
-      bool fit = scratch.Plan(*task.pod, n, s.strategy(), &p).ok();
+      bool fit = PlanOnNode(scratch, *task.pod, n, s.strategy(), &p).ok();
       while (!fit && k < occupants[n].size()) {
         (void)scratch.Release(occupants[n][k].pod);
         ++k;
-        fit = scratch.Plan(*task.pod, n, s.strategy(), &p).ok();
+        fit = PlanOnNode(scratch, *task.pod, n, s.strategy(), &p).ok();
       }
       restore(occupants[n], k);
       if (!fit) continue;
@@ -248,7 +249,7 @@ bool ReservationLedger::Admits(const Session& s, const TaskInfo& task, int node)
   auto nn = std::find_if(needs_.begin(), needs_.end(), [&](const NodeNeed& x) { return x.node == node; });
   if (nn == needs_.end()) return true;
   Allocation p;
-  if (!s.state().Plan(*task.pod, node, s.strategy(), &p).ok()) return true;  // Filter says no
+  if (!PlanOnNode(s.state(), *task.pod, node, s.strategy(), &p).ok()) return true;  // Filter says no
   const Allocation* held = nullptr;
   for (const Allocation& h : held_)
     if (h.node == p.node) held = &h;

@@ -10,6 +10,7 @@
 #include "gpufleet/engine/spec_json.h"
 #include "gpufleet/io/spec_json.h"
 #include "gpufleet/io/strict_json.h"
+#include "gpufleet/placement/placer.h"
 
 namespace gpufleet::engine {
 namespace {
@@ -34,7 +35,7 @@ absl::Status StartTask(Scheduler* scheduler, const std::string& job_name, int ta
   Allocation plan;
   auto strategy = MakeStrategy("binpack");
   if (!strategy.ok()) return strategy.status();
-  if (fit.ok()) fit = state.Plan(pod, index, **strategy, &plan);
+  if (fit.ok()) fit = PlanOnNode(state, pod, index, **strategy, &plan);
   if (!fit.ok())
     return absl::FailedPreconditionError(
         absl::StrFormat("task %s does not fit on node %s: %s", pod.name, node, fit.reason));

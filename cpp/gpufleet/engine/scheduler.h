@@ -16,7 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "gpufleet/accounting/cluster_state.h"
-#include "gpufleet/accounting/guarded_cluster.h"
+#include "gpufleet/placement/guarded_cluster.h"
 #include "gpufleet/accounting/object_lock.h"
 #include "gpufleet/engine/action.h"
 #include "gpufleet/engine/config.h"

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "gpufleet/accounting/device_fit.h"
 #include "gpufleet/engine/statement.h"
+#include "gpufleet/placement/placer.h"
 
 namespace gpufleet::engine {
 namespace {
@@ -311,7 +312,7 @@ int Session::FindBestNode(const TaskInfo& task, Allocation* plan, std::string* r
     for (int i = 0; i < state_.num_nodes(); ++i) consider(i);
   }
   if (best >= 0) {
-    FitResult f = state_.Plan(pod, best, *strategy_, plan);
+    FitResult f = PlanOnNode(state_, pod, best, *strategy_, plan);
     if (f.ok()) return best;
     *reason = f.reason;
     return -1;

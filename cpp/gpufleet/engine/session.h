@@ -24,6 +24,7 @@
 #include "gpufleet/engine/node_classes.h"
 #include "gpufleet/engine/reservation_ledger.h"
 #include "gpufleet/engine/session_types.h"
+#include "gpufleet/placement/strategy.h"
 
 namespace gpufleet::engine {
 

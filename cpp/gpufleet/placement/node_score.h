@@ -26,7 +26,7 @@ struct PodDemand {
 };
 
 // In [0, 1]. GPU pods (on nodes with GPUs) are scored on GPU core and memory; other pods on cpu
-// and memory. Inline so that a batch over many nodes (ClusterState::Place) computes exactly the
+// and memory. Inline so that a batch over many nodes (Placer::Place) computes exactly the
 // same doubles as a single call.
 inline double AllocatedFractionAfter(const NodeUsage& u, const PodDemand& d) {
   auto fraction = [](int64_t used, int64_t extra, int64_t capacity) {
@@ -55,7 +55,7 @@ inline double LeastAllocatedScore(double fraction) { return 100.0 * (1.0 - fract
 
 // Base of the strategies that score nodes by allocation alone (binpack and topology: most
 // allocated, spread: least allocated). The score is defined here once from the sign, so
-// ScoreNode and ClusterState::Place's batch loop (which reads AllocationScoreSign) agree.
+// ScoreNode and Placer::Place's batch loop (which reads AllocationScoreSign) agree.
 class AllocationScoredStrategy : public PlacementStrategy {
  public:
   explicit AllocationScoredStrategy(int sign) : sign_(sign > 0 ? 1 : -1) {}

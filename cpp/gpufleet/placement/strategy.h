@@ -46,12 +46,12 @@ class PlacementStrategy {
   virtual bool ScoreNeedsPlan() const { return false; }
 
   // +1 / -1 for strategies that score by allocation alone (AllocationScoredStrategy in
-  // node_score.h: MostAllocated / LeastAllocated), 0 otherwise. Lets ClusterState::Place score
+  // node_score.h: MostAllocated / LeastAllocated), 0 otherwise. Lets Placer::Place score
   // many feasible nodes in one tight loop with the same arithmetic.
   virtual int AllocationScoreSign() const { return 0; }
 
   // True when a node's score and device choice depend only on that node's state and the pod's
-  // request (no random draws, no clock). Lets ClusterState::Place keep a node's score for a pod
+  // request (no random draws, no clock). Lets Placer::Place keep a node's score for a pod
   // shape until the node changes (see NodeScoreCache); a strategy with a seeded generator must
   // answer false, or a reused score would skip a draw.
   virtual bool Deterministic() const { return true; }

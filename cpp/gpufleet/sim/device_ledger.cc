@@ -105,7 +105,7 @@ absl::StatusOr<int> DeviceLedger::Start(int job, int count, int model) {
     const int piece = std::min(remaining, freest);
     Pod& pod = m.shapes[piece];  // reused: only the name changes between starts
     pod.name = PieceName(job, pieces_[job]);
-    PlaceResult r = m.state.Place(pod, *strategy_);
+    PlaceResult r = m.placer.Place(m.state, pod, *strategy_);
     if (!r.placed) {
       Stop(job);  // cannot happen while the histogram is right; leave nothing half-placed
       return absl::InternalError(absl::StrCat("device ledger: ", r.reason));

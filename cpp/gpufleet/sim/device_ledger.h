@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "gpufleet/accounting/cluster_state.h"
+#include "gpufleet/placement/placer.h"
 #include "gpufleet/placement/strategy.h"
 #include "gpufleet/policies/gpu_pool.h"
 
@@ -42,6 +43,7 @@ class DeviceLedger {
  private:
   struct ModelNodes {
     ClusterState state;
+    Placer placer;
     std::vector<int> node_free;  // free GPUs per node
     std::vector<int> histogram;  // how many nodes have k free GPUs, k = 0 .. gpus_per_node
     std::vector<Pod> shapes;     // the request for k GPUs (its name is set per use)

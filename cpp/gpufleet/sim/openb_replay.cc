@@ -13,6 +13,7 @@
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/placement/gpu_share.h"
 #include "gpufleet/placement/observer.h"
+#include "gpufleet/placement/placer.h"
 
 namespace gpufleet {
 namespace {
@@ -216,6 +217,7 @@ absl::StatusOr<OpenbReplayResult> ReplayOpenb(const std::vector<OpenbNode>& node
   std::sort(all.begin(), all.end(),
             [&](int a, int b) { return cluster.node(a).name < cluster.node(b).name; });
   std::vector<int> uses(trace.size(), 0);
+  Placer placer;
   double arrived = 0.0, allocated = 0.0, failed_gpu = 0.0;
   int32_t failed = 0;
   for (int32_t i : arrivals) {
@@ -229,7 +231,7 @@ absl::StatusOr<OpenbReplayResult> ReplayOpenb(const std::vector<OpenbNode>& node
       if (QuickMayFit(pod, cluster.usage(k))) candidates.push_back(k);
     int where = -1;
     if (!candidates.empty()) {
-      PlaceResult r = cluster.Place(pod, *strategy, /*commit=*/true, &candidates);
+      PlaceResult r = placer.Place(cluster, pod, *strategy, /*commit=*/true, &candidates);
       if (r.placed) where = cluster.FindNode(r.allocation.node);
     }
     if (where >= 0) {

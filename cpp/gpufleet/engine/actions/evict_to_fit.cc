@@ -6,6 +6,7 @@
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/engine/actions/place_job.h"
 #include "gpufleet/engine/statement.h"
+#include "gpufleet/placement/placer.h"
 
 namespace gpufleet::engine {
 namespace {
@@ -99,7 +100,7 @@ int EvictToFit(Session& s, int job_id, VictimScope scope) {
         if (s.Predicate(task, node).ok()) break;
       }
       if (s.Predicate(task, node).ok() &&
-          s.state().Plan(*task.pod, node, s.strategy(), &plan).ok() && st.Allocate(t, plan).ok()) {
+          PlanOnNode(s.state(), *task.pod, node, s.strategy(), &plan).ok() && st.Allocate(t, plan).ok()) {
         placed = true;
       } else {
         st.RollbackTo(mark);

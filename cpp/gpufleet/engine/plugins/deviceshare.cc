@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/engine/plugin.h"
+#include "gpufleet/placement/placer.h"
 
 namespace gpufleet::engine {
 namespace {
@@ -24,7 +25,7 @@ class DeviceShare : public Plugin {
       const PlacementStrategy& st = s.strategy();
       if (!st.ScoreNeedsPlan()) return weight_ * st.ScoreNode(s.state().View(node), *t.pod, {});
       Allocation plan;
-      if (!s.state().Plan(*t.pod, node, st, &plan).ok()) return 0.0;
+      if (!PlanOnNode(s.state(), *t.pod, node, st, &plan).ok()) return 0.0;
       return weight_ * st.ScoreNode(s.state().View(node), *t.pod, plan.devices);
     });
   }

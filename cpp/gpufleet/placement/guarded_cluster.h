@@ -4,8 +4,8 @@
 // changes the state, or a strategy's memo or generator (place, reserve, release, scores by fgd or
 // random), holds it alone. Python's Cluster is this class; an engine's cluster is a borrowed one
 // that shares the engine's lock, so a cycle and a call on its cluster never overlap.
-#ifndef GPUFLEET_ACCOUNTING_GUARDED_CLUSTER_H_
-#define GPUFLEET_ACCOUNTING_GUARDED_CLUSTER_H_
+#ifndef GPUFLEET_PLACEMENT_GUARDED_CLUSTER_H_
+#define GPUFLEET_PLACEMENT_GUARDED_CLUSTER_H_
 
 #include <memory>
 #include <mutex>
@@ -18,6 +18,7 @@
 #include "absl/types/span.h"
 #include "gpufleet/accounting/cluster_state.h"
 #include "gpufleet/accounting/object_lock.h"
+#include "gpufleet/placement/placer.h"
 #include "gpufleet/placement/strategy.h"
 
 namespace gpufleet {
@@ -62,7 +63,7 @@ class GuardedCluster {
   // This cluster's instance of a strategy (built on first use; the same for the cluster's life).
   absl::StatusOr<const PlacementStrategy*> Strategy(const std::string& spec) const;
 
-  // ClusterState::Place under the exclusive lock, over every node or the `nodes` named (NotFound
+  // Placer::Place under the exclusive lock, over every node or the `nodes` named (NotFound
   // for an unknown name, checked under the same lock).
   absl::StatusOr<PlaceResult> Place(const Pod& pod, const std::string& strategy, bool commit = true,
                                     const std::vector<std::string>* nodes = nullptr);
@@ -70,6 +71,9 @@ class GuardedCluster {
   // when it did not fit.
   absl::StatusOr<std::vector<int>> PlaceMany(absl::Span<const Pod> pods,
                                              const std::string& strategy);
+
+  // This view's node choice (with its score cache); use it only under the exclusive lock (Write).
+  Placer& placer() { return *placer_; }
 
   // A deep copy of the state as it was at one instant; the copy has its own lock and starts with
   // no strategies (fresh memos, generators from their seeds).
@@ -87,6 +91,8 @@ class GuardedCluster {
     StrategyCache strategies;
   };
   std::unique_ptr<Owned> owned_;  // null for a borrowed view
+  // Node choice for this view (its score cache); used under the exclusive lock only.
+  std::unique_ptr<Placer> placer_ = std::make_unique<Placer>();
   ClusterState* state_;
   ObjectLock* lock_;
   StrategyCache* strategies_;
@@ -98,4 +104,4 @@ absl::StatusOr<std::vector<int>> NodeIndices(const ClusterState& state,
 
 }  // namespace gpufleet
 
-#endif  // GPUFLEET_ACCOUNTING_GUARDED_CLUSTER_H_
+#endif  // GPUFLEET_PLACEMENT_GUARDED_CLUSTER_H_

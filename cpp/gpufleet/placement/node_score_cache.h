@@ -4,8 +4,8 @@
 // (strategy, pod shape), every node's score as of that node's version; ClusterState bumps a node's
 // version on every change, so a stale score is always recomputed and a cached answer is exactly the
 // full scan's answer (tests/cpp/node_score_cache_test.cc checks this against the uncached scan).
-#ifndef GPUFLEET_ACCOUNTING_NODE_SCORE_CACHE_H_
-#define GPUFLEET_ACCOUNTING_NODE_SCORE_CACHE_H_
+#ifndef GPUFLEET_PLACEMENT_NODE_SCORE_CACHE_H_
+#define GPUFLEET_PLACEMENT_NODE_SCORE_CACHE_H_
 
 #include <cstdint>
 #include <limits>
@@ -53,4 +53,4 @@ class NodeScoreCache {
 
 }  // namespace gpufleet
 
-#endif  // GPUFLEET_ACCOUNTING_NODE_SCORE_CACHE_H_
+#endif  // GPUFLEET_PLACEMENT_NODE_SCORE_CACHE_H_

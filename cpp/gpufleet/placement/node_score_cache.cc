@@ -1,4 +1,4 @@
-#include "gpufleet/accounting/node_score_cache.h"
+#include "gpufleet/placement/node_score_cache.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "gpufleet/accounting/guarded_cluster.h"
+#include "gpufleet/placement/guarded_cluster.h"
 
 #include <functional>
 
@@ -29,9 +29,9 @@ absl::StatusOr<PlaceResult> GuardedCluster::Place(const Pod& pod, const std::str
                                                   const std::vector<std::string>* nodes) {
   ASSIGN_OR_RETURN(const PlacementStrategy* st, Strategy(strategy));
   return Write([&](ClusterState& s) -> absl::StatusOr<PlaceResult> {
-    if (nodes == nullptr) return s.Place(pod, *st, commit);
+    if (nodes == nullptr) return placer_->Place(s, pod, *st, commit);
     ASSIGN_OR_RETURN(std::vector<int> candidates, NodeIndices(s, *nodes));
-    return s.Place(pod, *st, commit, &candidates);
+    return placer_->Place(s, pod, *st, commit, &candidates);
   });
 }
 
@@ -41,7 +41,7 @@ absl::StatusOr<std::vector<int>> GuardedCluster::PlaceMany(absl::Span<const Pod>
   return Write([&](ClusterState& s) {
     std::vector<int> out(pods.size(), -1);
     for (size_t k = 0; k < pods.size(); ++k) {
-      PlaceResult r = s.Place(pods[k], *st, true);
+      PlaceResult r = placer_->Place(s, pods[k], *st, true);
       if (r.placed) out[k] = s.FindNode(r.allocation.node);
     }
     return out;

@@ -1,0 +1,82 @@
+// Node choice: which node a pod goes to, and why none when it fits nowhere. The Placer reads the
+// accounting through a const ClusterState (summaries, per-device arrays, node versions) and owns
+// everything about choosing: feasibility, scoring, the per-shape score cache and the no-fit
+// reason; only Place's final reserve (and commit) writes to the state. The simulator's device
+// ledger and openb replay, the Kubernetes adapters (through GuardedCluster) and the bindings place
+// through it; the engine's session plans with PlanOnNode after its own scan over node classes.
+//
+// The full scan is two steps. First every node is checked against its compact summaries and, for
+// strategies that score by allocation (binpack, spread, topology), scored, in one branch-free
+// loop over dense arrays. Then the devices are consulted for the best candidates only, in score
+// order (ties to the earlier node), until one really fits. The answer is exactly that of
+// filtering and scoring every node (tests/cpp/placer_test.cc checks it against that reference).
+#ifndef GPUFLEET_PLACEMENT_PLACER_H_
+#define GPUFLEET_PLACEMENT_PLACER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpufleet/accounting/allocation.h"
+#include "gpufleet/accounting/cluster_state.h"
+#include "gpufleet/accounting/fit.h"
+#include "gpufleet/core/pod.h"
+#include "gpufleet/placement/node_score_cache.h"
+#include "gpufleet/placement/strategy.h"
+
+namespace gpufleet {
+
+struct PlaceResult {
+  bool placed = false;
+  Allocation allocation;  // valid when placed
+  std::string reason;     // why not, e.g. "0/3 nodes are available: 2 Insufficient gpu devices, ..."
+};
+
+// Filter, then ask `strategy` for devices; on success fills `plan` (state kReserved, not applied).
+FitResult PlanOnNode(const ClusterState& state, const Pod& pod, int node,
+                     const PlacementStrategy& strategy, Allocation* plan);
+// The strategy's score of `node` for `pod` (0 where a plan is needed and none exists).
+double ScoreOnNode(const ClusterState& state, const Pod& pod, int node,
+                   const PlacementStrategy& strategy);
+
+class Placer {
+ public:
+  // The node for `pod` over every node (or `candidates`, ties to the earlier candidate): the
+  // feasible node with the best score, ties to the earlier node. Fills `plan` and returns the
+  // node, or returns -1 with the reason. Changes nothing in `state`.
+  int Choose(const ClusterState& state, const Pod& pod, const PlacementStrategy& strategy,
+             const std::vector<int>* candidates, Allocation* plan, std::string* reason);
+
+  // Choose, then reserve the plan (and commit it when `commit`).
+  PlaceResult Place(ClusterState& state, const Pod& pod, const PlacementStrategy& strategy,
+                    bool commit = true, const std::vector<int>* candidates = nullptr);
+
+  // Over all nodes with a deterministic strategy, the scores of nodes unchanged since the last
+  // pod of the same shape are reused (exactly the same answer, see NodeScoreCache). Off: every
+  // call scans afresh.
+  void set_score_cache(bool enabled) {
+    score_cache_enabled_ = enabled;
+    if (!enabled) score_cache_.Clear();
+  }
+
+ private:
+  int ChooseScanning(const ClusterState& state, const Pod& pod, const PlacementStrategy& strategy,
+                     Allocation* plan, bool* have_plan);
+  int ChooseCached(const ClusterState& state, const Pod& pod, const PlacementStrategy& strategy);
+  int ChooseAmong(const ClusterState& state, const Pod& pod, const PlacementStrategy& strategy,
+                  const std::vector<int>* candidates, Allocation* plan, bool* have_plan);
+
+  NodeScoreCache score_cache_;
+  bool score_cache_enabled_ = true;
+  std::vector<double> scores_, memory_extra_;  // scratch, per node
+  std::vector<uint8_t> allowed_;
+  std::vector<int> changed_;
+};
+
+// Why no node fits, as kube-scheduler words it: "0/N nodes are available: 3 Insufficient cpu".
+std::string NoFitReason(const ClusterState& state, const Pod& pod,
+                        const std::vector<int>* candidates);
+
+}  // namespace gpufleet
+
+#endif  // GPUFLEET_PLACEMENT_PLACER_H_
