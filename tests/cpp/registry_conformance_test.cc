@@ -13,6 +13,7 @@
 #include "gpufleet/engine/plugin.h"
 #include "gpufleet/engine/scenario_json.h"
 #include "gpufleet/engine/scheduler.h"
+#include "gpufleet/placement/placer.h"
 #include "gpufleet/policies/job_time_policy.h"
 #include "gpufleet/sim/simulator.h"
 #include "gtest/gtest.h"
@@ -83,27 +84,28 @@ TEST_P(StrategyConformance, PlacesWhatFitsAndRefusesWhatFitsNowhere) {
             !Registry<PlacementStrategy>::Global().HasCapability(GetParam(), "random"))
       << "the \"random\" capability must match Deterministic()";
   ClusterState c;
+  Placer placer;
   for (const char* node : {R"({"name":"a","cpu":"32","memory":"256Gi",
                                "gpus":{"count":4,"model":"A100","memory":"80Gi"}})",
                            R"({"name":"b","cpu":"32","memory":"256Gi",
                                "gpus":{"count":4,"model":"A100","memory":"80Gi"}})"})
     ASSERT_TRUE(IsOk(c.AddNode(MakeNode(node))));
   for (int i = 0; i < 3; ++i) {
-    PlaceResult r = c.Place(MakePod(absl::StrFormat(
+    PlaceResult r = placer.Place(c, MakePod(absl::StrFormat(
                                 R"({"name":"fits-%d","requests":{"cpu":"2","nvidia.com/gpu":2}})", i)),
                             *strategy);
     ASSERT_TRUE(r.placed) << r.reason;
     EXPECT_EQ(r.allocation.devices.size(), 2u);
     ASSERT_TRUE(IsOk(c.CheckInvariants()));
   }
-  PlaceResult none = c.Place(
-      MakePod(R"({"name":"too-big","requests":{"cpu":"2","nvidia.com/gpu":5}})"), *strategy);
+  PlaceResult none = placer.Place(
+      c, MakePod(R"({"name":"too-big","requests":{"cpu":"2","nvidia.com/gpu":5}})"), *strategy);
   EXPECT_FALSE(none.placed);
   EXPECT_FALSE(none.reason.empty());
   // The last two free GPUs are on one node; a 2-GPU pod still fits, a third does not.
-  EXPECT_TRUE(c.Place(MakePod(R"({"name":"last","requests":{"cpu":"2","nvidia.com/gpu":2}})"),
+  EXPECT_TRUE(placer.Place(c, MakePod(R"({"name":"last","requests":{"cpu":"2","nvidia.com/gpu":2}})"),
                       *strategy).placed);
-  EXPECT_FALSE(c.Place(MakePod(R"({"name":"over","requests":{"cpu":"2","nvidia.com/gpu":1}})"),
+  EXPECT_FALSE(placer.Place(c, MakePod(R"({"name":"over","requests":{"cpu":"2","nvidia.com/gpu":1}})"),
                        *strategy).placed);
   EXPECT_TRUE(IsOk(c.CheckInvariants()));
 }
