@@ -163,10 +163,13 @@ void InitCore(py::module_& m) {
         "The Kubernetes resource and annotation names the core reads and writes, by short name "
         "(gpufleet.k8s.keys holds the same names for Python).");
   m.def("parse_quantity", [](const std::string& s) { return Unwrap(ParseQuantity(s)); },
-        "Kubernetes quantity -> integer (bytes or count), rounded up like Kubernetes.");
+        py::arg("quantity"),
+        "Kubernetes quantity -> integer (bytes or count), rounded up like Kubernetes; ValueError "
+        "names what is wrong.");
   m.def("parse_milli", [](const std::string& s) { return Unwrap(ParseMilli(s)); },
-        "Kubernetes quantity -> milli-units (cpu).");
+        py::arg("quantity"), "Kubernetes quantity -> milli-units (cpu); ValueError if malformed.");
   m.def("parse_quantity_exact", [](const std::string& s) { return Unwrap(ParseQuantityExact(s)); },
+        py::arg("quantity"),
         "Kubernetes quantity -> its exact value as decimal text (\"1.5\", \"0.000000001\").");
   m.def("parse_resource_quantity",
         [](const std::string& resource, const std::string& s) {
@@ -176,10 +179,12 @@ void InitCore(py::module_& m) {
         "A resource's quantity in the core's unit: milli-cores for cpu, whole numbers only for "
         "pods and extended resources (nvidia.com/gpu, koordinator.sh/*, aliyun.com/gpu-mem), "
         "bytes rounded up otherwise.");
-  m.def("format_bytes", &FormatBytes);
+  m.def("format_bytes", &FormatBytes, py::arg("bytes"),
+        "Bytes with the largest binary suffix that divides them exactly (\"80Gi\", \"81559Mi\").");
   m.def("strategies", &StrategyNames, "Names of the registered placement strategies.");
   m.def("strategy_description",
-        [](const std::string& n) { return Registry<PlacementStrategy>::Global().Description(n); });
+        [](const std::string& n) { return Registry<PlacementStrategy>::Global().Description(n); },
+        py::arg("name"), "One line describing a registered placement strategy (\"\" if unknown).");
   m.def("registry_duplicates",
         [] { return Registry<PlacementStrategy>::Global().DuplicateNames(); });
 
@@ -213,7 +218,8 @@ void InitCore(py::module_& m) {
            py::arg("name"), py::arg("requests") = py::dict(), py::arg("node_selector") = py::none(),
            py::arg("tolerations") = py::none(), py::arg("gpu_models") = py::none(),
            py::arg("scope") = "none", py::arg("priority") = 0)
-      .def_static("from_dict", [](py::dict d) { return PodFrom(d); })
+      .def_static("from_dict", [](py::dict d) { return PodFrom(d); }, py::arg("spec"),
+                  "A pod from a scenario-format dict; ValueError names a bad field.")
       .def_readonly("name", &Pod::name)
       .def_readonly("cpu_milli", &Pod::cpu_milli)
       .def_readonly("memory_bytes", &Pod::memory_bytes)
@@ -291,7 +297,8 @@ void InitCore(py::module_& m) {
       .def("remove_node",
            [](GuardedCluster& c, const std::string& n) {
              Check(Writing(c, kCluster, [&](ClusterState& s) { return s.RemoveNode(n); }));
-           })
+           },
+           py::arg("name"), "Remove a node; KeyError if absent, ValueError while pods hold it.")
       .def("set_device_health",
            [](GuardedCluster& c, const std::string& node, int minor, bool healthy,
               const std::string& type) {
@@ -319,7 +326,8 @@ void InitCore(py::module_& m) {
       .def("has_node",
            [](const GuardedCluster& c, const std::string& n) {
              return Reading(c, kCluster, [&](const ClusterState& s) { return s.FindNode(n) >= 0; });
-           })
+           },
+           py::arg("name"), "Whether a node of that name exists.")
       .def("node",
            [](const GuardedCluster& c, const std::string& n) {
              Json j = Unwrap(Reading(c, kCluster, [&](const ClusterState& s) -> absl::StatusOr<Json> {
@@ -328,7 +336,7 @@ void InitCore(py::module_& m) {
              }));
              return JsonToPy(j);
            },
-           "The node's spec as a dict.")
+           py::arg("name"), "The node's spec as a dict; KeyError if absent.")
       .def("filter",
            [](const GuardedCluster& c, py::handle pod, const std::string& node) {
              Pod p = PodFrom(pod);
@@ -430,15 +438,18 @@ void InitCore(py::module_& m) {
       .def("unreserve",
            [](GuardedCluster& c, const std::string& pod) {
              Check(Writing(c, kCluster, [&](ClusterState& s) { return s.Unreserve(pod); }));
-           })
+           },
+           py::arg("pod"), "Drop a reserved (not yet bound) allocation; a no-op if there is none.")
       .def("commit",
            [](GuardedCluster& c, const std::string& pod) {
              Check(Writing(c, kCluster, [&](ClusterState& s) { return s.Commit(pod); }));
-           })
+           },
+           py::arg("pod"), "Reserved -> bound; KeyError if the pod holds no allocation.")
       .def("release",
            [](GuardedCluster& c, const std::string& pod) {
              Check(Writing(c, kCluster, [&](ClusterState& s) { return s.Release(pod); }));
-           })
+           },
+           py::arg("pod"), "Free a reserved or bound allocation; KeyError if there is none.")
       .def("place",
            [](GuardedCluster& c, py::handle pod, const std::string& strategy, bool commit,
               py::object nodes) -> py::tuple {
@@ -484,7 +495,8 @@ void InitCore(py::module_& m) {
              });
              if (!a) return py::none();
              return py::cast(std::move(*a));
-           })
+           },
+           py::arg("pod"), "The pod's Allocation, or None.")
       .def("allocations",
            [](const GuardedCluster& c) {
              return Reading(c, kCluster, [](const ClusterState& s) {
@@ -523,7 +535,9 @@ void InitCore(py::module_& m) {
                       s = LoadSnapshot(text);
                     }
                     return GuardedCluster(Unwrap(std::move(s)));
-                  })
+                  },
+                  py::arg("snapshot"),
+                  "A cluster from snapshot() text; ValueError names what is wrong in it.")
       .def("copy",
            [](const GuardedCluster& c) { return Without(c, kCluster, [&] { return c.Copy(); }); },
            "A deep copy with its own lock and its own strategies (fresh memos, generators from "
@@ -532,7 +546,8 @@ void InitCore(py::module_& m) {
            [](const GuardedCluster& a, const GuardedCluster& b) {
              RefuseReentry(b.lock(), kCluster);
              return Without(a, kCluster, [&] { return a.Equals(b); });
-           })
+           },
+           py::arg("other"))
       .def("device_usage",
            [](const GuardedCluster& c, bool copy) {
              DeviceUsage u = Reading(c, kCluster, [&](const ClusterState& s) { return ReadDeviceUsage(s, copy); });

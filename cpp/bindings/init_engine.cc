@@ -146,10 +146,17 @@ int Sign(const py::object& v) {
   return x < 0 ? -1 : (x > 0 ? 1 : 0);
 }
 
-std::string Reason(const py::object& v) {
-  if (v.is_none()) return "";
-  if (py::isinstance<py::bool_>(v)) return v.cast<bool>() ? "" : "rejected by a Python plugin";
-  return v.cast<std::string>();
+// A Python plugin's answer to a job check: None/True/"" pass, False or a reason text refuse.
+absl::Status Reason(const py::object& v) {
+  std::string why;
+  if (v.is_none()) return absl::OkStatus();
+  if (py::isinstance<py::bool_>(v)) {
+    if (v.cast<bool>()) return absl::OkStatus();
+    why = "rejected by a Python plugin";
+  } else {
+    why = v.cast<std::string>();
+  }
+  return why.empty() ? absl::OkStatus() : absl::FailedPreconditionError(why);
 }
 
 class PyPlugin : public engine::Plugin {
@@ -187,8 +194,9 @@ class PyPlugin : public engine::Plugin {
       s.DisableFitCache();
       s.AddPredicateFn(name_, [&s, self](const TaskInfo& t, int node) {
         py::gil_scoped_acquire g;
-        std::string why = Reason(self->impl_.attr("predicate")(TaskView(s, t), s.state().node(node).name));
-        return why.empty() ? FitResult::Ok() : FitResult::Unschedulable(why);
+        absl::Status why =
+            Reason(self->impl_.attr("predicate")(TaskView(s, t), s.state().node(node).name));
+        return why.ok() ? FitResult::Ok() : FitResult::Unschedulable(std::string(why.message()));
       });
     }
     if (has("node_order"))

@@ -30,8 +30,10 @@ class DeviceRequest:
         ...
 class Pod:
     @staticmethod
-    def from_dict(arg0: dict) -> Pod:
-        ...
+    def from_dict(spec: dict) -> Pod:
+        """
+        A pod from a scenario-format dict; ValueError names a bad field.
+        """
     def __init__(self, name: str, requests: dict = {}, node_selector: typing.Any = None, tolerations: typing.Any = None, gpu_models: typing.Any = None, scope: str = 'none', priority: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
         ...
     def __repr__(self) -> str:
@@ -133,9 +135,11 @@ class PlaceResult:
 class Cluster:
     __hash__: typing.ClassVar[None] = None
     @staticmethod
-    def restore(arg0: str) -> Cluster:
-        ...
-    def __eq__(self, arg0: Cluster) -> bool:
+    def restore(snapshot: str) -> Cluster:
+        """
+        A cluster from snapshot() text; ValueError names what is wrong in it.
+        """
+    def __eq__(self, other: Cluster) -> bool:
         ...
     def __init__(self) -> None:
         ...
@@ -143,14 +147,18 @@ class Cluster:
         """
         Add a node from a scenario-format dict (see docs/scenario.md).
         """
-    def allocation(self, arg0: str) -> typing.Any:
-        ...
+    def allocation(self, pod: str) -> typing.Any:
+        """
+        The pod's Allocation, or None.
+        """
     def allocations(self) -> list[Allocation]:
         ...
     def check_invariants(self) -> None:
         ...
-    def commit(self, arg0: str) -> None:
-        ...
+    def commit(self, pod: str) -> None:
+        """
+        Reserved -> bound; KeyError if the pod holds no allocation.
+        """
     def copy(self) -> Cluster:
         """
         A deep copy with its own lock and its own strategies (fresh memos, generators from their seeds).
@@ -165,11 +173,13 @@ class Cluster:
         """
         Filter many nodes in one native call: (codes, reasons). Codes: 0 Ok, 1 Unschedulable, 2 UnschedulableAndUnresolvable, -1 unknown node.
         """
-    def has_node(self, arg0: str) -> bool:
-        ...
-    def node(self, arg0: str) -> typing.Any:
+    def has_node(self, name: str) -> bool:
         """
-        The node's spec as a dict.
+        Whether a node of that name exists.
+        """
+    def node(self, name: str) -> typing.Any:
+        """
+        The node's spec as a dict; KeyError if absent.
         """
     def node_names(self) -> list[str]:
         ...
@@ -185,10 +195,14 @@ class Cluster:
         """
         The devices `strategy` would choose, without changing the state.
         """
-    def release(self, arg0: str) -> None:
-        ...
-    def remove_node(self, arg0: str) -> None:
-        ...
+    def release(self, pod: str) -> None:
+        """
+        Free a reserved or bound allocation; KeyError if there is none.
+        """
+    def remove_node(self, name: str) -> None:
+        """
+        Remove a node; KeyError if absent, ValueError while pods hold it.
+        """
     def reserve(self, pod: typing.Any, node: str, strategy: str = 'binpack') -> Allocation:
         ...
     def restore_allocation(self, pod: typing.Any, node: str, annotations: collections.abc.Mapping[str, str], unit_bytes: typing.SupportsInt | typing.SupportsIndex = 1048576) -> Allocation:
@@ -207,8 +221,10 @@ class Cluster:
         """
         The state as JSON text, taken at one instant (no call on this cluster interleaves).
         """
-    def unreserve(self, arg0: str) -> None:
-        ...
+    def unreserve(self, pod: str) -> None:
+        """
+        Drop a reserved (not yet bound) allocation; a no-op if there is none.
+        """
     @property
     def num_devices(self) -> int:
         ...
@@ -315,17 +331,19 @@ def engine_plugins() -> list[str]:
     """
 def engine_registry_duplicates() -> list[str]:
     ...
-def format_bytes(arg0: typing.SupportsInt | typing.SupportsIndex) -> str:
-    ...
-def parse_milli(arg0: str) -> int:
+def format_bytes(bytes: typing.SupportsInt | typing.SupportsIndex) -> str:
     """
-    Kubernetes quantity -> milli-units (cpu).
+    Bytes with the largest binary suffix that divides them exactly ("80Gi", "81559Mi").
     """
-def parse_quantity(arg0: str) -> int:
+def parse_milli(quantity: str) -> int:
     """
-    Kubernetes quantity -> integer (bytes or count), rounded up like Kubernetes.
+    Kubernetes quantity -> milli-units (cpu); ValueError if malformed.
     """
-def parse_quantity_exact(arg0: str) -> str:
+def parse_quantity(quantity: str) -> int:
+    """
+    Kubernetes quantity -> integer (bytes or count), rounded up like Kubernetes; ValueError names what is wrong.
+    """
+def parse_quantity_exact(quantity: str) -> str:
     """
     Kubernetes quantity -> its exact value as decimal text ("1.5", "0.000000001").
     """
@@ -357,8 +375,10 @@ def strategies() -> list[str]:
     """
     Names of the registered placement strategies.
     """
-def strategy_description(arg0: str) -> str:
-    ...
+def strategy_description(name: str) -> str:
+    """
+    One line describing a registered placement strategy ("" if unknown).
+    """
 def water_fill(total: typing.SupportsFloat | typing.SupportsIndex, weights: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], caps: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]) -> list[float]:
     """
     Weighted water-filling of `total` over queues capped by `caps` (the proportion rule).

@@ -1,4 +1,5 @@
 // Statement atomicity and the session's composition rules for plugin callbacks.
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "gpufleet/engine/plugin.h"
 #include "gpufleet/engine/scenario_json.h"
@@ -47,10 +48,9 @@ TEST(EngineStatementTest, DiscardRestoresEverything) {
     Statement st(s);
     ASSERT_TRUE(st.Evict(0, "test").ok());  // task 0 = run-0
     Allocation plan;
-    std::string why;
-    ASSERT_GE(s.BestNode(s.task(1), &plan, &why), 0) << why;
+    ASSERT_TRUE(s.BestNode(s.task(1), &plan).ok());
     ASSERT_TRUE(st.Allocate(1, plan).ok());
-    ASSERT_GE(s.BestNode(s.task(2), &plan, &why), 0) << why;
+    ASSERT_TRUE(s.BestNode(s.task(2), &plan).ok());
     ASSERT_TRUE(st.Allocate(2, plan).ok());
     EXPECT_EQ(s.job(1).occupied, 2);
     // A third GPU task would not fit: Allocate refuses and changes nothing.
@@ -76,8 +76,7 @@ TEST(EngineStatementTest, RollbackToMarkAndCommit) {
   (*pred)->OnSessionOpen(s);
   Statement st(s);
   Allocation plan;
-  std::string why;
-  ASSERT_GE(s.BestNode(s.task(1), &plan, &why), 0);
+  ASSERT_TRUE(s.BestNode(s.task(1), &plan).ok());
   ASSERT_TRUE(st.Allocate(1, plan).ok());
   size_t mark = st.Mark();
   ASSERT_TRUE(st.Evict(0, "test").ok());
@@ -102,8 +101,7 @@ TEST(EngineStatementTest, UnclosedStatementDiscardsItself) {
   {
     Statement st(s);
     Allocation plan;
-    std::string why;
-    ASSERT_GE(s.BestNode(s.task(1), &plan, &why), 0);
+    ASSERT_TRUE(s.BestNode(s.task(1), &plan).ok());
     ASSERT_TRUE(st.Allocate(1, plan).ok());
   }
   EXPECT_TRUE(s.state() == before);
@@ -117,12 +115,13 @@ TEST(EngineStatementTest, MissCacheIsDroppedWhenResourcesFree) {
   (*pred)->OnSessionOpen(s);
   Statement st(s);
   Allocation plan;
-  std::string why;
-  ASSERT_GE(s.BestNode(s.task(1), &plan, &why), 0);
+  ASSERT_TRUE(s.BestNode(s.task(1), &plan).ok());
   ASSERT_TRUE(st.Allocate(1, plan).ok());
-  EXPECT_LT(s.BestNode(s.task(2), &plan, &why), 0);  // both GPUs taken: cached miss
+  absl::StatusOr<int> miss = s.BestNode(s.task(2), &plan);  // both GPUs taken: cached miss
+  EXPECT_FALSE(miss.ok());
+  EXPECT_TRUE(absl::StrContains(miss.status().message(), "nodes are available")) << miss.status();
   ASSERT_TRUE(st.Evict(0, "free one").ok());           // frees a GPU: the cache must not lie
-  EXPECT_GE(s.BestNode(s.task(2), &plan, &why), 0) << why;
+  EXPECT_TRUE(s.BestNode(s.task(2), &plan).ok());
   st.Discard();
 }
 

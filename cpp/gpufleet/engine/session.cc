@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "gpufleet/accounting/device_fit.h"
+#include "gpufleet/core/status_macros.h"
 #include "gpufleet/engine/statement.h"
 #include "gpufleet/placement/placer.h"
 
@@ -113,10 +114,10 @@ Session::~Session() = default;
 
 void Session::PrepareJobs(bool admit_all) {
   for (JobInfo& j : jobs_) {
-    std::string why = JobValid(j);
-    j.valid = why.empty();
+    absl::Status why = JobValid(j);
+    j.valid = why.ok();
     if (!j.valid) {
-      j.reason = "invalid: " + why;
+      j.reason = absl::StrCat("invalid: ", why.message());
       j.inqueue = false;
       continue;
     }
@@ -249,12 +250,9 @@ bool Session::JobReady(const JobInfo& j) const {
   return true;
 }
 
-std::string Session::JobValid(const JobInfo& j) const {
-  for (const auto& fn : job_valid_) {
-    std::string why = fn(j);
-    if (!why.empty()) return why;
-  }
-  return "";
+absl::Status Session::JobValid(const JobInfo& j) const {
+  for (const auto& fn : job_valid_) RETURN_IF_ERROR(fn(j));
+  return absl::OkStatus();
 }
 
 bool Session::Allocatable(const QueueInfo& q, const TaskInfo& t) const {
@@ -263,12 +261,9 @@ bool Session::Allocatable(const QueueInfo& q, const TaskInfo& t) const {
   return true;
 }
 
-std::string Session::Enqueueable(const JobInfo& j) const {
-  for (const auto& fn : enqueueable_) {
-    std::string why = fn(j);
-    if (!why.empty()) return why;
-  }
-  return "";
+absl::Status Session::Enqueueable(const JobInfo& j) const {
+  for (const auto& fn : enqueueable_) RETURN_IF_ERROR(fn(j));
+  return absl::OkStatus();
 }
 
 int Session::TargetJob() const {
@@ -279,20 +274,18 @@ int Session::TargetJob() const {
   return -1;
 }
 
-int Session::BestNode(const TaskInfo& task, Allocation* plan, std::string* reason) {
+absl::StatusOr<int> Session::BestNode(const TaskInfo& task, Allocation* plan) {
   if (fit_cache_enabled_) {
     auto it = misses_.find(task.request_key);
-    if (it != misses_.end()) {
-      *reason = it->second.reason;
-      return -1;
-    }
+    if (it != misses_.end()) return absl::FailedPreconditionError(it->second.reason);
   }
-  const int best = FindBestNode(task, plan, reason);
-  if (best < 0 && fit_cache_enabled_) misses_[task.request_key] = CachedMiss{*reason, version_};
+  absl::StatusOr<int> best = FindBestNode(task, plan);
+  if (!best.ok() && fit_cache_enabled_)
+    misses_[task.request_key] = CachedMiss{std::string(best.status().message()), version_};
   return best;
 }
 
-int Session::FindBestNode(const TaskInfo& task, Allocation* plan, std::string* reason) {
+absl::StatusOr<int> Session::FindBestNode(const TaskInfo& task, Allocation* plan) {
   if (classes_enabled_ && classes_ == nullptr) classes_ = std::make_unique<NodeClasses>(state_);
   const Pod& pod = *task.pod;
   int best = -1;
@@ -314,8 +307,7 @@ int Session::FindBestNode(const TaskInfo& task, Allocation* plan, std::string* r
   if (best >= 0) {
     FitResult f = PlanOnNode(state_, pod, best, *strategy_, plan);
     if (f.ok()) return best;
-    *reason = f.reason;
-    return -1;
+    return absl::FailedPreconditionError(f.reason);
   }
   // Only now pay for exact reasons.
   std::map<std::string, int> counts;
@@ -330,8 +322,7 @@ int Session::FindBestNode(const TaskInfo& task, Allocation* plan, std::string* r
   } else {
     for (int i = 0; i < state_.num_nodes(); ++i) count(i, 1);
   }
-  *reason = NodesUnavailable(state_.num_nodes(), counts);
-  return -1;
+  return absl::FailedPreconditionError(NodesUnavailable(state_.num_nodes(), counts));
 }
 
 void Session::OnAllocate(TaskInfo& task, int node) {

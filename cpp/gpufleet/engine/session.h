@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "gpufleet/accounting/cluster_state.h"
 #include "gpufleet/engine/decisions.h"
 #include "gpufleet/engine/node_classes.h"
@@ -37,7 +39,8 @@ using VictimsFn =
     std::function<std::vector<int>(const TaskInfo& preemptor, const std::vector<int>& candidates)>;
 using QueueTestFn = std::function<bool(const QueueInfo& queue)>;
 using JobTestFn = std::function<bool(const JobInfo& job)>;
-using JobCheckFn = std::function<std::string(const JobInfo& job)>;  // "" = ok, else the reason
+// OK, or FailedPrecondition whose message says why the job may not go on.
+using JobCheckFn = std::function<absl::Status(const JobInfo& job)>;
 using AllocatableFn = std::function<bool(const QueueInfo& queue, const TaskInfo& task)>;
 using TargetJobFn = std::function<int()>;  // a job id, or -1
 
@@ -117,22 +120,22 @@ class Session {
   std::vector<int> Reclaimable(const TaskInfo& preemptor, const std::vector<int>& candidates) const;
   bool Overused(const QueueInfo& queue) const;
   bool JobReady(const JobInfo& job) const;
-  std::string JobValid(const JobInfo& job) const;
+  absl::Status JobValid(const JobInfo& job) const;
   bool Allocatable(const QueueInfo& queue, const TaskInfo& task) const;
-  std::string Enqueueable(const JobInfo& job) const;
+  absl::Status Enqueueable(const JobInfo& job) const;
   int TargetJob() const;
   bool HasPreemptable() const;
   bool HasReclaimable() const;
   const PlacementStrategy& strategy() const { return *strategy_; }
 
   // --- Node choice ------------------------------------------------------------------------------
-  // The best node for a task among those passing every predicate, with its planned devices; -1 and
-  // a Kubernetes-style reason ("0/8 nodes are available: 3 Insufficient cpu, ...") when none fits.
-  // A negative answer is cached per request key until resources are freed.
-  int BestNode(const TaskInfo& task, Allocation* plan, std::string* reason);
+  // The best node for a task among those passing every predicate, with its planned devices; when
+  // none fits, FailedPrecondition with a Kubernetes-style reason ("0/8 nodes are available: 3
+  // Insufficient cpu, ..."). A miss is cached per request key until resources are freed.
+  absl::StatusOr<int> BestNode(const TaskInfo& task, Allocation* plan);
   // The same scan without the per-request miss cache, for a task whose pod differs from the one
   // its request key was made from (the jobtime action restricts a task to one GPU model).
-  int FindBestNode(const TaskInfo& task, Allocation* plan, std::string* reason);
+  absl::StatusOr<int> FindBestNode(const TaskInfo& task, Allocation* plan);
 
   // --- Bookkeeping used by Statement ------------------------------------------------------------
   void OnAllocate(TaskInfo& task, int node);

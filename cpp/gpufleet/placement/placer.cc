@@ -558,8 +558,9 @@ int Placer::ChooseCached(const ClusterState& state, const Pod& pod,
   return BestThatFits(state, pod, shape, score, n);
 }
 
-int Placer::Choose(const ClusterState& state, const Pod& pod, const PlacementStrategy& strategy,
-                   const std::vector<int>* candidates, Allocation* plan, std::string* reason) {
+absl::StatusOr<int> Placer::Choose(const ClusterState& state, const Pod& pod,
+                                   const PlacementStrategy& strategy,
+                                   const std::vector<int>* candidates, Allocation* plan) {
   int best;
   bool have_plan = false;
   if (candidates != nullptr) {
@@ -571,15 +572,11 @@ int Placer::Choose(const ClusterState& state, const Pod& pod, const PlacementStr
   }
   if (best < 0) {
     // Only now pay for exact reasons.
-    *reason = NoFitReason(state, pod, candidates);
-    return -1;
+    return absl::FailedPreconditionError(NoFitReason(state, pod, candidates));
   }
   if (!have_plan) {
     FitResult f = PlanOnNode(state, pod, best, strategy, plan);
-    if (!f.ok()) {
-      *reason = f.reason;
-      return -1;
-    }
+    if (!f.ok()) return absl::FailedPreconditionError(f.reason);
   }
   return best;
 }
@@ -592,7 +589,10 @@ PlaceResult Placer::Place(ClusterState& state, const Pod& pod, const PlacementSt
     return result;
   }
   Allocation plan;
-  if (Choose(state, pod, strategy, candidates, &plan, &result.reason) < 0) return result;
+  if (absl::StatusOr<int> best = Choose(state, pod, strategy, candidates, &plan); !best.ok()) {
+    result.reason = std::string(best.status().message());
+    return result;
+  }
   absl::Status s = state.Reserve(plan);
   if (s.ok() && commit) s = state.Commit(pod.name);
   if (!s.ok()) {

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "gpufleet/accounting/allocation.h"
 #include "gpufleet/accounting/cluster_state.h"
 #include "gpufleet/accounting/fit.h"
@@ -43,9 +44,11 @@ class Placer {
  public:
   // The node for `pod` over every node (or `candidates`, ties to the earlier candidate): the
   // feasible node with the best score, ties to the earlier node. Fills `plan` and returns the
-  // node, or returns -1 with the reason. Changes nothing in `state`.
-  int Choose(const ClusterState& state, const Pod& pod, const PlacementStrategy& strategy,
-             const std::vector<int>* candidates, Allocation* plan, std::string* reason);
+  // node, or FailedPrecondition with the reason ("0/N nodes are available: ..."). Changes nothing
+  // in `state`.
+  absl::StatusOr<int> Choose(const ClusterState& state, const Pod& pod,
+                             const PlacementStrategy& strategy, const std::vector<int>* candidates,
+                             Allocation* plan);
 
   // Choose, then reserve the plan (and commit it when `commit`).
   PlaceResult Place(ClusterState& state, const Pod& pod, const PlacementStrategy& strategy,

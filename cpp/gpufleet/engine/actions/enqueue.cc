@@ -3,6 +3,7 @@
 // remembered across cycles; jobs not admitted keep their reason and are not placed.
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/engine/action.h"
 
@@ -23,9 +24,9 @@ class Enqueue : public Action {
     });
     for (int id : waiting) {
       JobInfo& j = s.job(id);
-      std::string why = s.Enqueueable(j);
-      if (!why.empty()) {
-        j.reason = "not admitted: " + why;
+      absl::Status why = s.Enqueueable(j);
+      if (!why.ok()) {
+        j.reason = absl::StrCat("not admitted: ", why.message());
         continue;
       }
       j.inqueue = true;

@@ -68,8 +68,8 @@ int EvictToFit(Session& s, int job_id, VictimScope scope) {
       break;
     }
     Allocation plan;
-    std::string miss;
-    if (s.BestNode(task, &plan, &miss) >= 0) {
+    absl::StatusOr<int> best = s.BestNode(task, &plan);
+    if (best.ok()) {
       if (!st.Allocate(t, plan).ok()) break;
       continue;
     }
@@ -107,7 +107,8 @@ int EvictToFit(Session& s, int job_id, VictimScope scope) {
       }
     }
     if (!placed) {
-      why = absl::StrFormat("task %s: %s; and no node frees enough by eviction", task.name(), miss);
+      why = absl::StrFormat("task %s: %s; and no node frees enough by eviction", task.name(),
+                            best.status().message());
       break;
     }
   }

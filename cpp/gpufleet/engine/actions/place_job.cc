@@ -33,9 +33,8 @@ int PlaceJob(Session& s, int job_id, TaskKind kind) {
       break;
     }
     Allocation plan;
-    std::string miss;
-    if (s.BestNode(task, &plan, &miss) < 0) {
-      why = absl::StrFormat("task %s: %s", task.name(), miss);
+    if (absl::StatusOr<int> best = s.BestNode(task, &plan); !best.ok()) {
+      why = absl::StrFormat("task %s: %s", task.name(), best.status().message());
       break;
     }
     absl::Status ok = st->Allocate(t, plan);

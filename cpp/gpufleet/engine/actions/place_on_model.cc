@@ -38,10 +38,10 @@ FitResult PlaceOnModel(Session& s, int job_id, const std::vector<std::string>& s
     restricted.pod = &pod;
     // Not BestNode: its miss cache is keyed on the task's own request, which the restriction
     // changes. Node classes still apply (they depend on nodes only).
-    std::string miss;
     Allocation plan;
-    if (s.FindBestNode(restricted, &plan, &miss) < 0) {
-      return FitResult::Unschedulable(absl::StrFormat("task %s: %s", task.name(), miss));
+    if (absl::StatusOr<int> best = s.FindBestNode(restricted, &plan); !best.ok()) {
+      return FitResult::Unschedulable(
+          absl::StrFormat("task %s: %s", task.name(), best.status().message()));
     }
     if (absl::Status ok = st.Allocate(t, plan); !ok.ok()) {
       return FitResult::Unschedulable(absl::StrFormat("task %s: %s", task.name(), ok.message()));

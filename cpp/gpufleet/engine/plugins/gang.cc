@@ -15,11 +15,11 @@ class Gang : public Plugin {
  public:
   std::string name() const override { return "gang"; }
   void OnSessionOpen(Session& s) override {
-    s.AddJobValidFn(name(), [](const JobInfo& j) -> std::string {
+    s.AddJobValidFn(name(), [](const JobInfo& j) -> absl::Status {
       if (static_cast<int>(j.tasks.size()) < j.min_available())
-        return absl::StrFormat("job has %d tasks, fewer than min_available %d", j.tasks.size(),
-                               j.min_available());
-      return "";
+        return absl::FailedPreconditionError(absl::StrFormat(
+            "job has %d tasks, fewer than min_available %d", j.tasks.size(), j.min_available()));
+      return absl::OkStatus();
     });
     s.AddJobReadyFn(name(), [](const JobInfo& j) { return j.occupied >= j.min_available(); });
     s.AddJobOrderFn(name(), [&s](int a, int b) {

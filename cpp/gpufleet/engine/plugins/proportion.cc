@@ -39,15 +39,17 @@ class Proportion : public Plugin {
     s.AddAllocatableFn(name(), [](const QueueInfo& q, const TaskInfo& t) {
       return (q.allocated + t.request).LessEqual(q.spec->capability);
     });
-    s.AddEnqueueableFn(name(), [&s](const JobInfo& j) -> std::string {
+    s.AddEnqueueableFn(name(), [&s](const JobInfo& j) -> absl::Status {
       const QueueInfo& q = s.queue(j.queue);
       if (!j.min_request.LessEqual(s.total()))
-        return absl::StrFormat("its minimum (%s) exceeds the cluster (%s)",
-                               j.min_request.ToString(), s.total().ToString());
+        return absl::FailedPreconditionError(
+            absl::StrFormat("its minimum (%s) exceeds the cluster (%s)", j.min_request.ToString(),
+                            s.total().ToString()));
       if (!(q.allocated + q.inqueue + j.min_request).LessEqual(q.spec->capability))
-        return absl::StrFormat("queue %s would exceed its capability (%s)", q.name(),
-                               q.spec->capability.ToString());
-      return "";
+        return absl::FailedPreconditionError(
+            absl::StrFormat("queue %s would exceed its capability (%s)", q.name(),
+                            q.spec->capability.ToString()));
+      return absl::OkStatus();
     });
     s.AddReclaimableFn(name(), [&s](const TaskInfo&, const std::vector<int>& cands) {
       absl::flat_hash_map<int, Resources> left;
