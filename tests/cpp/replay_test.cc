@@ -7,11 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "gpufleet/accounting/cluster_state.h"
 #include "gpufleet/placement/fgd.h"
 #include "gpufleet/placement/fragmentation.h"
 #include "gpufleet/placement/observer.h"
 #include "gpufleet/placement/strategy.h"
+#include "gpufleet/policies/gpu_pool.h"
 #include "gpufleet/sim/openb_replay.h"
 #include "gpufleet/placement/placer.h"
 #include "gtest/gtest.h"
@@ -361,6 +363,42 @@ TEST(OpenbReplay, BadInputIsAnErrorNamingTheRow) {
   EXPECT_FALSE(ReplayOpenb(SmallNodes(), SmallPods(), o).ok());
   o.stop_at = 1.3;
   EXPECT_FALSE(ReplayOpenb({{"cpu-only", 8000, 1024, 0, ""}}, SmallPods(), o).ok());
+}
+
+// Workload and cluster specs from outside: numbers that are not integers in range are errors
+// naming the entry and the field, never conversions.
+TEST(Fragmentation, BadWorkloadNumbersAreErrorsNotConversions) {
+  const struct {
+    const char* json;
+    const char* says;
+  } cases[] = {
+      {"[[0, 1e47, 1, 1]]", "entry 0: core must be an integer"},
+      {"[[0, 100, 1099511627776, 1]]", "entry 0: gpu_count must be an integer"},
+      {"[[0, 50, 1, 1], [-1, 0, 0, 1]]", "entry 1: cpu_milli must be an integer"},
+      {"[[\"8\", 50, 1, 1]]", "entry 0: cpu_milli must be an integer"},
+      {"[[0, 50, 1, \"heavy\"]]", "entry 0: weight must be a finite number"},
+      {R"([{"core": 50, "gpu_count": 1, "models": "A100"}])", "entry 0: models must be a list"},
+      {"[[0, 50, 1]]", "entry 0: expected [cpu_milli"},
+  };
+  for (const auto& c : cases) {
+    auto w = GpuWorkload::FromJson(Json::parse(c.json));
+    ASSERT_FALSE(w.ok()) << c.json;
+    EXPECT_TRUE(absl::StrContains(w.status().message(), c.says)) << w.status();
+  }
+  EXPECT_TRUE(GpuWorkload::FromJson(Json::parse(
+                  R"([{"core": 50, "gpu_count": 1, "models": ["A100"]}, [8000, 100, 1, 2]])"))
+                  .ok());
+}
+
+TEST(GpuPoolSpec, CountsPastIntAreErrorsNotTruncations) {
+  for (const char* spec : {R"({"v100": 4294967297})", R"({"v100": 18446744073709551615})",
+                           R"({"v100": -1})"}) {
+    auto pool = jobtime::GpuPool::FromJson(Json::parse(spec));
+    ASSERT_FALSE(pool.ok()) << spec;
+    EXPECT_TRUE(absl::StrContains(pool.status().message(), "GPU count must be an integer"))
+        << pool.status();
+  }
+  EXPECT_TRUE(jobtime::GpuPool::FromJson(Json::parse(R"({"v100": 4})")).ok());
 }
 
 }  // namespace

@@ -1,10 +1,13 @@
 #include "gpufleet/placement/fragmentation.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <tuple>
 
 #include "absl/strings/str_format.h"
+#include "gpufleet/core/status_macros.h"
 
 namespace gpufleet {
 
@@ -66,6 +69,24 @@ GpuWorkload GpuWorkload::FromTasks(absl::Span<const ShareTask> tasks, double cov
   return made.ok() ? *std::move(made) : GpuWorkload();
 }
 
+namespace {
+
+// An integer workload field within [lo, hi]. A float or an out-of-range number is an error,
+// never a conversion (casting 1e47 to int is undefined behaviour).
+absl::StatusOr<int64_t> WorkloadInt(const Json& v, size_t entry, const char* field, int64_t lo,
+                                    int64_t hi) {
+  const bool in_range = v.is_number_unsigned()
+                            ? v.get<uint64_t>() <= static_cast<uint64_t>(hi)
+                            : v.is_number_integer() && v.get<int64_t>() >= lo && v.get<int64_t>() <= hi;
+  if (!in_range)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "workload entry %d: %s must be an integer in [%d, %d], got %s", entry, field, lo, hi,
+        v.dump()));
+  return v.get<int64_t>();
+}
+
+}  // namespace
+
 absl::StatusOr<GpuWorkload> GpuWorkload::FromJson(const Json& json) {
   if (!json.is_array())
     return absl::InvalidArgumentError(
@@ -74,26 +95,37 @@ absl::StatusOr<GpuWorkload> GpuWorkload::FromJson(const Json& json) {
   for (size_t i = 0; i < json.size(); ++i) {
     const Json& item = json[i];
     Entry e;
-    try {
-      if (item.is_array() && item.size() == 4) {
-        e.task.cpu_milli = item[0].get<int64_t>();
-        e.task.core = item[1].get<int>();
-        e.task.count = item[2].get<int>();
-        e.weight = item[3].get<double>();
-      } else if (item.is_object()) {
-        e.task.cpu_milli = item.value("cpu_milli", int64_t{0});
-        e.task.core = item.value("core", 0);
-        e.task.count = item.value("gpu_count", 0);
-        e.weight = item.value("weight", 1.0);
-        if (item.contains("models")) e.task.models = item["models"].get<std::vector<std::string>>();
-      } else {
+    const bool listed = item.is_array() && item.size() == 4;
+    if (!listed && !item.is_object())
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "workload entry %d: expected [cpu_milli, core_percent, gpu_count, weight] or an "
+          "object, got %s", i, item.dump()));
+    auto field = [&](const char* key, const Json& fallback) -> const Json& {
+      auto it = item.find(key);
+      return it == item.end() ? fallback : *it;
+    };
+    const Json zero = 0, one = 1.0;
+    const Json& cpu = listed ? item[0] : field("cpu_milli", zero);
+    const Json& core = listed ? item[1] : field("core", zero);
+    const Json& count = listed ? item[2] : field("gpu_count", zero);
+    const Json& weight = listed ? item[3] : field("weight", one);
+    constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+    ASSIGN_OR_RETURN(e.task.cpu_milli,
+                     WorkloadInt(cpu, i, "cpu_milli", 0, std::numeric_limits<int64_t>::max()));
+    ASSIGN_OR_RETURN(e.task.core, WorkloadInt(core, i, "core", 0, kIntMax));
+    ASSIGN_OR_RETURN(e.task.count, WorkloadInt(count, i, "gpu_count", 0, kIntMax));
+    if (!weight.is_number() || !std::isfinite(weight.get<double>()))
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "workload entry %d: weight must be a finite number, got %s", i, weight.dump()));
+    e.weight = weight.get<double>();
+    if (!listed && item.contains("models")) {
+      const Json& models = item["models"];
+      if (!models.is_array() ||
+          !std::all_of(models.begin(), models.end(), [](const Json& m) { return m.is_string(); }))
         return absl::InvalidArgumentError(absl::StrFormat(
-            "workload entry %d: expected [cpu_milli, core_percent, gpu_count, weight] or an "
-            "object, got %s", i, item.dump()));
-      }
-    } catch (const std::exception&) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("workload entry %d: wrong value types in %s", i, item.dump()));
+            "workload entry %d: models must be a list of GPU model names, got %s", i,
+            models.dump()));
+      e.task.models = models.get<std::vector<std::string>>();
     }
     entries.push_back(std::move(e));
   }

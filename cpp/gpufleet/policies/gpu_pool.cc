@@ -1,6 +1,8 @@
 #include "gpufleet/policies/gpu_pool.h"
 
 #include <algorithm>
+#include <climits>
+#include <string>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
@@ -51,7 +53,14 @@ static absl::StatusOr<GpuModel> ModelFromJson(const std::string& name, const Jso
   m.perf_factor = DefaultPerfFactor(name);
   std::string owner = absl::StrFormat("cluster model \"%s\"", name);
   if (v.is_number_integer()) {
-    m.count = v.get<int>();
+    // Range first: a count past int would otherwise be truncated into a different count.
+    const bool in_range = v.is_number_unsigned()
+                              ? v.get<uint64_t>() <= static_cast<uint64_t>(INT_MAX)
+                              : v.get<int64_t>() >= 0 && v.get<int64_t>() <= INT_MAX;
+    if (!in_range)
+      return absl::InvalidArgumentError(owner + ": GPU count must be an integer in [0, " +
+                                        std::to_string(INT_MAX) + "], got " + v.dump());
+    m.count = static_cast<int>(v.get<int64_t>());
     return m;
   }
   if (!v.is_object())
