@@ -452,3 +452,38 @@ def test_plugin_calling_back_into_its_engine_is_refused():
     assert e.cluster.snapshot() == before
     assert e.cycles == 0
     assert list(e.jobs()["name"]) == ["a"]  # the engine is free again
+
+
+# --- Registries ---------------------------------------------------------------------------------
+
+def test_registry_listings_while_plugins_register():
+    """registry_metadata() copies each registry under its lock with the GIL released, while other
+    threads register Python plugins (the registry's exclusive lock). Every listing a reader sees
+    is a state that existed: no name twice, the built-ins always there, registrations only ever
+    added; at the end every registration is listed."""
+    from gpufleet import registries
+
+    builtin = {e["name"] for e in registries.entries("plugins")}
+    names = [f"test-threaded-{t}-{i}" for t in range(2) for i in range(40)]
+    problems: list[str] = []
+
+    def body(t: int) -> None:
+        if t < 2:
+            for name in names[t * 40:(t + 1) * 40]:
+                register_plugin(name, PreferLowNodes)
+            return
+        seen: set[str] = set()
+        for _ in range(60):
+            listed = [e["name"] for e in registries.metadata()["plugins"]]
+            now = set(listed)
+            if len(listed) != len(now):
+                problems.append("a plugin listed twice")
+            if not builtin <= now:
+                problems.append("a built-in plugin missing")
+            if not seen <= now:
+                problems.append("a registered plugin disappeared")
+            seen = now
+
+    run_threads(6, body)
+    assert problems == []
+    assert set(names) <= {e["name"] for e in registries.entries("plugins")}

@@ -130,6 +130,29 @@ double ExactScore(const ClusterState& state, const Pod& pod, int i,
   return strategy.ScoreNode(state.View(i), pod, {});
 }
 
+// The first node with the best exact score among `total` nodes (`node_at(k)`, skipping those
+// `skip` rules out), or -1. Fills `plan` from the winner when the strategy scores from a plan:
+// a strategy with random draws must keep the plan it was scored with.
+template <typename NodeAt, typename Skip>
+int BestByExactScore(const ClusterState& state, const Pod& pod, const PlacementStrategy& strategy,
+                     const PodShapeFacts& shape, int total, NodeAt node_at, Skip skip,
+                     Allocation* plan) {
+  int best = -1;
+  double best_score = -1.0;
+  Allocation scratch;
+  for (int k = 0; k < total; ++k) {
+    const int i = node_at(k);
+    if (skip(i)) continue;
+    const double score = ExactScore(state, pod, i, strategy, shape, &scratch);
+    if (score > best_score) {
+      best_score = score;
+      best = i;
+      if (shape.needs_plan) *plan = scratch;
+    }
+  }
+  return best;
+}
+
 // A pod's needs and score terms as doubles, for the scan over NodeSummaries. `exact` is false
 // when some value is too large for the doubles to be exact; the scan is then not used.
 struct SummaryRequest {
@@ -457,21 +480,11 @@ int Placer::ChooseAmong(const ClusterState& state, const Pod& pod,
   // Every node (or candidate) filtered and scored exactly, one at a time.
   const PodShapeFacts shape(pod, strategy);
   const int total = candidates ? static_cast<int>(candidates->size()) : state.num_nodes();
-  int best = -1;
-  double best_score = -1.0;
-  Allocation scratch;
-  for (int k = 0; k < total; ++k) {
-    const int i = candidates ? (*candidates)[k] : k;
-    const double score = ExactScore(state, pod, i, strategy, shape, &scratch);
-    if (score > best_score) {
-      best_score = score;
-      best = i;
-      // A strategy with random draws must keep the plan it was scored with.
-      if (shape.needs_plan) *plan = scratch;
-    }
-  }
   *have_plan = shape.needs_plan;
-  return best;
+  return BestByExactScore(
+      state, pod, strategy, shape, total,
+      [candidates](int k) { return candidates ? (*candidates)[k] : k; },
+      [](int) { return false; }, plan);
 }
 
 int Placer::ChooseScanning(const ClusterState& state, const Pod& pod,
@@ -498,20 +511,10 @@ int Placer::ChooseScanning(const ClusterState& state, const Pod& pod,
     return BestThatFits(state, pod, shape, score, n);
   }
   // Other strategies: the summaries rule nodes out, the strategy scores the rest in node order.
-  int best = -1;
-  double best_score = -1.0;
-  Allocation scratch;
-  for (int i = 0; i < n; ++i) {
-    if (score[i] == kNoNode) continue;
-    const double s = ExactScore(state, pod, i, strategy, shape, &scratch);
-    if (s > best_score) {
-      best_score = s;
-      best = i;
-      if (shape.needs_plan) *plan = scratch;
-    }
-  }
   *have_plan = shape.needs_plan;
-  return best;
+  return BestByExactScore(
+      state, pod, strategy, shape, n, [](int k) { return k; },
+      [score](int i) { return score[i] == kNoNode; }, plan);
 }
 
 int Placer::ChooseCached(const ClusterState& state, const Pod& pod,
