@@ -26,7 +26,13 @@ if _version_not_supported:
 
 
 class RegistrationStub:
-    """Missing associated documentation comment in .proto file."""
+    """Registration is the service advertised by the Kubelet
+    Only when Kubelet answers with a success code to a Register Request
+    may Device Plugins start their service
+    Registration may fail when device plugin version is not supported by
+    Kubelet or the registered resourceName is already taken by another
+    active device plugin. Device plugin is expected to terminate upon registration failure
+    """
 
     def __init__(self, channel):
         """Constructor.
@@ -42,7 +48,13 @@ class RegistrationStub:
 
 
 class RegistrationServicer:
-    """Missing associated documentation comment in .proto file."""
+    """Registration is the service advertised by the Kubelet
+    Only when Kubelet answers with a success code to a Register Request
+    may Device Plugins start their service
+    Registration may fail when device plugin version is not supported by
+    Kubelet or the registered resourceName is already taken by another
+    active device plugin. Device plugin is expected to terminate upon registration failure
+    """
 
     def Register(self, request, context):
         """Missing associated documentation comment in .proto file."""
@@ -67,7 +79,13 @@ def add_RegistrationServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class Registration:
-    """Missing associated documentation comment in .proto file."""
+    """Registration is the service advertised by the Kubelet
+    Only when Kubelet answers with a success code to a Register Request
+    may Device Plugins start their service
+    Registration may fail when device plugin version is not supported by
+    Kubelet or the registered resourceName is already taken by another
+    active device plugin. Device plugin is expected to terminate upon registration failure
+    """
 
     @staticmethod
     def Register(request,
@@ -98,7 +116,8 @@ class Registration:
 
 
 class DevicePluginStub:
-    """Missing associated documentation comment in .proto file."""
+    """DevicePlugin is the service advertised by Device Plugins
+    """
 
     def __init__(self, channel):
         """Constructor.
@@ -134,34 +153,51 @@ class DevicePluginStub:
 
 
 class DevicePluginServicer:
-    """Missing associated documentation comment in .proto file."""
+    """DevicePlugin is the service advertised by Device Plugins
+    """
 
     def GetDevicePluginOptions(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """GetDevicePluginOptions returns options to be communicated with Device
+        Manager
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListAndWatch(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """ListAndWatch returns a stream of List of Devices
+        Whenever a Device state change or a Device disappears, ListAndWatch
+        returns the new list
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetPreferredAllocation(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """GetPreferredAllocation returns a preferred set of devices to allocate
+        from a list of available ones. The resulting preferred allocation is not
+        guaranteed to be the allocation ultimately performed by the
+        devicemanager. It is only designed to help the devicemanager make a more
+        informed allocation decision when possible.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Allocate(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Allocate is called during container creation so that the Device
+        Plugin can run device specific operations and instruct Kubelet
+        of the steps to make the Device available in the container
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def PreStartContainer(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """PreStartContainer is called, if indicated by Device Plugin during registeration phase,
+        before each container start. Device plugin can run device specific operations
+        such as resetting the device before making devices available to the container
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -203,7 +239,8 @@ def add_DevicePluginServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class DevicePlugin:
-    """Missing associated documentation comment in .proto file."""
+    """DevicePlugin is the service advertised by Device Plugins
+    """
 
     @staticmethod
     def GetDevicePluginOptions(request,
