@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 
@@ -11,6 +12,9 @@ import gpufleet.commands
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``gpufleet`` parser with every subcommand found in :mod:`gpufleet.commands`. A command
+    whose module cannot be imported because the native extension is missing is still listed and
+    explains how to build it; any other ImportError propagates."""
     parser = argparse.ArgumentParser(
         prog="gpufleet",
         description="Scheduling core for deep-learning GPU clusters.",
@@ -18,6 +22,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"gpufleet {gpufleet.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for info in sorted(pkgutil.iter_modules(gpufleet.commands.__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):  # shared helpers (e.g. _output), not subcommands
+            continue
         try:
             module = importlib.import_module(f"gpufleet.commands.{info.name}")
         except ImportError as e:
@@ -43,12 +49,21 @@ def _register_unavailable(sub: argparse._SubParsersAction, name: str, err: Impor
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Runs ``gpufleet`` with ``argv`` (default ``sys.argv[1:]``) and returns the exit status: 0 on
+    success, otherwise non-zero with the reason on stderr (mostly 1 for an unusable input file and
+    2 for a usage error or a missing prerequisite; argparse itself exits with 2)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except BrokenPipeError:
+        # `gpufleet ... -o wide | head`: the reader is gone; stop quietly, as Unix tools do, and
+        # point stdout at /dev/null so the interpreter's final flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

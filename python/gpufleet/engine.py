@@ -131,7 +131,11 @@ def load_config(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class CycleResult:
-    """What one cycle decided."""
+    """What one cycle decided: ``binds`` (job, task, node, gpus, gpu_core, devices), ``evictions``
+    (job, task, node, reason), ``pending`` ({job: why it did not run}), ``queues`` (each queue's
+    weight, share and allocated / deserved / request / held cpu (milli-cores), memory (bytes) and
+    gpu), ``held`` and ``target`` (capacity reserved for a starving job), and ``raw``, the same as
+    plain data (:meth:`to_dict`, what ``gpufleet cycle --json`` prints)."""
 
     cycle: int
     binds: pd.DataFrame
@@ -201,6 +205,8 @@ class Engine:
 
     @property
     def config(self) -> dict[str, Any]:
+        """The configuration in force, normalised: ``{"actions": [{name, arguments}], "tiers":
+        [{"plugins": [{name, arguments}]}]}``."""
         return self._native.config()
 
     @property
@@ -209,6 +215,8 @@ class Engine:
         return self._native.cluster
 
     def add_node(self, spec: Mapping[str, Any]) -> None:
+        """Add a node in the scenario format (``name``, ``cpu``, ``memory``, ``gpus`` or
+        ``devices``, ...; docs/scenario.md). ValueError names the node and the bad field."""
         self._native.add_node(dict(spec))
 
     # --- queues ----------------------------------------------------------------------------
@@ -219,12 +227,17 @@ class Engine:
 
     def update_queue(self, name: str | Mapping[str, Any], weight: float = 1.0,
                      capability: Mapping[str, Any] | None = None, reclaimable: bool = True) -> None:
+        """Replace an existing queue's weight, capability and reclaimable flag (same arguments as
+        :meth:`add_queue`). KeyError when no queue has that name."""
         self._native.update_queue(self._queue_spec(name, weight, capability, reclaimable))
 
     def delete_queue(self, name: str) -> None:
+        """Remove the queue ``name``; KeyError when there is none."""
         self._native.delete_queue(name)
 
     def queues(self) -> pd.DataFrame:
+        """One row per queue: ``queue``, ``weight``, ``capability`` (dict of limits, empty: none)
+        and ``reclaimable``."""
         rows = self._native.queues()
         return pd.DataFrame.from_records(
             [{"queue": q["name"], "weight": q["weight"], "capability": q["capability"],
@@ -262,12 +275,15 @@ class Engine:
         self._native.start_task(job, task, node)
 
     def jobs(self) -> pd.DataFrame:
+        """One row per job: ``name``, ``queue``, ``priority``, ``min_available``, ``tasks``,
+        ``running`` (tasks), ``admitted`` (past enqueue) and ``waiting_cycles``."""
         return pd.DataFrame.from_records(
             self._native.jobs(),
             columns=["name", "queue", "priority", "min_available", "tasks", "running", "admitted",
                      "waiting_cycles"])
 
     def job_tasks(self, name: str) -> list[str]:
+        """The task names of job ``name``; KeyError when there is no such job."""
         return list(self._native.job_tasks(name))
 
     def load(self, scenario: Mapping[str, Any]) -> None:
@@ -315,6 +331,7 @@ class Engine:
 
     @property
     def cycles(self) -> int:
+        """Cycles run so far (the next cycle's number)."""
         return int(self._native.cycles)
 
     @property

@@ -2,12 +2,26 @@
 
 Each helper takes ``{label: SimResult}`` (or one result) and an optional ``ax``, draws, and
 returns the axes. matplotlib is imported lazily (``pip install gpufleet[plot]``).
+
+Log-scaled axes get readable ticks: :func:`log_time_axis` labels a seconds axis "10 s", "1 min",
+"1 h", "1 d"; :func:`log_number_axis` labels plain numbers "1", "10", "100" (or "2x" with a
+unit) at 1-2-5 steps or powers of ten, never "10^0". Minor ticks are drawn but not labelled, so
+labels never overlap.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+import math
+from typing import Any, Callable, Mapping
 
 import numpy as np
+
+# Most labelled ticks on a log axis; the densest candidate set that fits is used.
+MAX_LOG_TICKS = 7
+
+# Time units of log_time_axis: (seconds, label, the next unit's size). A value is written in the
+# largest unit it reaches ("90 s" is written from the 1-2-5 set, so it never appears: 1 min, 2 min).
+_TIME_UNITS = ((1e-6, "µs", 1e-3), (1e-3, "ms", 1.0), (1.0, "s", 60.0), (60.0, "min", 3600.0),
+               (3600.0, "h", 86400.0), (86400.0, "d", math.inf))
 
 
 def _axes(ax):
@@ -21,23 +35,201 @@ def _results(results: Any) -> Mapping[str, Any]:
     return results if isinstance(results, Mapping) else {results.policy: results}
 
 
+# --- log-axis ticks --------------------------------------------------------------------------------
+def _time_levels() -> list[list[float]]:
+    """Candidate tick positions (seconds), densest first: mantissas 1-8, then 1-2-5, then powers
+    of ten within each unit, then each unit's 1 (and 10^k days)."""
+    mantissas = ((1, 2, 3, 4, 5, 6, 8), (1, 2, 5), (1,))
+    levels: list[list[float]] = []
+    for subs in mantissas:
+        ticks = []
+        for size, _, next_size in _TIME_UNITS:
+            for exp in range(0, 6):
+                for m in subs:
+                    v = m * 10 ** exp * size
+                    # A tick close to the next unit's 1 would crowd it ("50 s" and "1 min"; "10 h"
+                    # and "1 d" among powers of ten).
+                    gap = 10 ** 0.25 if len(subs) > 1 else 10 ** 0.5
+                    if v < next_size and (subs == mantissas[0] or v * gap < next_size):
+                        ticks.append(v)
+        levels.append(sorted(set(ticks)))
+    levels.append(sorted({size for size, _, _ in _TIME_UNITS} | {86400.0 * 10 ** e for e in range(1, 6)}))
+    return levels
+
+
+def _number_levels() -> list[list[float]]:
+    """Candidate tick positions for plain numbers, densest first."""
+    exps = range(-9, 16)
+    return [sorted(m * 10.0 ** e for e in exps for m in subs) for subs in ((1, 2, 3, 4, 5, 6, 8), (1, 2, 5), (1,))] + \
+        [[10.0 ** e for e in exps if e % 2 == 0], [10.0 ** e for e in exps if e % 3 == 0]]
+
+
+def _pick(levels: list[list[float]], vmin: float, vmax: float, max_ticks: int,
+          fits: Callable[[list[float]], bool] | None = None) -> list[float]:
+    """The densest level with at most ``max_ticks`` ticks in [vmin, vmax] (at least two when any
+    level has two) whose labels ``fits`` says do not collide, thinned by a stride when even the
+    sparsest has too many."""
+    lo, hi = sorted((vmin, vmax))
+    if not (hi > 0 and math.isfinite(hi)):
+        return []
+    lo = max(lo, hi * 1e-15)
+    inside = [[t for t in level if lo * (1 - 1e-9) <= t <= hi * (1 + 1e-9)] for level in levels]
+    for ticks in inside:
+        if 2 <= len(ticks) <= max_ticks and (fits is None or fits(ticks)):
+            return ticks
+    fitting = [t for t in inside if len(t) >= 2]
+    if not fitting:  # a range narrower than any two candidates: the nearest candidates either side
+        dense = levels[0]
+        below = [t for t in dense if t <= lo] or dense[:1]
+        above = [t for t in dense if t >= hi] or dense[-1:]
+        return sorted({below[-1], *inside[0], above[0]})
+    ticks = fitting[-1]
+    stride = max(1, math.ceil(len(ticks) / max_ticks))
+    while stride < len(ticks) and fits is not None and not fits(ticks[::stride]):
+        stride += 1
+    return ticks[::stride]
+
+
+def _minor(levels: list[list[float]], major: list[float], vmin: float, vmax: float) -> list[float]:
+    """Unlabelled minor ticks: the 1-2-5 (or denser) candidates between the majors."""
+    lo, hi = sorted((vmin, vmax))
+    for level in levels:
+        ticks = [t for t in level if lo <= t <= hi and t not in major]
+        if len(ticks) <= 4 * MAX_LOG_TICKS:
+            return ticks
+    return []
+
+
+def format_seconds(seconds: float) -> str:
+    """A duration in the largest unit it reaches: ``"500 ms"``, ``"10 s"``, ``"2 min"``,
+    ``"1 h"``, ``"3 d"``; plain seconds below one microsecond and for zero or negative values."""
+    if not (seconds > 0 and math.isfinite(seconds)):
+        return f"{seconds:g} s"
+    for size, label, next_size in reversed(_TIME_UNITS):
+        if seconds >= size * (1 - 1e-9):
+            return f"{_plain(seconds / size)} {label}"
+    return f"{seconds:g} s"
+
+
+def _plain(v: float) -> str:
+    """1, 10, 1,000, 0.5, 0.001: no exponent, thousands separated, no trailing zeros."""
+    if v >= 1e15 or (0 < v < 1e-9):
+        return f"{v:.0e}"
+    if abs(v - round(v)) < 1e-9 * max(1.0, abs(v)):
+        return f"{round(v):,}"
+    return f"{v:,.6f}".rstrip("0").rstrip(".")
+
+
+def format_number(v: float, unit: str = "") -> str:
+    """A tick value as a plain number with thousands separators (``"1"``, ``"10"``,
+    ``"1,000"``, ``"0.01"``; millions and up as ``"1M"``, ``"10B"``, ``"1T"``), followed by ``unit``: directly for ``x``, ``×`` and ``%``
+    (``"2x"``), after a space otherwise (``"10 GPUs"``)."""
+    text = _plain(v)
+    for size, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M")):  # 1M, not 1,000,000: short labels
+        if abs(v) >= size:
+            text = f"{_plain(v / size)}{suffix}"
+            break
+    if not unit:
+        return text
+    return f"{text}{unit}" if unit in ("x", "×", "%") else f"{text} {unit}"
+
+
+def _set_log_ticks(ax, axis: str, levels: list[list[float]], label: Callable[[float], str]) -> None:
+    from matplotlib import rcParams
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.ticker import FuncFormatter, Locator, NullFormatter
+
+    if axis not in ("x", "y"):
+        raise ValueError(f"axis must be 'x' or 'y', got {axis!r}")
+    target = ax.xaxis if axis == "x" else ax.yaxis
+
+    def fits(ticks: list[float]) -> bool:
+        """Whether neighbouring labels keep a gap at the axis' current size on screen."""
+        vmin, vmax = sorted(target.get_view_interval())
+        box = ax.get_window_extent() if ax.figure is not None else None
+        if box is None or not (vmin > 0 and vmax > vmin):
+            return True
+        length = box.width if axis == "x" else box.height
+        # The rc size, not the labels' own: reading the labels would ask this locator again.
+        size = FontProperties(size=rcParams[f"{axis}tick.labelsize"]).get_size_in_points()
+        px = size * ax.figure.dpi / 72
+        per_decade = length / math.log10(vmax / vmin)
+        for a, b in zip(ticks, ticks[1:]):
+            gap = math.log10(b / a) * per_decade
+            # Horizontal labels need half of each width (about 0.6 em per character) plus
+            # an em between them; vertical ones a line height.
+            need = (0.3 * px * (len(label(a)) + len(label(b))) + px) if axis == "x" else 1.5 * px
+            if gap < need:
+                return False
+        return True
+
+    class _Major(Locator):
+        def __call__(self):
+            return self.tick_values(*self.axis.get_view_interval())
+
+        def tick_values(self, vmin, vmax):
+            return _pick(levels, vmin, vmax, MAX_LOG_TICKS, fits)
+
+    class _MinorTicks(Locator):
+        def __call__(self):
+            return self.tick_values(*self.axis.get_view_interval())
+
+        def tick_values(self, vmin, vmax):
+            return _minor(levels, _pick(levels, vmin, vmax, MAX_LOG_TICKS, fits), vmin, vmax)
+
+    if target.get_scale() != "log":
+        (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+    target.set_major_locator(_Major())
+    target.set_major_formatter(FuncFormatter(lambda v, _pos: label(v)))
+    target.set_minor_locator(_MinorTicks())
+    target.set_minor_formatter(NullFormatter())
+
+
+def log_time_axis(ax, axis: str = "x"):
+    """Log-scales ``axis`` ("x" or "y") of ``ax``, whose data are seconds, with ticks at natural
+    durations labelled in human units: "1 s", "10 s", "1 min", "10 min", "1 h", "1 d" (1-2-5 steps
+    on short ranges). Returns ``ax``; ValueError for another ``axis``."""
+    _set_log_ticks(ax, axis, _TIME_LEVELS, format_seconds)
+    return ax
+
+
+def log_number_axis(ax, axis: str = "x", unit: str = ""):
+    """Log-scales ``axis`` ("x" or "y") of ``ax`` with plain-number ticks at 1-2-5 steps or
+    powers of ten ("1", "10", "100", "1,000"), each followed by ``unit`` (e.g. ``"x"`` for
+    speed-ups: "2x"). Returns ``ax``; ValueError for another ``axis``."""
+    _set_log_ticks(ax, axis, _NUMBER_LEVELS, lambda v: format_number(v, unit))
+    return ax
+
+
+_TIME_LEVELS = _time_levels()
+_NUMBER_LEVELS = _number_levels()
+
+
+# --- figures ---------------------------------------------------------------------------------------
 def jct_cdf(results: Any, ax=None, log: bool = True):
-    """Empirical CDF of job completion time per policy."""
+    """Empirical CDF of job completion time (end - submit, seconds) per policy: one step line per
+    entry of ``results`` (``{label: SimResult}`` or one SimResult, labelled by its policy). With
+    ``log`` (default) the time axis is log-scaled with human-unit ticks (:func:`log_time_axis`).
+    Returns the axes."""
     ax = _axes(ax)
     for label, r in _results(results).items():
         jct = np.sort(r.jobs["jct"].to_numpy())
         ax.step(jct, np.arange(1, len(jct) + 1) / len(jct), where="post", label=label)
     if log:
-        ax.set_xscale("log")
-    ax.set_xlabel("job completion time (s)")
+        log_time_axis(ax, "x")
+        ax.set_xlabel("job completion time (log scale)")
+    else:
+        ax.set_xlabel("job completion time (s)")
     ax.set_ylabel("fraction of jobs")
+    ax.set_ylim(0, 1.02)
     ax.grid(True, alpha=0.3)
     ax.legend()
     return ax
 
 
 def utilization(results: Any, ax=None):
-    """Busy GPU share over time per policy."""
+    """Busy GPU share (0-1) over simulated time in hours, one step line per policy. Returns the
+    axes."""
     ax = _axes(ax)
     for label, r in _results(results).items():
         ts = r.timeseries
@@ -50,19 +242,28 @@ def utilization(results: Any, ax=None):
     return ax
 
 
-def summary_bars(results: Any, metric: str = "avg_jct", ax=None):
-    """One bar per policy for a summary metric."""
+def summary_bars(results: Any, metric: str = "avg_jct", ax=None, log: bool = False):
+    """One bar per policy for the summary key ``metric`` (docs/simulator.md), in its own unit
+    (seconds for ``*_jct``, ``*_delay`` and ``makespan``). With ``log`` the value axis is
+    log-scaled with human-unit ticks for seconds, plain-number ticks otherwise. KeyError names
+    the results that lack ``metric``. Returns the axes."""
     ax = _axes(ax)
     res = _results(results)
     labels = list(res)
-    ax.bar(labels, [res[k].summary[metric] for k in labels])
-    ax.set_ylabel(metric)
+    missing = [k for k in labels if metric not in res[k].summary]
+    if missing:
+        raise KeyError(f"summary_bars: no summary key {metric!r} in {', '.join(map(str, missing))}")
+    ax.bar(labels, [float(res[k].summary[metric]) for k in labels])
+    seconds = metric.endswith(("_jct", "_delay")) or metric == "makespan"
+    if log:
+        (log_time_axis if seconds else log_number_axis)(ax, "y")
+    ax.set_ylabel(f"{metric} (s)" if seconds and not log else metric)
     ax.tick_params(axis="x", rotation=30)
     return ax
 
 
 def queue_length(results: Any, ax=None):
-    """Pending jobs over time per policy."""
+    """Pending jobs over simulated time in hours, one step line per policy. Returns the axes."""
     ax = _axes(ax)
     for label, r in _results(results).items():
         ts = r.timeseries
@@ -74,4 +275,5 @@ def queue_length(results: Any, ax=None):
     return ax
 
 
-__all__ = ["jct_cdf", "queue_length", "summary_bars", "utilization"]
+__all__ = ["MAX_LOG_TICKS", "format_number", "format_seconds", "jct_cdf", "log_number_axis",
+           "log_time_axis", "queue_length", "summary_bars", "utilization"]

@@ -66,7 +66,9 @@ def _list(data: dict[str, Any], key: str, where: str) -> list[Any]:
 
 
 def build_scenario(data: dict[str, Any], where: str = "<scenario>") -> Scenario:
-    """Build a Scenario from an already-parsed mapping (used by the CLI, tests and notebooks)."""
+    """Build a Scenario from an already-parsed mapping (used by the CLI, tests and notebooks):
+    nodes are added, pods with a ``node`` are restored there with their annotations, the others
+    are pending. ScenarioError (a ValueError) names ``where``, the entry and the problem."""
     check_keys(data, SCENARIO_KEYS, where)
     cluster = Cluster()
     for i, node in enumerate(_list(data, "nodes", where)):
@@ -103,7 +105,9 @@ def build_scenario(data: dict[str, Any], where: str = "<scenario>") -> Scenario:
 
 
 def load_scenario(path: str | Path) -> Scenario:
-    """Load a YAML or JSON scenario file."""
+    """Load a YAML or JSON scenario file (JSON for a ``.json`` suffix; format in the module
+    doc). ScenarioError names the file, the entry and the problem: unreadable or invalid
+    YAML/JSON, an unknown field, a bad quantity, a pod bound to a missing node."""
     p = Path(path)
     return build_scenario(_read(p), str(p))
 

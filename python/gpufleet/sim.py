@@ -37,6 +37,8 @@ def policy_names() -> list[str]:
 
 
 def policy_description(name: str) -> str:
+    """The one-line description a job-time policy registers (``gpufleet simulate
+    --list-policies`` prints it); an empty string for a name that is not registered."""
     return str(_core.sim_policy_description(name))
 
 
@@ -143,10 +145,14 @@ class SimResult:
         return out.sort_values("gpu_time", ascending=False)
 
     def plot_jct_cdf(self, ax=None, label: str | None = None):
+        """The JCT CDF of this run on a log time axis (:func:`gpufleet.plots.jct_cdf`), labelled
+        ``label`` or the policy; returns the axes. Needs matplotlib."""
         from gpufleet.plots import jct_cdf
         return jct_cdf({label or self.policy: self}, ax=ax)
 
     def plot_utilization(self, ax=None, label: str | None = None):
+        """Busy GPU share over time in hours (:func:`gpufleet.plots.utilization`); returns the
+        axes. Needs matplotlib."""
         from gpufleet.plots import utilization
         return utilization({label or self.policy: self}, ax=ax)
 

@@ -1,22 +1,27 @@
-"""`gpufleet cycle SCENARIO [--conf CONF] [--json]`: run scheduling cycles on a scenario with
-queues and jobs and print binds, evictions and pending reasons."""
+"""`gpufleet cycle SCENARIO [--conf CONF] [-o json|yaml|wide]`: run scheduling cycles on a
+scenario with queues and jobs and print binds, evictions, pending reasons and queue shares
+(``-o wide``: also each bind's CPU and memory and the queues' CPU, memory and GPU requests;
+``-o json|yaml`` or ``--json``: ``{"cycles": [CycleResult.to_dict(), ...]}``)."""
 from __future__ import annotations
 
 import argparse
-import json
+import math
 import sys
 
+from gpufleet._core import format_bytes
+from gpufleet.commands._output import add_output_options, emit, is_document, table
 from gpufleet.engine import engine_from_scenario, load_config
 from gpufleet.scenario import ScenarioError, _read
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Adds the ``cycle`` subcommand to ``sub``."""
     p = sub.add_parser("cycle", help="run batch-scheduling cycles (queues, gangs) on a scenario")
     p.add_argument("scenario", nargs="?", help="YAML or JSON scenario with nodes, queues and jobs")
     p.add_argument("--conf", help="scheduler configuration (YAML/JSON with actions and tiers); "
                                   "default: enqueue, allocate, backfill with the built-in plugins")
     p.add_argument("--cycles", type=int, default=1, help="cycles to run (default 1)")
-    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    add_output_options(p)
     p.add_argument("--list-plugins", action="store_true",
                    help="list the engine plugins with their parameters and exit")
     p.add_argument("--list-actions", action="store_true",
@@ -25,19 +30,37 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _table(rows: list[list[str]], header: list[str]) -> str:
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
-    lines = ["  ".join(str(h).ljust(w) for h, w in zip(header, widths))]
-    lines += ["  ".join(str(x).ljust(w) for x, w in zip(row, widths)) for row in rows]
-    return "\n".join(lines)
+    return table(rows, header)
+
+
+def _devices(devices: list[dict], wide: bool) -> str:
+    if not devices:
+        return "-"
+    if wide:  # with each grant's GPU memory
+        return ",".join(f"{d['type']}{d['minor']}:{d['core']}%/{format_bytes(d['memory_bytes'])}" for d in devices)
+    return ",".join(f"{d['type']}{d['minor']}:{d['core']}%" for d in devices)
+
+
+def _gpus(x: float) -> str:
+    return f"{x:g}"
+
+
+def _cpu(milli: float) -> str:
+    return f"{milli / 1000:g}"
+
+
+def _memory(b: float) -> str:
+    return format_bytes(int(b)) if math.isfinite(b) else f"{b}"
 
 
 def run(args: argparse.Namespace) -> int:
+    """Runs ``gpufleet cycle``; returns 0, 1 (invalid scenario) or 2 (usage, bad configuration)."""
     from pathlib import Path
 
     if args.list_plugins or args.list_actions:
-        from gpufleet.registries import format_listing
-        kinds = (["plugins"] if args.list_plugins else []) + (["actions"] if args.list_actions else [])
-        print("\n".join(format_listing(k) for k in kinds))
+        from gpufleet.commands._output import print_listing
+        kinds = ({"plugins": ""} if args.list_plugins else {}) | ({"actions": ""} if args.list_actions else {})
+        print_listing(kinds, args.output)
         return 0
     if not args.scenario:
         print("gpufleet cycle: a scenario file is required (or --list-plugins / --list-actions)",
@@ -58,17 +81,18 @@ def run(args: argparse.Namespace) -> int:
         return 1
     results = [engine.run_cycle() for _ in range(args.cycles)]
     engine.cluster.check_invariants()
-    if args.json:
-        json.dump({"cycles": [r.to_dict() for r in results]}, sys.stdout, indent=2)
-        print()
+    if is_document(args.output):
+        emit({"cycles": [r.to_dict() for r in results]}, args.output)
         return 0
+    wide = args.output == "wide"
     for r in results:
         print(f"== cycle {r.cycle}")
         raw = r.raw
         if raw["binds"]:
-            print(_table([[b["job"], b["task"], b["node"],
-                           ",".join(f"{d['type']}{d['minor']}:{d['core']}%" for d in b["devices"]) or "-"]
-                          for b in raw["binds"]], ["JOB", "TASK", "NODE", "DEVICES"]))
+            header = ["JOB", "TASK", "NODE", "DEVICES"] + (["CPU", "MEMORY"] if wide else [])
+            print(_table([[b["job"], b["task"], b["node"], _devices(b["devices"], wide)] +
+                          ([_cpu(b["cpu_milli"]), _memory(b["memory_bytes"])] if wide else [])
+                          for b in raw["binds"]], header))
         else:
             print("no binds")
         if raw["evictions"]:
@@ -79,8 +103,17 @@ def run(args: argparse.Namespace) -> int:
             print()
             print(_table([[j, why] for j, why in sorted(raw["pending"].items())], ["JOB", "PENDING BECAUSE"]))
         print()
-        print(_table([[q["queue"], f"{q['weight']:g}", f"{q['allocated']['gpu']:g}",
-                       f"{q['deserved']['gpu']:g}", f"{q['share']:.2f}"] for q in raw["queues"]],
-                     ["QUEUE", "WEIGHT", "GPU ALLOCATED", "GPU DESERVED", "SHARE"]))
+        header = ["QUEUE", "WEIGHT", "GPU ALLOCATED", "GPU DESERVED", "SHARE"]
+        if wide:
+            header += ["GPU REQUEST", "CPU ALLOCATED", "CPU DESERVED", "MEMORY ALLOCATED", "MEMORY DESERVED"]
+        rows = []
+        for q in raw["queues"]:
+            row = [q["queue"], f"{q['weight']:g}", _gpus(q["allocated"]["gpu"]), _gpus(q["deserved"]["gpu"]),
+                   f"{q['share']:.2f}"]
+            if wide:
+                row += [_gpus(q["request"]["gpu"]), _cpu(q["allocated"]["cpu"]), _cpu(q["deserved"]["cpu"]),
+                        _memory(q["allocated"]["memory"]), _memory(q["deserved"]["memory"])]
+            rows.append(row)
+        print(_table(rows, header))
         print()
     return 0

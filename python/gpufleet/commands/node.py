@@ -1,20 +1,27 @@
-"""`gpufleet node inventory|run|profile`: node-side tools (NVML inventory, MPS runner, profiler)."""
+"""`gpufleet node inventory|run|profile`: node-side tools (NVML inventory, MPS runner, profiler).
+
+Pure Python: runs where the native extension was never built. ``inventory`` prints YAML by
+default, because its output is a device list to save as a scenario's devices or the device
+plugin's ``--devices`` file (as ``kubectl config view`` prints YAML); ``-o wide`` prints it as a
+table. ``profile`` prints a few lines by default; ``-o json|yaml`` print its result document."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
+from gpufleet.commands._output import add_output_options, emit, is_document, render, table
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Adds the ``node`` subcommand and its ``inventory``, ``run`` and ``profile`` commands."""
     p = subparsers.add_parser("node", help="node-side tools: GPU inventory, run under MPS, profile",
                               description="Node-side tools for GPU machines.")
     sub = p.add_subparsers(dest="node_command", metavar="{inventory,run,profile}")
     sub.required = True
 
     inv = sub.add_parser("inventory", help="print this node's GPUs as device spec entries")
-    inv.add_argument("--json", action="store_true", help="JSON instead of YAML")
+    add_output_options(inv, default="YAML (-o yaml), the device list as a scenario or --devices file takes it")
     inv.add_argument("--replay", metavar="NVML_JSON",
                      help="read recorded NVML answers instead of the live driver")
     inv.set_defaults(func=inventory_cmd)
@@ -38,21 +45,38 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     prof.add_argument("--steps", type=int, default=20, help="timed steps (default %(default)s)")
     prof.add_argument("--warmup", type=int, default=3, help="untimed steps (default %(default)s)")
     prof.add_argument("--device", type=int, default=None, help="GPU index for memory readings")
-    prof.add_argument("--json", action="store_true")
+    add_output_options(prof, default="iterations/s, peak memory, GPU model and steps, one per line "
+                                      "(wide: also the time per step and the warm-up)")
     prof.set_defaults(func=profile_cmd)
 
 
-def _dump(doc: Any, as_json: bool) -> str:
-    if not as_json:
-        try:
-            import yaml
-            return yaml.safe_dump(doc, sort_keys=False)
-        except ImportError:
-            pass
-    return json.dumps(doc, indent=2)
+def _dump(doc: Any, fmt: str | None) -> str:
+    if fmt is None:  # the default: YAML, or JSON where PyYAML is missing (a bare node checkout)
+        from importlib.util import find_spec
+        return render(doc, "yaml" if find_spec("yaml") is not None else "json")
+    return render(doc, fmt)
+
+
+def _inventory_table(doc: dict[str, Any]) -> str:
+    """One row per device: minor, model, memory, health, NUMA/socket/PCIe placement, NVLink group."""
+    from gpufleet.k8s.keys import RES_GPU_MEMORY
+    group = {m: i for i, g in enumerate(doc.get("nvlink_groups", [])) for m in g}
+    rows = []
+    for d in doc["devices"]:
+        res, topo = d.get("resources", {}), d.get("topology", {})
+        rows.append([d.get("minor"), d.get("type"), d.get("model") or "-",
+                     res.get(RES_GPU_MEMORY, "-"), "yes" if d.get("health", True) else "no",
+                     topo.get("nodeID", "-"), topo.get("socketID", "-"), topo.get("pcieID") or "-",
+                     topo.get("busID") or "-", group.get(d.get("minor"), "-"), d.get("id") or "-"])
+    text = table(rows, ["MINOR", "TYPE", "MODEL", "MEMORY", "HEALTHY", "NUMA", "SOCKET", "PCIE", "BUS",
+                        "NVLINK GROUP", "ID"])
+    if doc.get("driver_version"):
+        text += f"\n\ndriver {doc['driver_version']}"
+    return text
 
 
 def inventory_cmd(args: argparse.Namespace) -> int:
+    """``gpufleet node inventory``: 0, or 2 when NVML is unavailable (no driver, no GPU)."""
     from gpufleet.node.inventory import NvmlUnavailable, read_inventory
     nvml = None
     if args.replay:
@@ -63,7 +87,10 @@ def inventory_cmd(args: argparse.Namespace) -> int:
     except NvmlUnavailable as e:
         print(f"gpufleet node inventory: no GPU inventory: {e}", file=sys.stderr)
         return 2
-    print(_dump(inv.to_dict(), args.json), end="" if not args.json else "\n")
+    if args.output == "wide":
+        print(_inventory_table(inv.to_dict()))
+    else:
+        print(_dump(inv.to_dict(), args.output), end="")
     return 0
 
 
@@ -75,6 +102,8 @@ def _read_arg(value: str) -> str:
 
 
 def run_cmd(args: argparse.Namespace) -> int:
+    """``gpufleet node run``: the command's exit status, or 2 when the allocation, devices or MPS
+    are unusable (the message says which)."""
     from gpufleet.k8s.annotations import parse_allocation_text
     from gpufleet.node import mps
     from gpufleet.node.inventory import NvmlUnavailable, load_devices_file, read_inventory
@@ -110,6 +139,7 @@ def run_cmd(args: argparse.Namespace) -> int:
 
 
 def profile_cmd(args: argparse.Namespace) -> int:
+    """``gpufleet node profile``: 0, or 2 when the script cannot be loaded or defines no step()."""
     import runpy
     from dataclasses import asdict
 
@@ -130,11 +160,14 @@ def profile_cmd(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"gpufleet node profile: {e}", file=sys.stderr)
         return 2
-    if args.json:
-        print(json.dumps(asdict(res)))
-    else:
-        peak = "n/a (no torch CUDA or NVML)" if res.peak_memory_bytes is None else \
-            f"{res.peak_memory_bytes / 2**20:.1f} MiB ({res.memory_source})"
-        print(f"iterations/s: {res.iterations_per_s:.3f}\npeak memory:  {peak}\n"
-              f"gpu model:    {res.gpu_model or 'n/a'}\nsteps:        {res.iterations} in {res.seconds:.3f} s")
+    if is_document(args.output):
+        emit(asdict(res), args.output)
+        return 0
+    peak = "n/a (no torch CUDA or NVML)" if res.peak_memory_bytes is None else \
+        f"{res.peak_memory_bytes / 2**20:.1f} MiB ({res.memory_source})"
+    print(f"iterations/s: {res.iterations_per_s:.3f}\npeak memory:  {peak}\n"
+          f"gpu model:    {res.gpu_model or 'n/a'}\nsteps:        {res.iterations} in {res.seconds:.3f} s")
+    if args.output == "wide":
+        per_step = 1000 * res.seconds / res.iterations if res.iterations else float("nan")
+        print(f"time/step:    {per_step:.3f} ms\nwarm-up:      {args.warmup} steps (not timed)")
     return 0

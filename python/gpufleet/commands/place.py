@@ -1,30 +1,34 @@
-"""`gpufleet place SCENARIO`: place the scenario's unbound pods in file order."""
+"""`gpufleet place SCENARIO`: place the scenario's unbound pods in file order and print where each
+went and the per-GPU usage after (``-o wide``: also each pod's request, each GPU's model, free
+memory and pods; ``-o json|yaml`` or ``--json``: ``{strategy, placements, devices}``)."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from gpufleet._core import strategies
+from gpufleet.commands._output import add_output_options, emit, is_document
 from gpufleet.report import placement_table, usage_table
 from gpufleet.scenario import ScenarioError, load_scenario
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Adds the ``place`` subcommand to ``sub``."""
     p = sub.add_parser("place", help="place a scenario's pending pods and print where each went")
     p.add_argument("scenario", nargs="?", help="YAML or JSON scenario file")
     p.add_argument("--strategy", default="binpack",
                    help=f"device choice strategy ({', '.join(strategies())}); default binpack")
-    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    add_output_options(p)
     p.add_argument("--list-strategies", action="store_true",
                    help="list the placement strategies with their parameters and exit")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    """Runs ``gpufleet place``; returns 0, 1 (invalid scenario) or 2 (usage, unknown strategy)."""
     if args.list_strategies:
-        from gpufleet.registries import format_listing
-        print(format_listing("strategies"))
+        from gpufleet.commands._output import print_listing
+        print_listing({"strategies": ""}, args.output)
         return 0
     if not args.scenario:
         print("gpufleet place: a scenario file is required (or --list-strategies)", file=sys.stderr)
@@ -48,12 +52,12 @@ def run(args: argparse.Namespace) -> int:
             "reason": reason or None,
         })
     scenario.cluster.check_invariants()
-    if args.json:
-        json.dump({"strategy": args.strategy, "placements": results,
-                   "devices": usage_table(scenario.cluster)}, sys.stdout, indent=2)
-        print()
+    if is_document(args.output):
+        emit({"strategy": args.strategy, "placements": results,
+              "devices": usage_table(scenario.cluster)}, args.output)
     else:
-        print(placement_table(results))
+        wide = args.output == "wide"
+        print(placement_table(results, scenario.pending if wide else None))
         print()
-        print(usage_table(scenario.cluster, text=True))
+        print(usage_table(scenario.cluster, text=True, wide=wide))
     return 0

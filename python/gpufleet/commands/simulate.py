@@ -1,19 +1,23 @@
 """`gpufleet simulate`: run a job-time policy over a trace (or an openb GPU-sharing replay) and
-print the summary (JSON with --json; keys in docs/simulator.md)."""
+print the summary: a METRIC/VALUE table, with ``-o wide`` also one row per job (job formats) or
+per 10% of arrived workload (openb); ``-o json|yaml`` (or ``--json``) the summary document, keys
+in docs/simulator.md and docs/replay.md."""
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from pathlib import Path
 from typing import Any
+
+from gpufleet.commands._output import add_output_options, emit, is_document, number, table
 
 JOB_FORMATS = ("tiresias", "gavel", "philly", "synthetic")
 FORMATS = ("openb",) + JOB_FORMATS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Adds the ``simulate`` subcommand to ``sub``."""
     p = sub.add_parser("simulate", help="simulate a scheduling policy on a trace and print the summary")
     p.add_argument("--trace", help="trace file (synthetic: optional unified-schema CSV; generated if absent)")
     p.add_argument("--format", choices=FORMATS, help="trace format")
@@ -22,7 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                      "cluster-spec JSON (job formats)")
     p.add_argument("--policy", help="policy name or spec, e.g. 'dlas-gpu(queue_limits=[3250,7200])'")
     p.add_argument("--seed", type=int, default=0, help="seed (openb arrival order, synthetic traces, ties)")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_output_options(p, default="the summary as a METRIC/VALUE table (wide: also per job, or per "
+                                  "10%% of arrived workload for openb)")
     p.add_argument("--list-policies", action="store_true",
                    help="list the job-time policies and the openb replay's strategies, with their "
                         "parameters, and exit")
@@ -76,25 +81,61 @@ def _clean(v: Any) -> Any:
     return v
 
 
-def _print(summary: dict[str, Any], as_json: bool) -> None:
+def _print(summary: dict[str, Any], fmt: str | None, detail: tuple[list[str], list[list[Any]]] | None = None) -> None:
     summary = {k: _clean(v) for k, v in summary.items()}
-    if as_json:
-        json.dump(summary, sys.stdout, indent=2)
-        print()
+    if is_document(fmt):
+        emit(summary, fmt)
         return
-    width = max(len(k) for k in summary)
-    for k, v in summary.items():
-        print(f"{k:<{width}}  {v:,.4g}" if isinstance(v, float) else f"{k:<{width}}  {v}")
+    print(table([[k, number(v)] for k, v in summary.items()], ["METRIC", "VALUE"]))
+    if fmt == "wide" and detail is not None:
+        header, rows = detail
+        print()
+        print(table(rows, header, right=header[1:]))
+
+
+# Per-job columns of `-o wide`: (header, SimResult.jobs column); times in seconds.
+_JOB_COLUMNS = (("JOB", "job_id"), ("GPUS", "num_gpu"), ("SUBMIT S", "submit_time"),
+                ("DURATION S", "duration"), ("START S", "first_start"), ("END S", "end_time"),
+                ("JCT S", "jct"), ("QUEUED S", "queueing_delay"), ("GPU S", "gpu_time"),
+                ("PREEMPTIONS", "preemptions"), ("MIGRATIONS", "migrations"), ("NODES", "max_nodes"))
+
+
+def _job_rows(jobs) -> tuple[list[str], list[list[Any]]]:
+    cols = [(h, c) for h, c in _JOB_COLUMNS if c in jobs.columns]
+    rows = [[_cell(v) for v in values] for values in jobs[[c for _, c in cols]].itertuples(index=False)]
+    return [h for h, _ in cols], rows
+
+
+def _replay_rows(ts) -> tuple[list[str], list[list[Any]]]:
+    """The replay's state each time arrivals reach another 10% of the cluster's GPUs, and at the
+    last arrival (just under ``stop_at``: the next pod would have passed it)."""
+    from gpufleet.replay import _row_at
+    picked = []
+    if len(ts):
+        last = float(ts["arrived"].iloc[-1])
+        picked = [_row_at(ts, tenth / 10) for tenth in range(1, 1 + int(last * 10 + 1e-9))]
+        if not picked or float(picked[-1]["arrived"]) < last:
+            picked.append(ts.iloc[-1])
+    rows = [[f"{100 * r['arrived']:.1f}", f"{100 * r['allocated']:.2f}", f"{100 * r['fragmented']:.2f}",
+             f"{100 * r['idle']:.2f}", f"{100 * r['frag_ratio']:.2f}", f"{int(r['failed']):,}",
+             f"{100 * r['failed_gpu']:.2f}"] for r in picked]
+    return ["ARRIVED %", "ALLOCATED %", "FRAGMENTED %", "IDLE %", "FRAG RATIO %", "FAILED PODS",
+            "FAILED GPU %"], rows
+
+
+def _cell(v: Any) -> str:
+    v = _clean(v)
+    return f"{v:,.1f}" if isinstance(v, float) else number(v)
 
 
 def run(args: argparse.Namespace) -> int:
+    """Runs ``gpufleet simulate``; returns 0, 1 (bad trace, policy or parameters) or 2 (usage)."""
     if args.list_policies:
-        from gpufleet.registries import format_listing
-        print("job-time policies (job formats):")
-        print(format_listing("policies", prefix="  "))
+        from gpufleet.commands._output import print_listing
+        kinds = {"policies": "job-time policies (job formats):"}
         if _replay() is not None:
-            print("placement strategies (openb format):")
-            print(format_listing("strategies", prefix="  "))
+            kinds["strategies"] = "placement strategies (openb format):"
+        print_listing(kinds, args.output)
         return 0
     if not args.format or not args.policy:
         print("gpufleet simulate: --format and --policy are required (or --list-policies)", file=sys.stderr)
@@ -112,7 +153,8 @@ def run(args: argparse.Namespace) -> int:
             from gpufleet import traces as T
             result = replay.replay_openb(T.load_openb_nodes(args.nodes), T.load_openb_pods(args.trace),
                                          policy=args.policy, seed=args.seed)
-            _print(dict(result.summary), args.json)
+            _print(dict(result.summary), args.output,
+                   _replay_rows(result.timeseries) if args.output == "wide" else None)
             return 0
         from gpufleet.sim import simulate
         jobs = _jobs(args)
@@ -133,5 +175,5 @@ def run(args: argparse.Namespace) -> int:
         return 1
     if args.jobs_csv:
         result.jobs.to_csv(args.jobs_csv, index=False)
-    _print(result.summary, args.json)
+    _print(result.summary, args.output, _job_rows(result.jobs) if args.output == "wide" else None)
     return 0
