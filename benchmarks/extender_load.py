@@ -1,20 +1,31 @@
 """Load benchmark for the kube-scheduler extender over real HTTP (uvicorn, loopback).
 
-A server process holds a cluster of N nodes x G GPUs and serves the extender; client processes
-(so the client's own Python does not share the server's GIL) send
-  1. filter requests in nodeCacheCapable mode (NodeNames = every node), and
-  2. bind requests (one whole GPU per pod, pods known from the scenario's pending list),
-and report requests/s and p50/p99/max latency as seen by the client. It also times the filter
-handler in-process, without HTTP, to separate the core + JSON cost from the transport.
+A server process holds a cluster of N nodes x G GPUs and serves the extender as the CLI does
+(uvicorn, which picks httptools and uvloop when installed). One client process drives C
+concurrent keep-alive connections; each runs scheduling cycles as kube-scheduler does with
+`nodeCacheCapable: true`:
 
-    python benchmarks/extender_load.py --nodes 1000 --gpus 8 --clients 2 --filters 2000 --binds 4000
+  filter      a new Pod and NodeNames = every node; the answer must pass them all
+  prioritize  the same Pod and the nodes that passed; the client takes the highest score
+  bind        the Pod to that node (in-memory binder: no Kubernetes API round trip)
+
+and reports cycles/s, and p50/p99 per verb as seen by the client and by the server (the handler's
+own time, body read to response, over its last 1,000 requests of each verb). Clients race: a
+bind that finds its node already filled by another client's bind is refused ("does not fit") and
+the pod goes through another cycle, as kube-scheduler retries it. At the end the server checks its
+invariants and that exactly one allocation exists per pod bound. The filter
+handler is also timed in-process, without HTTP, for its CPU cost alone.
+
+    python benchmarks/extender_load.py --nodes 1000 --gpus 8 --clients 50 --pods 5000
 """
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import multiprocessing as mp
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -25,6 +36,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 P = "/gpufleet"
+VERBS = ("filter", "prioritize", "bind")
 
 
 def _api() -> Any:
@@ -33,7 +45,7 @@ def _api() -> Any:
     return gpufleet
 
 
-def scenario(nodes: int, gpus: int, pods: int) -> dict[str, Any]:
+def scenario(nodes: int, gpus: int) -> dict[str, Any]:
     def gpu(m: int) -> dict[str, Any]:
         return {"type": "gpu", "minor": m, "model": "A100", "health": True,
                 "resources": {"koordinator.sh/gpu-core": "100",
@@ -44,14 +56,13 @@ def scenario(nodes: int, gpus: int, pods: int) -> dict[str, Any]:
 
     return {"nodes": [{"name": f"node-{i:04d}", "cpu": "128", "memory": "1Ti", "pods": 250,
                        "labels": {}, "taints": [], "devices": [gpu(m) for m in range(gpus)]}
-                      for i in range(nodes)],
-            "pods": [{"name": f"bench/b{i}", "uid": f"uid-b{i}",
-                      "requests": {"cpu": "1", "nvidia.com/gpu": "1"}} for i in range(pods)]}
+                      for i in range(nodes)]}
 
 
-def filter_pod(i: int) -> dict[str, Any]:
+def cycle_pod(i: int) -> dict[str, Any]:
+    """Half a GPU (gpu-core 50, gpu-memory-ratio 50) and 2 CPUs: two fit on each GPU."""
     return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"f{i}", "namespace": "bench", "uid": f"uid-f{i}"},
+            "metadata": {"name": f"p{i}", "namespace": "bench", "uid": f"uid-p{i}"},
             "spec": {"containers": [{"name": "c", "resources": {"requests": {
                 "cpu": "2", "koordinator.sh/gpu-core": "50",
                 "koordinator.sh/gpu-memory-ratio": "50"}}}]}}
@@ -59,11 +70,16 @@ def filter_pod(i: int) -> dict[str, Any]:
 
 # ---- server process ----------------------------------------------------------------------------
 def serve(args: argparse.Namespace) -> None:
+    if Path(args.server_python).resolve() != (ROOT / "python").resolve():
+        # An editable install redirects `import gpufleet` to this checkout; drop that redirect
+        # so the other tree is the one imported.
+        sys.meta_path[:] = [f for f in sys.meta_path
+                            if not type(f).__module__.startswith("_editable_")]
+    sys.path.insert(0, args.server_python)
     from gpufleet.k8s.extender.server import BackgroundServer
     from gpufleet.k8s.extender.state import state_from_scenario
 
-    st = state_from_scenario(scenario(args.nodes, args.gpus, args.binds), api=_api(),
-                             strategy=args.strategy)
+    st = state_from_scenario(scenario(args.nodes, args.gpus), api=_api(), strategy=args.strategy)
     with BackgroundServer(st, prefix=P, freeze=True) as srv:
         print(srv.url, flush=True)
         sys.stdin.read()   # until the parent closes our stdin
@@ -71,26 +87,90 @@ def serve(args: argparse.Namespace) -> None:
         print(json.dumps({"allocations": len(st.cluster.allocations())}), flush=True)
 
 
-# ---- client processes --------------------------------------------------------------------------
-def _client(url: str, verb: str, ids: list[int], node_names: list[str], q: Any) -> None:
-    import httpx
+# ---- client process ----------------------------------------------------------------------------
+async def _post(reader: Any, writer: Any, verb: str, body: bytes) -> tuple[int, bytes]:
+    writer.write(b"POST %s/%s HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: %d\r\n\r\n" % (P.encode(), verb.encode(), len(body)) + body)
+    head = await reader.readuntil(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        if line[:15].lower() == b"content-length:":
+            length = int(line[15:])
+    return status, await reader.readexactly(length)
 
-    lat, bad = [], 0
-    with httpx.Client(base_url=url, timeout=30.0) as c:
+
+async def _connection(host: str, port: int, ids: list[int], names_json: bytes,
+                      lat: dict[str, list[float]], tally: dict[str, int],
+                      errors: list[str]) -> None:
+    import orjson
+
+    reader, writer = await asyncio.open_connection(host, port)
+    rng = random.Random(ids[0] if ids else 0)
+    try:
         for i in ids:
-            if verb == "filter":
-                body = {"Pod": filter_pod(i), "NodeNames": node_names}
-            else:
-                body = {"PodName": f"b{i}", "PodNamespace": "bench", "PodUID": f"uid-b{i}",
-                        "Node": node_names[i % len(node_names)]}
-            t = time.perf_counter()
-            r = c.post(f"{P}/{verb}", json=body)
-            lat.append(time.perf_counter() - t)
-            out = r.json()
-            if r.status_code != 200 or out.get("Error") or (
-                    verb == "filter" and len(out["NodeNames"]) != len(node_names)):
-                bad += 1
-    q.put((lat, bad))
+            pod = orjson.dumps(cycle_pod(i))
+            for _ in range(50):   # a bind that lost a race to another client is scheduled again
+                tally["cycles"] += 1
+                t = time.perf_counter()
+                status, out = await _post(reader, writer, "filter",
+                                          b'{"Pod":%s,"NodeNames":%s}' % (pod, names_json))
+                lat["filter"].append(time.perf_counter() - t)
+                passed = orjson.loads(out).get("NodeNames") if status == 200 else None
+                if not passed:
+                    errors.append(f"filter p{i}: status {status}, {out[:200]!r}")
+                    break
+                t = time.perf_counter()
+                status, out = await _post(reader, writer, "prioritize",
+                                          b'{"Pod":%s,"NodeNames":%s}' % (pod, orjson.dumps(passed)))
+                lat["prioritize"].append(time.perf_counter() - t)
+                scores = orjson.loads(out) if status == 200 else None
+                if not scores or len(scores) != len(passed):
+                    errors.append(f"prioritize p{i}: status {status}, {out[:200]!r}")
+                    break
+                # kube-scheduler's selectHost: a random one of the highest-scoring nodes.
+                top = max(h["Score"] for h in scores)
+                best = rng.choice([h["Host"] for h in scores if h["Score"] == top])
+                bind = orjson.dumps({"PodName": f"p{i}", "PodNamespace": "bench",
+                                     "PodUID": f"uid-p{i}", "Node": best})
+                t = time.perf_counter()
+                status, out = await _post(reader, writer, "bind", bind)
+                lat["bind"].append(time.perf_counter() - t)
+                error = orjson.loads(out).get("Error") if status == 200 else out
+                if not error:
+                    tally["bound"] += 1
+                    break
+                if "does not fit" not in str(error):
+                    errors.append(f"bind p{i} to {best}: {error!r:.200}")
+                    break
+                tally["conflicts"] += 1
+    finally:
+        writer.close()
+
+
+def _client(url: str, pods: int, clients: int, n_nodes: int, q: Any) -> None:
+    import orjson
+
+    try:
+        import uvloop
+        uvloop.install()
+    except ImportError:
+        pass
+    host, port = url.rsplit("//", 1)[1].rsplit(":", 1)
+    names_json = orjson.dumps([f"node-{i:04d}" for i in range(n_nodes)])
+    lat: dict[str, list[float]] = {v: [] for v in VERBS}
+    tally = {"cycles": 0, "bound": 0, "conflicts": 0}
+    errors: list[str] = []
+
+    async def run() -> float:
+        t0 = time.perf_counter()
+        await asyncio.gather(*(_connection(host, int(port), list(range(c, pods, clients)),
+                                           names_json, lat, tally, errors)
+                               for c in range(clients)))
+        return time.perf_counter() - t0
+
+    wall = asyncio.run(run())
+    q.put((lat, tally, errors, wall, time.process_time()))
 
 
 def server_view(url: str) -> dict[str, Any]:
@@ -100,88 +180,82 @@ def server_view(url: str) -> dict[str, Any]:
     return httpx.get(f"{url}/state", timeout=60).json()
 
 
-def drive(url: str, verb: str, n: int, clients: int, node_names: list[str]) -> dict[str, Any]:
+def _pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return 1e3 * xs[max(0, int(len(xs) * q) - 1)] if xs else float("nan")
+
+
+def drive(url: str, pods: int, clients: int, n_nodes: int) -> dict[str, Any]:
     q: Any = mp.Queue()
-    procs = [mp.Process(target=_client, args=(url, verb, list(range(c, n, clients)), node_names, q))
-             for c in range(clients)]
+    proc = mp.Process(target=_client, args=(url, pods, clients, n_nodes, q))
     cpu0 = server_view(url)["process_cpu_s"]
-    t0 = time.perf_counter()
-    for p in procs:
-        p.start()
-    parts = [q.get(timeout=600) for _ in procs]
-    wall = time.perf_counter() - t0
-    for p in procs:
-        p.join(timeout=60)
-    lat = sorted(x for part, _ in parts for x in part)
+    proc.start()
+    lat, tally, errors, wall, client_cpu = q.get(timeout=1200)
+    proc.join(timeout=60)
     view = server_view(url)
-    srv = view["latency"][verb]
-    return {"verb": verb, "clients": clients, "requests": len(lat),
-            "srv_p50_ms": srv["p50_ms"], "srv_p99_ms": srv["p99_ms"],
-            "srv_cpu_ms": 1e3 * (view["process_cpu_s"] - cpu0) / len(lat),
-            "errors": sum(b for _, b in parts), "req_per_s": len(lat) / wall,
-            "p50_ms": 1e3 * lat[len(lat) // 2], "p99_ms": 1e3 * lat[int(len(lat) * 0.99) - 1],
-            "max_ms": 1e3 * lat[-1]}
+    done = tally["cycles"]
+    return {"clients": clients, "cycles": done, "bound": tally["bound"],
+            "conflicts": tally["conflicts"], "wall_s": wall, "cycles_per_s": done / wall,
+            "errors": errors, "server_cpu_ms_per_cycle":
+                1e3 * (view["process_cpu_s"] - cpu0) / max(1, done),
+            "client_cpu_ms_per_cycle": 1e3 * client_cpu / max(1, done),
+            "verbs": {v: {"p50_ms": _pct(lat[v], 0.5), "p99_ms": _pct(lat[v], 0.99),
+                          "srv_p50_ms": view["latency"][v]["p50_ms"],
+                          "srv_p99_ms": view["latency"][v]["p99_ms"],
+                          "srv_max_ms": view["latency"][v]["max_ms"]} for v in VERBS}}
 
 
 def in_process_filter(args: argparse.Namespace, n: int) -> dict[str, Any]:
+    import orjson
+
     from gpufleet.k8s.extender.app import Extender
+    from gpufleet.k8s.extender.server import freeze_gc
     from gpufleet.k8s.extender.state import state_from_scenario
 
-    st = state_from_scenario(scenario(args.nodes, args.gpus, 0), api=_api())
+    st = state_from_scenario(scenario(args.nodes, args.gpus), api=_api())
     ext = Extender(st)
     names = sorted(st.node_specs)
-    from gpufleet.k8s.extender.server import freeze_gc
-
     freeze_gc()
-    lat, cpu = [], []
+    cpu = []
     for i in range(n):
-        body = json.dumps({"Pod": filter_pod(i), "NodeNames": names})
-        t, c = time.perf_counter(), time.thread_time()
-        json.dumps(ext.filter(json.loads(body)))   # parse + handler + serialise, no HTTP
+        body = orjson.dumps({"Pod": cycle_pod(i), "NodeNames": names})
+        c = time.thread_time()
+        orjson.dumps(ext.filter(orjson.loads(body)))   # parse + handler + serialise, no HTTP
         cpu.append(time.thread_time() - c)
-        lat.append(time.perf_counter() - t)
-    lat.sort()
-    cpu.sort()
-    # CPU time is what a request costs whatever else the machine runs; wall time includes waits.
-    return {"verb": "filter (in-process, no HTTP)", "clients": 1, "requests": n, "errors": 0,
-            "req_per_s": n / sum(lat), "p50_ms": 1e3 * statistics.median(lat),
-            "p99_ms": 1e3 * lat[int(n * 0.99) - 1], "max_ms": 1e3 * lat[-1],
-            "cpu_p50_ms": 1e3 * statistics.median(cpu), "cpu_p99_ms": 1e3 * cpu[int(n * 0.99) - 1],
-            "srv_cpu_ms": 1e3 * sum(cpu) / n}
+    return {"cpu_p50_ms": 1e3 * statistics.median(cpu), "cpu_p99_ms": _pct(cpu, 0.99)}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--nodes", type=int, default=1000)
     ap.add_argument("--gpus", type=int, default=8)
-    ap.add_argument("--clients", type=int, default=2)
-    ap.add_argument("--filters", type=int, default=2000)
-    ap.add_argument("--binds", type=int, default=4000)
+    ap.add_argument("--clients", type=int, default=50)
+    ap.add_argument("--pods", type=int, default=5000, help="pods to bind, one cycle or more each")
     ap.add_argument("--strategy", default="binpack")
+    ap.add_argument("--server-python", default=str(ROOT / "python"),
+                    help="serve the extender from this python/ directory (with a built _core), "
+                         "to compare with another version of the handlers in the same run")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve:
         serve(args)
         return 0
-    assert args.binds <= args.nodes * args.gpus, "each bench pod takes a whole GPU"
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    assert args.pods <= 2 * args.nodes * args.gpus, "each pod takes half a GPU"
+    env = dict(os.environ, PYTHONPATH=args.server_python)
     srv = subprocess.Popen([sys.executable, __file__, "--serve", "--nodes", str(args.nodes),
-                            "--gpus", str(args.gpus), "--binds", str(args.binds),
-                            "--strategy", args.strategy],
+                            "--gpus", str(args.gpus), "--strategy", args.strategy,
+                            "--server-python", args.server_python],
                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-    rows = []
     try:
         url = srv.stdout.readline().strip()
         if not url.startswith("http"):
             raise RuntimeError("server did not start")
-        names = [f"node-{i:04d}" for i in range(args.nodes)]
-        rows.append(in_process_filter(args, min(args.filters, 500)))
-        for clients in (1, args.clients):
-            rows.append(drive(url, "filter", args.filters, clients, names))
-        rows.append(drive(url, "bind", args.binds, args.clients, names))
+        inproc = in_process_filter(args, 500)
+        r = drive(url, args.pods, args.clients, args.nodes)
         srv.stdin.close()
         final = json.loads(srv.stdout.readline())
-        assert final["allocations"] == args.binds, final
+        if final["allocations"] != r["bound"]:
+            r["errors"].append(f"{final['allocations']} allocations after {r['bound']} binds")
     finally:
         if srv.poll() is None:
             srv.stdin.close() if not srv.stdin.closed else None
@@ -190,21 +264,22 @@ def main() -> int:
             except subprocess.TimeoutExpired:
                 srv.kill()
     print(f"cluster: {args.nodes} nodes x {args.gpus} GPUs, strategy {args.strategy}, "
-          f"{os.cpu_count()} CPUs; latency seen by the client")
-    print("srv p50/p99: the server's handler time (body read, JSON, core calls, response) over "
-          "its last 1,000 requests of the phase; srv cpu: server process CPU ms per request "
-          "(uvicorn included)")
-    print(f"{'verb':30} {'clients':>7} {'requests':>8} {'errors':>6} {'req/s':>7} "
-          f"{'p50 ms':>7} {'p99 ms':>7} {'max ms':>7} {'srv p50':>7} {'srv p99':>7} {'srv cpu':>7}")
-    for r in rows:
-        print(f"{r['verb']:30} {r['clients']:7d} {r['requests']:8d} {r['errors']:6d} "
-              f"{r['req_per_s']:7.0f} {r['p50_ms']:7.2f} {r['p99_ms']:7.2f} {r['max_ms']:7.2f} "
-              f"{r.get('srv_p50_ms', r['p50_ms']):7.2f} {r.get('srv_p99_ms', r['p99_ms']):7.2f} "
-              f"{r['srv_cpu_ms']:7.2f}")
-        if "cpu_p50_ms" in r:
-            print(f"{'  (its CPU time per request)':30} {'':7} {'':8} {'':6} {'':7} "
-                  f"{r['cpu_p50_ms']:7.2f} {r['cpu_p99_ms']:7.2f}")
-    return 1 if any(r["errors"] for r in rows) else 0
+          f"{os.cpu_count()} CPUs; {args.clients} concurrent clients, {r['cycles']} cycles "
+          f"(filter + prioritize + bind) in {r['wall_s']:.1f} s: "
+          f"**{r['cycles_per_s']:.0f} cycles/s**; {r['bound']} pods bound, {r['conflicts']} "
+          f"binds lost a race and were scheduled again; errors {len(r['errors'])}")
+    print(f"server CPU {r['server_cpu_ms_per_cycle']:.2f} ms per cycle, client CPU "
+          f"{r['client_cpu_ms_per_cycle']:.2f} ms per cycle; in-process filter (no HTTP) CPU "
+          f"p50 {inproc['cpu_p50_ms']:.3f} ms, p99 {inproc['cpu_p99_ms']:.3f} ms")
+    print("| verb | client p50 ms | client p99 ms | server p50 ms | server p99 ms | server max ms |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for v in VERBS:
+        x = r["verbs"][v]
+        print(f"| {v} | {x['p50_ms']:.2f} | {x['p99_ms']:.2f} | {x['srv_p50_ms']:.3f} | "
+              f"{x['srv_p99_ms']:.3f} | {x['srv_max_ms']:.2f} |")
+    for e in r["errors"][:10]:
+        print("error:", e)
+    return 1 if r["errors"] else 0
 
 
 if __name__ == "__main__":

@@ -3,11 +3,15 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <memory>
 #include <optional>
 #include <utility>
+
+#include "absl/strings/string_view.h"
 
 #include "gpufleet/placement/guarded_cluster.h"
 #include "gpufleet/core/quantity.h"
@@ -47,6 +51,25 @@ Pod PodFrom(const py::handle& obj) {
   if (py::isinstance<py::dict>(obj))
     return Unwrap(PodFromJson(PyToJson(obj)));
   throw py::type_error("pod must be a gpufleet.Pod or a dict in the scenario format");
+}
+
+// Views of a list of node-name strings, valid while the list lives (the GIL is held to read it,
+// not to use the views). No per-name copy: the extender hands thousands of names per request.
+std::vector<absl::string_view> NodeNameViews(const py::list& nodes) {
+  std::vector<absl::string_view> out;
+  out.reserve(nodes.size());
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    PyObject* o = nodes[k].ptr();
+    Py_ssize_t n = 0;
+    const char* data = PyUnicode_Check(o) ? PyUnicode_AsUTF8AndSize(o, &n) : nullptr;
+    if (data == nullptr) {
+      PyErr_Clear();
+      throw py::type_error("nodes[" + std::to_string(k) + "]: expected a node name (a string), got " +
+                           std::string(Py_TYPE(o)->tp_name));
+    }
+    out.emplace_back(data, static_cast<size_t>(n));
+  }
+  return out;
 }
 
 absl::StatusOr<int> NodeIndex(const ClusterState& s, const std::string& name) {
@@ -188,20 +211,28 @@ void InitCore(py::module_& m) {
   m.def("registry_duplicates",
         [] { return Registry<PlacementStrategy>::Global().DuplicateNames(); });
 
-  py::class_<DeviceRequest>(m, "DeviceRequest")
-      .def_readonly("type", &DeviceRequest::type)
-      .def_readonly("count", &DeviceRequest::count)
-      .def_readonly("core", &DeviceRequest::core)
-      .def_readonly("memory_bytes", &DeviceRequest::memory_bytes)
-      .def_readonly("memory_ratio", &DeviceRequest::memory_ratio)
-      .def_property_readonly("whole", &DeviceRequest::whole)
+  py::class_<DeviceRequest>(m, "DeviceRequest",
+                             "What a pod asks of one device type: `count` devices (whole when `whole`), or a "
+                             "share of one: `core` percent of its compute, `memory_bytes` or `memory_ratio` "
+                             "percent of its memory. Read from Pod.devices.")
+      .def_readonly("type", &DeviceRequest::type, "Device type: gpu, rdma or fpga.")
+      .def_readonly("count", &DeviceRequest::count, "How many devices of this type.")
+      .def_readonly("core", &DeviceRequest::core, "Compute per device in percent (100 = a whole GPU).")
+      .def_readonly("memory_bytes", &DeviceRequest::memory_bytes, "Device memory per device in bytes (0 when asked as a ratio).")
+      .def_readonly("memory_ratio", &DeviceRequest::memory_ratio, "Device memory per device in percent of its capacity.")
+      .def_property_readonly("whole", &DeviceRequest::whole, "Whether whole devices are asked (no sharing).")
       .def("__repr__", [](const DeviceRequest& r) {
         return "DeviceRequest(type=" + r.type + ", count=" + std::to_string(r.count) +
                ", core=" + std::to_string(r.core) + ", memory_bytes=" +
                std::to_string(r.memory_bytes) + ", memory_ratio=" + std::to_string(r.memory_ratio) + ")";
       });
 
-  py::class_<Pod>(m, "Pod")
+  py::class_<Pod>(m, "Pod",
+                   "A pod to place: its name (\"namespace/name\"), its requests as Kubernetes quantities "
+                   "(cpu, memory, nvidia.com/gpu, koordinator.sh/gpu-core, gpu-memory, gpu-memory-ratio, "
+                   "aliyun.com/gpu-mem, rdma, fpga), node selector, tolerations, allowed GPU models, "
+                   "topology scope and priority. The constructor raises ValueError naming a malformed "
+                   "quantity or an invalid combination.")
       .def(py::init([](const std::string& name, py::dict requests, py::object node_selector,
                        py::object tolerations, py::object gpu_models, const std::string& scope,
                        int priority) {
@@ -220,48 +251,61 @@ void InitCore(py::module_& m) {
            py::arg("scope") = "none", py::arg("priority") = 0)
       .def_static("from_dict", [](py::dict d) { return PodFrom(d); }, py::arg("spec"),
                   "A pod from a scenario-format dict; ValueError names a bad field.")
-      .def_readonly("name", &Pod::name)
-      .def_readonly("cpu_milli", &Pod::cpu_milli)
-      .def_readonly("memory_bytes", &Pod::memory_bytes)
-      .def_readonly("devices", &Pod::devices)
-      .def_readonly("priority", &Pod::priority)
-      .def_readonly("gpu_models", &Pod::gpu_models)
-      .def_property_readonly("scope", [](const Pod& p) { return TopologyScopeName(p.scope); })
-      .def_property_readonly("gpu_share", &Pod::GpuShare)
+      .def_readonly("name", &Pod::name, "The pod key, \"namespace/name\".")
+      .def_readonly("cpu_milli", &Pod::cpu_milli, "CPU request in millicores.")
+      .def_readonly("memory_bytes", &Pod::memory_bytes, "Memory request in bytes.")
+      .def_readonly("devices", &Pod::devices, "Device requests, a list of DeviceRequest (one per device type).")
+      .def_readonly("priority", &Pod::priority, "Scheduling priority; higher may preempt lower.")
+      .def_readonly("gpu_models", &Pod::gpu_models, "GPU models the pod accepts (empty: any).")
+      .def_property_readonly("scope", [](const Pod& p) { return TopologyScopeName(p.scope); },
+                             "Topology scope the devices must share: none, pcie, numa or node.")
+      .def_property_readonly("gpu_share", &Pod::GpuShare, "Whether the pod asks for a share of one GPU rather than whole GPUs.")
       .def("__repr__", [](const Pod& p) { return "Pod(" + p.name + ")"; });
 
-  py::class_<FitResult>(m, "FitResult")
-      .def_property_readonly("code", [](const FitResult& f) { return FitCodeName(f.code); })
-      .def_readonly("reason", &FitResult::reason)
-      .def_property_readonly("ok", &FitResult::ok)
+  py::class_<FitResult>(m, "FitResult",
+                         "Whether a pod fits a node: `code` is Ok, Unschedulable (it may fit once pods "
+                         "leave) or UnschedulableAndUnresolvable (it never will), with the `reason`. "
+                         "True when it fits.")
+      .def_property_readonly("code", [](const FitResult& f) { return FitCodeName(f.code); },
+                             "Ok, Unschedulable or UnschedulableAndUnresolvable.")
+      .def_readonly("reason", &FitResult::reason, "Why the pod does not fit (empty when it does).")
+      .def_property_readonly("ok", &FitResult::ok, "True when the pod fits.")
       .def("__bool__", &FitResult::ok)
       .def("__repr__", [](const FitResult& f) {
         return std::string("FitResult(") + FitCodeName(f.code) +
                (f.reason.empty() ? "" : ", " + f.reason) + ")";
       });
 
-  py::class_<DeviceGrant>(m, "DeviceGrant")
-      .def_readonly("type", &DeviceGrant::type)
-      .def_readonly("minor", &DeviceGrant::minor)
-      .def_readonly("core", &DeviceGrant::core)
-      .def_readonly("memory_bytes", &DeviceGrant::memory_bytes)
+  py::class_<DeviceGrant>(m, "DeviceGrant",
+                           "One device given to an allocation: its type and minor number, the compute "
+                           "percent (`core`, 100 for a whole GPU) and the memory in bytes it holds.")
+      .def_readonly("type", &DeviceGrant::type, "Device type: gpu, rdma or fpga.")
+      .def_readonly("minor", &DeviceGrant::minor, "The device minor number on its node.")
+      .def_readonly("core", &DeviceGrant::core, "Compute held, in percent of the device (100 = whole).")
+      .def_readonly("memory_bytes", &DeviceGrant::memory_bytes, "Device memory held, in bytes.")
       .def("__repr__", [](const DeviceGrant& g) {
         return "DeviceGrant(" + g.type + " " + std::to_string(g.minor) + ", core=" +
                std::to_string(g.core) + ", memory=" + FormatBytes(g.memory_bytes) + ")";
       });
 
-  py::class_<PyAllocation>(m, "Allocation")
-      .def_property_readonly("pod", [](const PyAllocation& a) { return a.allocation.pod; })
-      .def_property_readonly("node", [](const PyAllocation& a) { return a.allocation.node; })
-      .def_property_readonly("cpu_milli", [](const PyAllocation& a) { return a.allocation.cpu_milli; })
+  py::class_<PyAllocation>(m, "Allocation",
+                            "The devices, CPU (millicores) and memory (bytes) a pod holds on a node, "
+                            "Reserved (between reserve and commit) or Bound. Renders the pod annotations "
+                            "that record it, from which Cluster.restore rebuilds the state.")
+      .def_property_readonly("pod", [](const PyAllocation& a) { return a.allocation.pod; }, "The pod key, \"namespace/name\".")
+      .def_property_readonly("node", [](const PyAllocation& a) { return a.allocation.node; }, "The node it is on.")
+      .def_property_readonly("cpu_milli", [](const PyAllocation& a) { return a.allocation.cpu_milli; },
+                             "CPU held, in millicores.")
       .def_property_readonly("memory_bytes",
-                             [](const PyAllocation& a) { return a.allocation.memory_bytes; })
-      .def_property_readonly("devices", [](const PyAllocation& a) { return a.allocation.devices; })
+                             [](const PyAllocation& a) { return a.allocation.memory_bytes; }, "Memory held, in bytes.")
+      .def_property_readonly("devices", [](const PyAllocation& a) { return a.allocation.devices; },
+                             "The devices held, a list of DeviceGrant.")
       .def_property_readonly("state", [](const PyAllocation& a) {
         return a.allocation.state == AllocationState::kBound ? "Bound" : "Reserved";
-      })
+      }, "Reserved (bind in flight) or Bound.")
       .def_property_readonly("assume_time_ns",
-                             [](const PyAllocation& a) { return a.allocation.assume_time_ns; })
+                             [](const PyAllocation& a) { return a.allocation.assume_time_ns; },
+                             "When it was reserved, in nanoseconds since the Unix epoch (gpushare's ASSUME_TIME).")
       .def("annotations",
            [](const PyAllocation& a, bool gpushare, int64_t unit_bytes) {
              return AllocationAnnotations(a.allocation, a.node, gpushare, unit_bytes);
@@ -286,7 +330,11 @@ void InitCore(py::module_& m) {
 
   // Every method takes the cluster's lock with the GIL released (locking.h): readers share it,
   // anything that changes the state or a strategy's memo/generator holds it alone.
-  py::class_<GuardedCluster>(m, "Cluster")
+  py::class_<GuardedCluster>(m, "Cluster",
+                              "The cluster's accounting: nodes, their devices and the allocations that "
+                              "hold them. Filter, score and place pods; reserve, commit, release; snapshot "
+                              "and restore. Safe to call from many threads: readers share a lock, changes "
+                              "hold it alone, and no change ever over-commits a device.")
       .def(py::init<>())
       .def("add_node",
            [](GuardedCluster& c, py::dict spec) {
@@ -306,15 +354,18 @@ void InitCore(py::module_& m) {
                return s.SetDeviceHealth(node, type, minor, healthy);
              }));
            },
-           py::arg("node"), py::arg("minor"), py::arg("healthy"), py::arg("type") = "gpu")
+           py::arg("node"), py::arg("minor"), py::arg("healthy"), py::arg("type") = "gpu",
+           "Mark one device (by node, type and minor) healthy or not; an unhealthy device takes "
+           "no new pods, and pods already on it keep their allocation. KeyError for an unknown "
+           "node or device.")
       .def_property_readonly("num_nodes",
                              [](const GuardedCluster& c) {
                                return Reading(c, kCluster, [](const ClusterState& s) { return s.num_nodes(); });
-                             })
+                             }, "How many nodes the cluster has.")
       .def_property_readonly("num_devices",
                              [](const GuardedCluster& c) {
                                return Reading(c, kCluster, [](const ClusterState& s) { return s.num_devices(); });
-                             })
+                             }, "How many devices (GPUs, RDMA NICs, FPGAs) all nodes have together.")
       .def("node_names",
            [](const GuardedCluster& c) {
              return Reading(c, kCluster, [](const ClusterState& s) {
@@ -322,7 +373,8 @@ void InitCore(py::module_& m) {
                for (int i = 0; i < s.num_nodes(); ++i) out.push_back(s.node(i).name);
                return out;
              });
-           })
+           },
+           "The node names, in the order they were added.")
       .def("has_node",
            [](const GuardedCluster& c, const std::string& n) {
              return Reading(c, kCluster, [&](const ClusterState& s) { return s.FindNode(n) >= 0; });
@@ -346,7 +398,9 @@ void InitCore(py::module_& m) {
                return f.ok() ? s.Filter(p, i) : f;
              }));
            },
-           py::arg("pod"), py::arg("node"))
+           py::arg("pod"), py::arg("node"),
+           "Whether the pod fits the node now (selector, taints, CPU, memory, pod count and each "
+           "device): a FitResult with the reason when it does not. KeyError for an unknown node.")
       .def("filter_nodes",
            [](const GuardedCluster& c, py::handle pod, const std::vector<std::string>& nodes) {
              Pod p = PodFrom(pod);
@@ -388,6 +442,83 @@ void InitCore(py::module_& m) {
            },
            py::arg("pod"), py::arg("nodes"), py::arg("strategy") = "binpack",
            "Scores in [0, 100] for many nodes in one native call; NaN for an unknown node.")
+      .def("partition_nodes",
+           [](const GuardedCluster& c, py::handle pod, const py::list& nodes) {
+             Pod p = PodFrom(pod);
+             std::vector<absl::string_view> names = NodeNameViews(nodes);
+             std::vector<FitResult> fits(names.size());
+             std::vector<int8_t> known(names.size(), 1);
+             Reading(c, kCluster, [&](const ClusterState& s) {
+               for (size_t k = 0; k < names.size(); ++k) {
+                 int i = s.FindNode(names[k]);
+                 if (i < 0) {
+                   known[k] = 0;
+                   continue;
+                 }
+                 fits[k] = FitsNodeConstraints(p, s.node(i));
+                 if (fits[k].ok()) fits[k] = s.Filter(p, i);
+               }
+               return 0;
+             });
+             // The caller's own name objects go back out: no per-node string is made.
+             py::list passed, unknown;
+             py::dict failed, unresolvable;
+             for (size_t k = 0; k < names.size(); ++k) {
+               py::handle name = nodes[k];
+               if (!known[k]) {
+                 unknown.append(name);
+               } else if (fits[k].ok()) {
+                 passed.append(name);
+               } else {
+                 py::dict& into = fits[k].code == FitCode::kUnschedulableAndUnresolvable
+                                      ? unresolvable : failed;
+                 into[name] = py::str(fits[k].reason);
+               }
+             }
+             return py::make_tuple(passed, failed, unresolvable, unknown);
+           },
+           py::arg("pod"), py::arg("nodes"),
+           "The extender's filter in one native call: (passed, failed, unresolvable, unknown).\n\n"
+           "`nodes` is a list of node names. `passed` lists the nodes that fit, in the given order; "
+           "`failed` maps a node that does not fit now to the reason (preemption may help); "
+           "`unresolvable` maps a node that can never fit to the reason; `unknown` lists names "
+           "this cluster does not have. Raises TypeError naming the first entry that is not a "
+           "string.")
+      .def("host_priorities",
+           [](const GuardedCluster& c, py::handle pod, const py::list& nodes,
+              const std::string& strategy, int max_priority) {
+             if (max_priority < 1)
+               throw py::value_error("max_priority must be >= 1, got " + std::to_string(max_priority));
+             Pod p = PodFrom(pod);
+             std::vector<absl::string_view> names = NodeNameViews(nodes);
+             const PlacementStrategy& st = StrategyOf(c, strategy);
+             std::vector<int> scaled = Asking(c, st, [&](const ClusterState& s) {
+               std::vector<int> out(names.size(), 0);
+               for (size_t k = 0; k < names.size(); ++k) {
+                 int i = s.FindNode(names[k]);
+                 if (i < 0) continue;  // unknown: the lowest priority
+                 // 0..100 to 0..max, rounding half to even as the protocol's reference does.
+                 double v = std::nearbyint(ScoreOnNode(s, p, i, st) * max_priority / 100.0);
+                 out[k] = v != v ? 0 : static_cast<int>(std::clamp(v, 0.0, double(max_priority)));
+               }
+               return out;
+             });
+             py::list out(names.size());
+             py::str host("Host"), score("Score");
+             for (size_t k = 0; k < names.size(); ++k) {
+               py::dict d;
+               d[host] = nodes[k];
+               d[score] = py::int_(scaled[k]);
+               out[k] = std::move(d);
+             }
+             return out;
+           },
+           py::arg("pod"), py::arg("nodes"), py::arg("strategy") = "binpack",
+           py::arg("max_priority") = 10,
+           "The extender's prioritize in one native call: [{'Host': name, 'Score': s}] with s the "
+           "node's score scaled from [0, 100] to [0, max_priority] (rounded half to even); 0 for "
+           "a node this cluster does not have. Raises TypeError for an entry that is not a "
+           "string, ValueError for an unknown strategy or max_priority < 1.")
       .def("score",
            [](const GuardedCluster& c, py::handle pod, const std::string& node,
               const std::string& strategy) {
@@ -398,7 +529,9 @@ void InitCore(py::module_& m) {
                return ScoreOnNode(s, p, i, st);
              }));
            },
-           py::arg("pod"), py::arg("node"), py::arg("strategy") = "binpack")
+           py::arg("pod"), py::arg("node"), py::arg("strategy") = "binpack",
+           "The strategy's score for placing the pod on the node, in [0, 100] (higher is better). "
+           "KeyError for an unknown node or strategy.")
       .def("plan",
            [](const GuardedCluster& c, py::handle pod, const std::string& node,
               const std::string& strategy) {
@@ -434,7 +567,11 @@ void InitCore(py::module_& m) {
                return Wrap(s, *s.FindAllocation(p.name));
              }));
            },
-           py::arg("pod"), py::arg("node"), py::arg("strategy") = "binpack")
+           py::arg("pod"), py::arg("node"), py::arg("strategy") = "binpack",
+           "Hold the devices, CPU and memory the strategy picks on the node for the pod (state "
+           "Reserved) and return the Allocation; commit() binds it, unreserve() gives it back. "
+           "ValueError when the pod does not fit or already holds an allocation, KeyError for an "
+           "unknown node; the state is unchanged on error.")
       .def("unreserve",
            [](GuardedCluster& c, const std::string& pod) {
              Check(Writing(c, kCluster, [&](ClusterState& s) { return s.Unreserve(pod); }));
@@ -504,7 +641,8 @@ void InitCore(py::module_& m) {
                for (const Allocation* a : s.Allocations()) out.push_back(Wrap(s, *a));
                return out;
              });
-           })
+           },
+           "Every allocation held (Reserved and Bound), as a list of Allocation.")
       .def("restore_allocation",
            [](GuardedCluster& c, py::handle pod, const std::string& node,
               const std::map<std::string, std::string>& annotations, int64_t unit_bytes) {
@@ -521,7 +659,9 @@ void InitCore(py::module_& m) {
            [](const GuardedCluster& c) {
              absl::Status st = Reading(c, kCluster, [](const ClusterState& s) { return s.CheckInvariants(); });
              if (!st.ok()) throw std::runtime_error(std::string(st.message()));
-           })
+           },
+           "Check that every device's usage equals the sum of the allocations on it and stays "
+           "within its capacity; RuntimeError naming the first broken rule.")
       .def("snapshot",
            [](const GuardedCluster& c) {
              return Reading(c, kCluster, [](const ClusterState& s) { return SaveSnapshot(s); });

@@ -13,11 +13,6 @@ MODULES = ("gpufleet.sim", "gpufleet.engine", "gpufleet.scenario", "gpufleet.plo
            "gpufleet.replay", "gpufleet.registries", "gpufleet.documents", "gpufleet.cli",
            "gpufleet.commands._output")
 
-# Classes of the native extension whose docstrings come from cpp/bindings; listed so that a new
-# undocumented native class fails here while these wait for their binding docstrings.
-NATIVE_WITHOUT_CLASS_DOCSTRING = {"Allocation", "Cluster", "DeviceGrant", "DeviceRequest", "FitResult", "Pod"}
-
-
 def _doc(obj) -> str:
     doc = inspect.getdoc(obj) or ""
     if inspect.isbuiltin(obj) and doc.startswith(f"{obj.__name__}("):
@@ -58,8 +53,6 @@ def _python_defined(obj) -> bool:
 @pytest.mark.parametrize("name", gpufleet.__all__)
 def test_package_exports_are_documented(name):
     obj = getattr(gpufleet, name)
-    if not _python_defined(obj) and name in NATIVE_WITHOUT_CLASS_DOCSTRING:
-        pytest.skip(f"native class {name}: docstring belongs in cpp/bindings")
     assert _explains(obj, name), f"gpufleet.{name} has no docstring worth the name: {_doc(obj)!r}"
     if inspect.isclass(obj) and _python_defined(obj):
         for member, value in _members(obj):
@@ -82,7 +75,22 @@ def test_module_public_names_are_documented(module_name):
     assert not missing, f"{module_name}: undocumented public names: {missing}"
 
 
-def test_native_exports_without_docstring_are_only_the_known_ones():
-    undocumented = {n for n in gpufleet.__all__
-                    if not _python_defined(getattr(gpufleet, n)) and not _explains(getattr(gpufleet, n), n)}
-    assert undocumented <= NATIVE_WITHOUT_CLASS_DOCSTRING, undocumented - NATIVE_WITHOUT_CLASS_DOCSTRING
+def _native_members(cls) -> list[tuple[str, object]]:
+    """Public methods and properties a native class binds (pybind11 methods are builtins)."""
+    return [(n, v) for n, v in vars(cls).items() if not n.startswith("_")
+            and (isinstance(v, property) or callable(v))]
+
+
+@pytest.mark.parametrize("name", [n for n in gpufleet.__all__
+                                  if inspect.isclass(getattr(gpufleet, n))
+                                  and not _python_defined(getattr(gpufleet, n))])
+def test_native_class_members_are_documented(name):
+    cls = getattr(gpufleet, name)
+    missing = []
+    for member, value in _native_members(cls):
+        doc = inspect.getdoc(value) or ""
+        if doc.startswith(f"{member}("):
+            doc = doc.partition("\n")[2].strip()   # pybind11 puts the signature first
+        if len(doc) < 12 or len(doc.split()) < 3:
+            missing.append(member)
+    assert not missing, f"gpufleet.{name}: members without a docstring: {missing}"

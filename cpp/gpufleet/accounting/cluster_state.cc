@@ -30,7 +30,7 @@ void SharedBuffer::Erase(size_t begin, size_t end) {
   data_ = std::move(fresh);
 }
 
-int ClusterState::FindNode(const std::string& name) const {
+int ClusterState::FindNode(absl::string_view name) const {
   auto it = node_index_.find(name);
   return it == node_index_.end() ? -1 : it->second;
 }

@@ -17,6 +17,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "gpufleet/accounting/allocation.h"
 #include "gpufleet/accounting/fit.h"
 #include "gpufleet/accounting/node_summaries.h"
@@ -64,7 +65,7 @@ class ClusterState {
   int num_devices() const { return static_cast<int>(device_node_.size()); }
   const Node& node(int i) const { return nodes_[i]; }
   const NodeUsage& usage(int i) const { return usage_[i]; }
-  int FindNode(const std::string& name) const;  // -1 when absent
+  int FindNode(absl::string_view name) const;  // -1 when absent
   NodeView View(int i) const;
   int first_device(int i) const { return first_device_[i]; }
 

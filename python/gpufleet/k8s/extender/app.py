@@ -12,17 +12,18 @@ so no request can make the extender buffer without bound or recurse out of its s
 from __future__ import annotations
 
 import inspect
-import json
 import logging
 import time
 from typing import Any, Awaitable, Callable
 
 import anyio
 import anyio.to_thread
+import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from . import convert, protocol
 from .convert import ConvertError
@@ -47,8 +48,16 @@ class BadBody(Exception):
 
 
 def _json(data: Any, status: int = 200) -> Response:
-    body = json.dumps(data, separators=(",", ":")).encode()
-    return Response(body, status_code=status, media_type="application/json")
+    return Response(orjson.dumps(data), status_code=status, media_type="application/json")
+
+
+async def _send_json(send: Send, data: Any, status: int = 200) -> None:
+    # orjson: the 1,000-node answers are encoded in C, about ten times faster than json.dumps.
+    body = orjson.dumps(data)
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", b"%d" % len(body))]})
+    await send({"type": "http.response.body", "body": body})
 
 
 def _too_deep(value: Any, limit: int) -> bool:
@@ -65,8 +74,11 @@ def _too_deep(value: Any, limit: int) -> bool:
     return False
 
 
-async def _read(request: Request, limit: int = MAX_BODY_BYTES) -> Any:
-    declared = request.headers.get("content-length")
+async def _read(scope: dict[str, Any], receive: Receive, limit: int = MAX_BODY_BYTES) -> Any:
+    declared = None
+    for k, v in scope["headers"]:
+        if k == b"content-length":
+            declared = v.decode("latin-1")
     if declared is not None:
         if not declared.strip().isdigit():
             raise BadBody(f"Content-Length {declared!r} is not a byte count")
@@ -74,8 +86,13 @@ async def _read(request: Request, limit: int = MAX_BODY_BYTES) -> Any:
             # Refused before a byte of it is read.
             raise BadBody(f"body of {int(declared)} bytes (Content-Length) is over the {limit} "
                           "byte limit", 413)
-    chunks, size = [], 0
-    async for chunk in request.stream():   # chunked or unannounced bodies: cap while reading
+    chunks, size, more = [], 0, True
+    while more:   # chunked or unannounced bodies: cap while reading
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise BadBody("the client went away before the body was read")
+        chunk = message.get("body", b"")
+        more = message.get("more_body", False)
         size += len(chunk)
         if size > limit:
             raise BadBody(f"body is over the {limit} byte limit (stopped reading at {size} "
@@ -83,22 +100,18 @@ async def _read(request: Request, limit: int = MAX_BODY_BYTES) -> Any:
         chunks.append(chunk)
     body = b"".join(chunks)
     try:
-        data = json.loads(body)
-    except RecursionError:
-        raise BadBody(f"body is not valid JSON: nested more than {MAX_DEPTH} levels deep") \
-            from None
+        # orjson is strict where json is lax: NaN/Infinity, integers past 64 bits and invalid
+        # UTF-8 are refused, as Go's decoder refuses them.
+        data = orjson.loads(body)
     except (ValueError, UnicodeDecodeError) as e:
+        if "depth limit" in str(e):   # orjson stops at 1,024 levels, far past ours
+            raise BadBody(f"body is not valid JSON: nested more than {MAX_DEPTH} levels "
+                          "deep") from None
         raise BadBody(f"body is not valid JSON: {e}") from None
     # Counting brackets is C-speed and bounds the depth; only bodies with many pay for the walk.
     if body.count(b"[") + body.count(b"{") > MAX_DEPTH and _too_deep(data, MAX_DEPTH):
         raise BadBody(f"body is not valid JSON: nested more than {MAX_DEPTH} levels deep")
     return data
-
-
-def _scale(score: float) -> int:
-    # Cluster.score is 0..100; the extender protocol wants 0..MaxExtenderPriority.
-    s = int(round(float(score) * MAX_EXTENDER_PRIORITY / 100.0))
-    return min(MAX_EXTENDER_PRIORITY, max(0, s))
 
 
 class Extender:
@@ -124,18 +137,10 @@ class Extender:
             unresolvable = {n: f"invalid request: {e}" for n in names}
             pod = None
         if pod is not None:
-            cluster = st.cluster
-            with st.lock:  # one native call for all nodes
-                codes, reasons = cluster.filter_nodes(pod, names)
-            for n, code, reason in zip(names, codes.tolist(), reasons):
-                if code == 0:
-                    passed.append(n)
-                elif code == 2:
-                    unresolvable[n] = reason
-                elif code == 1:
-                    failed[n] = reason
-                else:
-                    failed[n] = UNKNOWN_NODE
+            with st.lock:  # one native call for all nodes, answering in the protocol's terms
+                passed, failed, unresolvable, unknown = st.cluster.partition_nodes(pod, names)
+            for n in unknown:
+                failed[n] = UNKNOWN_NODE
         out: dict[str, Any] = {"Nodes": None, "NodeNames": None, "FailedNodes": failed,
                                "FailedAndUnresolvableNodes": unresolvable, "Error": ""}
         if items is None:
@@ -158,13 +163,8 @@ class Extender:
             pod = st.make_pod(pod_args)
         except ValueError:
             return [{"Host": n, "Score": 0} for n in names]
-        out = []
-        cluster, strategy = st.cluster, st.strategy
         with st.lock:  # the scheduler only sends nodes that passed every filter
-            scores = cluster.score_nodes(pod, names, strategy)
-        for n, score in zip(names, scores.tolist()):
-            out.append({"Host": n, "Score": 0 if score != score else _scale(score)})  # NaN: unknown
-        return out
+            return st.cluster.host_priorities(pod, names, st.strategy, MAX_EXTENDER_PRIORITY)
 
     # ---- bind --------------------------------------------------------------------------------
     async def bind(self, data: Any) -> dict[str, Any]:
@@ -289,52 +289,56 @@ class Extender:
 
 
 def create_app(state: ExtenderState, prefix: str = "",
-               max_body_bytes: int = MAX_BODY_BYTES) -> Starlette:
+               max_body_bytes: int = MAX_BODY_BYTES) -> ASGIApp:
     """The ASGI app. `prefix` is the path part of the scheduler's urlPrefix, e.g. "/gpufleet"."""
     prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
     ext = Extender(state)
     metrics = ExtenderMetrics(state)
 
-    Endpoint = Callable[[Request], Awaitable[Response]]
+    Endpoint = Callable[[Scope, Receive, Send], Awaitable[None]]
 
     def verb(fn: Callable[[Any], Any], error_status: int | None) -> Endpoint:
         # error_status None: the verb's result has an Error field (filter, bind), so bad input is
         # a 200 with Error; otherwise bad input is that HTTP status with a JSON error.
         name = fn.__name__
 
-        async def endpoint(request: Request) -> Response:
+        # A plain ASGI endpoint: the verbs are the hot path, and a framework's request and
+        # response objects cost as much as the 1,000-node filter itself.
+        async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
             state.count(name)
             try:
                 t0 = time.perf_counter()
-                data = protocol.body_object(await _read(request, max_body_bytes))
+                data = protocol.body_object(await _read(scope, receive, max_body_bytes))
                 result = fn(data)
                 if inspect.isawaitable(result):
                     result = await result
                 failed = isinstance(result, dict) and bool(result.get("Error"))
                 if failed:
                     state.count(f"{name}_errors")
-                response = _json(result)
+                body = orjson.dumps(result)
                 seconds = time.perf_counter() - t0
                 state.observe(name, seconds)
                 metrics.observe(name, "error" if failed else "ok", seconds)
-                return response
             except BadBody as e:
                 state.count(f"{name}_errors")
                 metrics.observe(name, "bad_request", None)
-                return _json({"Error": str(e)}, e.status)
+                return await _send_json(send, {"Error": str(e)}, e.status)
             except (ProtocolError, ConvertError, ValueError, KeyError, TypeError) as e:
                 state.count(f"{name}_errors")
                 metrics.observe(name, "bad_request", None)
                 msg = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
-                if error_status is None:
-                    return _json({"Error": msg})
-                return _json({"Error": msg}, error_status)
+                return await _send_json(send, {"Error": msg},
+                                        200 if error_status is None else error_status)
             except Exception as e:  # noqa: BLE001 - an extender must answer, not crash
                 state.count(f"{name}_errors")
                 metrics.observe(name, "internal", None)
                 log.exception("%s failed", name)
-                return _json({"Error": f"internal error: {type(e).__name__}: {e}"},
-                             200 if error_status is None else 500)
+                return await _send_json(send, {"Error": f"internal error: {type(e).__name__}: {e}"},
+                                        200 if error_status is None else 500)
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", b"application/json"),
+                                    (b"content-length", b"%d" % len(body))]})
+            await send({"type": "http.response.body", "body": body})
 
         return endpoint
 
@@ -357,16 +361,35 @@ def create_app(state: ExtenderState, prefix: str = "",
     async def state_view(request: Request) -> Response:
         return _json(state.usage())
 
-    routes = [
-        Route(f"{prefix}/filter", verb(ext.filter, None), methods=["POST"]),
-        Route(f"{prefix}/prioritize", verb(ext.prioritize, 400), methods=["POST"]),
-        Route(f"{prefix}/bind", verb(ext.bind, None), methods=["POST"]),
-        Route(f"{prefix}/preempt", verb(ext.preempt, 400), methods=["POST"]),
-        Route(f"{prefix}/release", verb(ext.release, None), methods=["POST"]),
-    ]
+    verbs = {f"{prefix}/{fn.__name__}": verb(fn, status) for fn, status in (
+        (ext.filter, None), (ext.prioritize, 400), (ext.bind, None), (ext.preempt, 400),
+        (ext.release, None))}
     reads = {"/healthz": healthz, "/readyz": readyz, "/metrics": metrics_view, "/state": state_view}
+    routes = []
     for base in ("", prefix) if prefix else ("",):
         routes += [Route(f"{base}{path}", view, methods=["GET"]) for path, view in reads.items()]
-    app = Starlette(routes=routes)
-    app.state.extender = state
-    return app
+    views = Starlette(routes=routes)
+    views.state.extender = state
+    return _VerbsFirst(verbs, views)
+
+
+class _VerbsFirst:
+    """POST verbs go straight to their endpoints; everything else to the Starlette app (GET
+    views, 404s, lifespan)."""
+
+    def __init__(self, verbs: dict[str, Callable[[Scope, Receive, Send], Awaitable[None]]],
+                 views: Starlette) -> None:
+        self.verbs = verbs
+        self.views = views
+        self.state = views.state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        endpoint = self.verbs.get(scope.get("path", "")) if scope["type"] == "http" else None
+        if endpoint is None:
+            return await self.views(scope, receive, send)
+        if scope["method"] != "POST":
+            await send({"type": "http.response.start", "status": 405,
+                        "headers": [(b"allow", b"POST"), (b"content-type", b"text/plain"),
+                                    (b"content-length", b"18")]})
+            return await send({"type": "http.response.body", "body": b"Method Not Allowed"})
+        return await endpoint(scope, receive, send)

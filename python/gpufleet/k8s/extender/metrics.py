@@ -36,11 +36,20 @@ class ExtenderMetrics:
                                  buckets=LATENCY_BUCKETS, registry=self.registry)
         self.binds = Counter("gpufleet_extender_binds", "Successful binds.", registry=self.registry)
         self.registry.register(_StateCollector(state))
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
+
+    def _child(self, metric: Any, *labels: str) -> Any:
+        # labels() validates and locks on every call; each labelled child is looked up once.
+        key = (id(metric), labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
 
     def observe(self, verb: str, outcome: str, seconds: float | None) -> None:
-        self.requests.labels(verb, outcome).inc()
+        self._child(self.requests, verb, outcome).inc()
         if seconds is not None:
-            self.latency.labels(verb).observe(seconds)
+            self._child(self.latency, verb).observe(seconds)
         if verb == "bind" and outcome == "ok":
             self.binds.inc()
 
