@@ -2,7 +2,10 @@
 #include <pybind11/pybind11.h>
 
 namespace gpufleet::bindings {
-void InitCore(pybind11::module_& m);
+void InitQuantity(pybind11::module_& m);
+void InitPod(pybind11::module_& m);
+void InitAllocation(pybind11::module_& m);
+void InitCluster(pybind11::module_& m);
 void InitEngine(pybind11::module_& m);
 void InitSim(pybind11::module_& m);
 void InitReplay(pybind11::module_& m);
@@ -11,7 +14,10 @@ void InitRegistry(pybind11::module_& m);
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "gpufleet native core";
-  gpufleet::bindings::InitCore(m);
+  gpufleet::bindings::InitQuantity(m);
+  gpufleet::bindings::InitPod(m);
+  gpufleet::bindings::InitAllocation(m);
+  gpufleet::bindings::InitCluster(m);
   gpufleet::bindings::InitEngine(m);
   gpufleet::bindings::InitSim(m);
   gpufleet::bindings::InitReplay(m);

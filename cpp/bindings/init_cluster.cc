@@ -1,4 +1,4 @@
-// Bindings for the core, accounting, placement and io areas: Pod, Cluster, Allocation.
+// Bindings for the cluster's accounting (Cluster) and its placement strategies.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -12,16 +12,17 @@
 #include <utility>
 
 #include "absl/strings/string_view.h"
-
-#include "gpufleet/placement/guarded_cluster.h"
 #include "gpufleet/core/quantity.h"
 #include "gpufleet/core/request_parser.h"
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/io/annotations.h"
 #include "gpufleet/io/snapshot.h"
 #include "gpufleet/io/spec_json.h"
+#include "gpufleet/placement/guarded_cluster.h"
 #include "gpufleet/placement/placer.h"
+#include "gpufleet/placement/strategy.h"
 #include "locking.h"
+#include "py_cluster_types.h"
 #include "py_json.h"
 #include "status_cast.h"
 
@@ -44,13 +45,6 @@ auto Asking(const GuardedCluster& c, const PlacementStrategy& st, F&& f) {
   RefuseReentry(c.lock(), kCluster);
   py::gil_scoped_release nogil;
   return c.ReadWith(st, std::forward<F>(f));
-}
-
-Pod PodFrom(const py::handle& obj) {
-  if (py::isinstance<Pod>(obj)) return obj.cast<Pod>();
-  if (py::isinstance<py::dict>(obj))
-    return Unwrap(PodFromJson(PyToJson(obj)));
-  throw py::type_error("pod must be a gpufleet.Pod or a dict in the scenario format");
 }
 
 // Views of a list of node-name strings, valid while the list lives (the GIL is held to read it,
@@ -76,16 +70,6 @@ absl::StatusOr<int> NodeIndex(const ClusterState& s, const std::string& name) {
   int i = s.FindNode(name);
   if (i < 0) return absl::NotFoundError("node " + name + " does not exist");
   return i;
-}
-
-// An allocation handed to Python carries a copy of its node so it can render annotations alone.
-struct PyAllocation {
-  Allocation allocation;
-  Node node;
-};
-
-PyAllocation Wrap(const ClusterState& s, const Allocation& a) {
-  return PyAllocation{a, s.node(s.FindNode(a.node))};
 }
 
 
@@ -162,48 +146,7 @@ struct Planned {
 
 }  // namespace
 
-void InitCore(py::module_& m) {
-  m.def("wire_keys",
-        [] {
-          return std::map<std::string, std::string>{
-              {"nvidia_gpu", kNvidiaGpu},
-              {"koord_gpu", kKoordGpu},
-              {"koord_gpu_core", kKoordGpuCore},
-              {"koord_gpu_memory", kKoordGpuMemory},
-              {"koord_gpu_memory_ratio", kKoordGpuMemoryRatio},
-              {"koord_gpu_shared", kKoordGpuShared},
-              {"koord_rdma", kKoordRdma},
-              {"koord_fpga", kKoordFpga},
-              {"aliyun_gpu_mem", kAliyunGpuMem},
-              {"device_allocated", kDeviceAllocatedAnnotation},
-              {"gpushare_idx", kGpushareIdx},
-              {"gpushare_pod", kGpusharePod},
-              {"gpushare_dev", kGpushareDev},
-              {"gpushare_assigned", kGpushareAssigned},
-              {"gpushare_assume_time", kGpushareAssumeTime},
-          };
-        },
-        "The Kubernetes resource and annotation names the core reads and writes, by short name "
-        "(gpufleet.k8s.keys holds the same names for Python).");
-  m.def("parse_quantity", [](const std::string& s) { return Unwrap(ParseQuantity(s)); },
-        py::arg("quantity"),
-        "Kubernetes quantity -> integer (bytes or count), rounded up like Kubernetes; ValueError "
-        "names what is wrong.");
-  m.def("parse_milli", [](const std::string& s) { return Unwrap(ParseMilli(s)); },
-        py::arg("quantity"), "Kubernetes quantity -> milli-units (cpu); ValueError if malformed.");
-  m.def("parse_quantity_exact", [](const std::string& s) { return Unwrap(ParseQuantityExact(s)); },
-        py::arg("quantity"),
-        "Kubernetes quantity -> its exact value as decimal text (\"1.5\", \"0.000000001\").");
-  m.def("parse_resource_quantity",
-        [](const std::string& resource, const std::string& s) {
-          return Unwrap(ParseResourceQuantity(resource, s));
-        },
-        py::arg("resource"), py::arg("quantity"),
-        "A resource's quantity in the core's unit: milli-cores for cpu, whole numbers only for "
-        "pods and extended resources (nvidia.com/gpu, koordinator.sh/*, aliyun.com/gpu-mem), "
-        "bytes rounded up otherwise.");
-  m.def("format_bytes", &FormatBytes, py::arg("bytes"),
-        "Bytes with the largest binary suffix that divides them exactly (\"80Gi\", \"81559Mi\").");
+void InitCluster(py::module_& m) {
   m.def("strategies", &StrategyNames, "Names of the registered placement strategies.");
   m.def("strategy_description",
         [](const std::string& n) { return Registry<PlacementStrategy>::Global().Description(n); },
@@ -211,125 +154,6 @@ void InitCore(py::module_& m) {
   m.def("registry_duplicates",
         [] { return Registry<PlacementStrategy>::Global().DuplicateNames(); });
 
-  py::class_<DeviceRequest>(m, "DeviceRequest",
-                             "What a pod asks of one device type: `count` devices (whole when `whole`), or a "
-                             "share of one: `core` percent of its compute, `memory_bytes` or `memory_ratio` "
-                             "percent of its memory. Read from Pod.devices.")
-      .def_readonly("type", &DeviceRequest::type, "Device type: gpu, rdma or fpga.")
-      .def_readonly("count", &DeviceRequest::count, "How many devices of this type.")
-      .def_readonly("core", &DeviceRequest::core, "Compute per device in percent (100 = a whole GPU).")
-      .def_readonly("memory_bytes", &DeviceRequest::memory_bytes, "Device memory per device in bytes (0 when asked as a ratio).")
-      .def_readonly("memory_ratio", &DeviceRequest::memory_ratio, "Device memory per device in percent of its capacity.")
-      .def_property_readonly("whole", &DeviceRequest::whole, "Whether whole devices are asked (no sharing).")
-      .def("__repr__", [](const DeviceRequest& r) {
-        return "DeviceRequest(type=" + r.type + ", count=" + std::to_string(r.count) +
-               ", core=" + std::to_string(r.core) + ", memory_bytes=" +
-               std::to_string(r.memory_bytes) + ", memory_ratio=" + std::to_string(r.memory_ratio) + ")";
-      });
-
-  py::class_<Pod>(m, "Pod",
-                   "A pod to place: its name (\"namespace/name\"), its requests as Kubernetes quantities "
-                   "(cpu, memory, nvidia.com/gpu, koordinator.sh/gpu-core, gpu-memory, gpu-memory-ratio, "
-                   "aliyun.com/gpu-mem, rdma, fpga), node selector, tolerations, allowed GPU models, "
-                   "topology scope and priority. The constructor raises ValueError naming a malformed "
-                   "quantity or an invalid combination.")
-      .def(py::init([](const std::string& name, py::dict requests, py::object node_selector,
-                       py::object tolerations, py::object gpu_models, const std::string& scope,
-                       int priority) {
-             py::dict spec;
-             spec["name"] = name;
-             spec["requests"] = requests;
-             if (!node_selector.is_none()) spec["node_selector"] = node_selector;
-             if (!tolerations.is_none()) spec["tolerations"] = tolerations;
-             if (!gpu_models.is_none()) spec["gpu_models"] = gpu_models;
-             spec["scope"] = scope;
-             spec["priority"] = priority;
-             return Unwrap(PodFromJson(PyToJson(spec)));
-           }),
-           py::arg("name"), py::arg("requests") = py::dict(), py::arg("node_selector") = py::none(),
-           py::arg("tolerations") = py::none(), py::arg("gpu_models") = py::none(),
-           py::arg("scope") = "none", py::arg("priority") = 0)
-      .def_static("from_dict", [](py::dict d) { return PodFrom(d); }, py::arg("spec"),
-                  "A pod from a scenario-format dict; ValueError names a bad field.")
-      .def_readonly("name", &Pod::name, "The pod key, \"namespace/name\".")
-      .def_readonly("cpu_milli", &Pod::cpu_milli, "CPU request in millicores.")
-      .def_readonly("memory_bytes", &Pod::memory_bytes, "Memory request in bytes.")
-      .def_readonly("devices", &Pod::devices, "Device requests, a list of DeviceRequest (one per device type).")
-      .def_readonly("priority", &Pod::priority, "Scheduling priority; higher may preempt lower.")
-      .def_readonly("gpu_models", &Pod::gpu_models, "GPU models the pod accepts (empty: any).")
-      .def_property_readonly("scope", [](const Pod& p) { return TopologyScopeName(p.scope); },
-                             "Topology scope the devices must share: none, pcie, numa or node.")
-      .def_property_readonly("gpu_share", &Pod::GpuShare, "Whether the pod asks for a share of one GPU rather than whole GPUs.")
-      .def("__repr__", [](const Pod& p) { return "Pod(" + p.name + ")"; });
-
-  py::class_<FitResult>(m, "FitResult",
-                         "Whether a pod fits a node: `code` is Ok, Unschedulable (it may fit once pods "
-                         "leave) or UnschedulableAndUnresolvable (it never will), with the `reason`. "
-                         "True when it fits.")
-      .def_property_readonly("code", [](const FitResult& f) { return FitCodeName(f.code); },
-                             "Ok, Unschedulable or UnschedulableAndUnresolvable.")
-      .def_readonly("reason", &FitResult::reason, "Why the pod does not fit (empty when it does).")
-      .def_property_readonly("ok", &FitResult::ok, "True when the pod fits.")
-      .def("__bool__", &FitResult::ok)
-      .def("__repr__", [](const FitResult& f) {
-        return std::string("FitResult(") + FitCodeName(f.code) +
-               (f.reason.empty() ? "" : ", " + f.reason) + ")";
-      });
-
-  py::class_<DeviceGrant>(m, "DeviceGrant",
-                           "One device given to an allocation: its type and minor number, the compute "
-                           "percent (`core`, 100 for a whole GPU) and the memory in bytes it holds.")
-      .def_readonly("type", &DeviceGrant::type, "Device type: gpu, rdma or fpga.")
-      .def_readonly("minor", &DeviceGrant::minor, "The device minor number on its node.")
-      .def_readonly("core", &DeviceGrant::core, "Compute held, in percent of the device (100 = whole).")
-      .def_readonly("memory_bytes", &DeviceGrant::memory_bytes, "Device memory held, in bytes.")
-      .def("__repr__", [](const DeviceGrant& g) {
-        return "DeviceGrant(" + g.type + " " + std::to_string(g.minor) + ", core=" +
-               std::to_string(g.core) + ", memory=" + FormatBytes(g.memory_bytes) + ")";
-      });
-
-  py::class_<PyAllocation>(m, "Allocation",
-                            "The devices, CPU (millicores) and memory (bytes) a pod holds on a node, "
-                            "Reserved (between reserve and commit) or Bound. Renders the pod annotations "
-                            "that record it, from which Cluster.restore rebuilds the state.")
-      .def_property_readonly("pod", [](const PyAllocation& a) { return a.allocation.pod; }, "The pod key, \"namespace/name\".")
-      .def_property_readonly("node", [](const PyAllocation& a) { return a.allocation.node; }, "The node it is on.")
-      .def_property_readonly("cpu_milli", [](const PyAllocation& a) { return a.allocation.cpu_milli; },
-                             "CPU held, in millicores.")
-      .def_property_readonly("memory_bytes",
-                             [](const PyAllocation& a) { return a.allocation.memory_bytes; }, "Memory held, in bytes.")
-      .def_property_readonly("devices", [](const PyAllocation& a) { return a.allocation.devices; },
-                             "The devices held, a list of DeviceGrant.")
-      .def_property_readonly("state", [](const PyAllocation& a) {
-        return a.allocation.state == AllocationState::kBound ? "Bound" : "Reserved";
-      }, "Reserved (bind in flight) or Bound.")
-      .def_property_readonly("assume_time_ns",
-                             [](const PyAllocation& a) { return a.allocation.assume_time_ns; },
-                             "When it was reserved, in nanoseconds since the Unix epoch (gpushare's ASSUME_TIME).")
-      .def("annotations",
-           [](const PyAllocation& a, bool gpushare, int64_t unit_bytes) {
-             return AllocationAnnotations(a.allocation, a.node, gpushare, unit_bytes);
-           },
-           py::arg("gpushare") = false, py::arg("unit_bytes") = int64_t{1} << 20,
-           "Pod annotations recording this allocation (Koordinator's, and gpushare's if asked).")
-      .def("device_allocated",
-           [](const PyAllocation& a) { return JsonToPy(Json::parse(DeviceAllocatedJson(a.allocation, a.node))); },
-           "The Koordinator device-allocated annotation as a dict.")
-      .def("__repr__", [](const PyAllocation& a) {
-        std::string s = "Allocation(" + a.allocation.pod + " -> " + a.allocation.node;
-        for (const auto& g : a.allocation.devices)
-          s += ", " + g.type + std::to_string(g.minor) + ":" + std::to_string(g.core) + "%/" +
-               FormatBytes(g.memory_bytes);
-        return s + ")";
-      });
-
-  py::class_<PlaceResult>(m, "PlaceResult")
-      .def_readonly("placed", &PlaceResult::placed)
-      .def_readonly("reason", &PlaceResult::reason)
-      .def("__bool__", [](const PlaceResult& r) { return r.placed; });
-
-  // Every method takes the cluster's lock with the GIL released (locking.h): readers share it,
-  // anything that changes the state or a strategy's memo/generator holds it alone.
   py::class_<GuardedCluster>(m, "Cluster",
                               "The cluster's accounting: nodes, their devices and the allocations that "
                               "hold them. Filter, score and place pods; reserve, commit, release; snapshot "
