@@ -93,11 +93,14 @@ def handler(args: argparse.Namespace) -> int:
         print(f"gpufleet deviceplugin: {e}", file=sys.stderr)
         return 2
     if args.metrics_listen:
-        from gpufleet.k8s.extender.server import parse_listen
+        from gpufleet.k8s.listen import parse_listen
         try:
-            host, port = parse_listen(args.metrics_listen)
+            host, port = parse_listen(args.metrics_listen, "--metrics-listen")
             server.enable_metrics().serve(host, port)
-        except (OSError, ValueError) as e:
+        except ValueError as e:   # names the option itself
+            print(f"gpufleet deviceplugin: {e}", file=sys.stderr)
+            return 2
+        except OSError as e:
             print(f"gpufleet deviceplugin: --metrics-listen: {e}", file=sys.stderr)
             return 2
     stop = threading.Event()

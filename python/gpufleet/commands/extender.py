@@ -36,10 +36,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def handler(args: argparse.Namespace) -> int:
     logs.configure(args.log_level, args.log_format)
     from gpufleet.k8s.extender import server, state
+    from gpufleet.k8s.listen import parse_listen
 
     watcher = None
     try:
-        host, port = server.parse_listen(args.listen)
+        host, port = parse_listen(args.listen)
         if args.journal and args.kube:
             raise ValueError("--journal goes with --state; with --kube the pods' annotations "
                              "are the record")

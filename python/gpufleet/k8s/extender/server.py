@@ -10,14 +10,6 @@ from .app import MAX_BODY_BYTES, create_app
 from .state import ExtenderState
 
 
-def parse_listen(listen: str) -> tuple[str, int]:
-    """"HOST:PORT" (or ":PORT", or "[::1]:PORT") -> (host, port)."""
-    host, sep, port = listen.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"--listen {listen!r}: expected HOST:PORT")
-    return host.strip("[]") or "127.0.0.1", int(port)
-
-
 def make_server(state: ExtenderState, host: str = "127.0.0.1", port: int = 0,
                 prefix: str = "", log_level: str = "warning",
                 max_body_bytes: int = MAX_BODY_BYTES, **uvicorn_kwargs: Any) -> Any:
