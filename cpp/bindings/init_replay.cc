@@ -4,6 +4,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <limits>
+#include <string>
+#include <vector>
+
 #include "gpufleet/placement/guarded_cluster.h"
 #include "gpufleet/sim/openb_replay.h"
 #include "py_json.h"
@@ -28,27 +32,45 @@ void CheckLength(const std::vector<T>& v, size_t n, const char* table, const cha
                           std::to_string(v.size()) + " rows, expected " + std::to_string(n));
 }
 
+// A count column as the replay stores it (int): a value past int's range is a ValueError naming
+// the row, not pybind11's TypeError for the whole call.
+std::vector<int> IntColumn(const std::vector<int64_t>& v, const std::vector<std::string>& names,
+                           const char* table, const char* column) {
+  std::vector<int> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i] < std::numeric_limits<int>::min() || v[i] > std::numeric_limits<int>::max())
+      throw py::value_error(std::string(table) + " row " + std::to_string(i) + " (" +
+                            (i < names.size() ? names[i] : std::string("?")) + "): " + column +
+                            " " + std::to_string(v[i]) + " is out of range");
+    out[i] = static_cast<int>(v[i]);
+  }
+  return out;
+}
+
 }  // namespace
 
 void InitReplay(py::module_& m) {
   m.def(
       "_replay_openb",
       [](const std::vector<std::string>& node_name, const std::vector<int64_t>& node_cpu,
-         const std::vector<int64_t>& node_memory, const std::vector<int>& node_gpus,
+         const std::vector<int64_t>& node_memory, const std::vector<int64_t>& node_gpus64,
          const std::vector<std::string>& node_model, const std::vector<std::string>& pod_name,
          const std::vector<int64_t>& pod_cpu, const std::vector<int64_t>& pod_memory,
-         const std::vector<int>& pod_gpus, const std::vector<int>& pod_milli,
+         const std::vector<int64_t>& pod_gpus64, const std::vector<int64_t>& pod_milli64,
          const std::vector<std::vector<std::string>>& pod_spec, const std::string& policy,
          py::object params, uint64_t seed, double stop_at, double coverage, bool random_ties) {
         const size_t nn = node_name.size(), np = pod_name.size();
         CheckLength(node_cpu, nn, "nodes", "cpu_milli");
         CheckLength(node_memory, nn, "nodes", "memory_mib");
-        CheckLength(node_gpus, nn, "nodes", "num_gpu");
+        CheckLength(node_gpus64, nn, "nodes", "num_gpu");
         CheckLength(node_model, nn, "nodes", "model");
         CheckLength(pod_cpu, np, "pods", "cpu_milli");
         CheckLength(pod_memory, np, "pods", "memory_mib");
-        CheckLength(pod_gpus, np, "pods", "num_gpu");
-        CheckLength(pod_milli, np, "pods", "gpu_milli");
+        CheckLength(pod_gpus64, np, "pods", "num_gpu");
+        CheckLength(pod_milli64, np, "pods", "gpu_milli");
+        const std::vector<int> node_gpus = IntColumn(node_gpus64, node_name, "nodes", "num_gpu");
+        const std::vector<int> pod_gpus = IntColumn(pod_gpus64, pod_name, "pods", "num_gpu");
+        const std::vector<int> pod_milli = IntColumn(pod_milli64, pod_name, "pods", "gpu_milli");
         CheckLength(pod_spec, np, "pods", "gpu_spec");
         std::vector<OpenbNode> nodes(nn);
         for (size_t i = 0; i < nn; ++i)

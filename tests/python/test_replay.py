@@ -101,6 +101,14 @@ def test_bad_input_is_an_error_naming_the_row(small):
         replay.replay_openb(nodes.drop(columns=["model"]), pods)
     with pytest.raises(ValueError, match="stop_at"):
         replay.replay_openb(nodes, pods, stop_at=0)
+    huge = pods.copy()
+    huge.loc[5, "num_gpu"] = 1 << 40   # past a 32-bit count: named, not a TypeError
+    with pytest.raises(ValueError, match=r"pods row 5 \(synth-pod-0005\): num_gpu 1099511627776 is out of range"):
+        replay.replay_openb(nodes, huge)
+    huge_nodes = nodes.copy()
+    huge_nodes.loc[0, "num_gpu"] = -(1 << 40)
+    with pytest.raises(ValueError, match=r"nodes row 0 \(.*\): num_gpu -1099511627776 is out of range"):
+        replay.replay_openb(huge_nodes, pods)
 
 
 def test_plot_draws_one_curve_per_policy(small):
