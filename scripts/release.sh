@@ -7,8 +7,8 @@
 #      manylinux list (libc, libm, libstdc++, libgcc_s, ...), nothing else;
 #   4. the sdist, with a check that it holds the sources a build needs;
 #   5. a fresh virtual environment outside the repository, the wheel installed there from the
-#      registry's dependencies, the quickstart run, and a check that the Abseil the process loaded
-#      is the wheel's own copy.
+#      registry's dependencies, the quickstart run, and a check that the Abseil and COIN-OR CLP
+#      libraries the process loaded are the wheel's own copies.
 # Output in dist/. scripts/test.sh runs it; docs/release.md has the release steps around it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,8 +34,11 @@ echo "release: shared libraries the wheel needs"
 import re, subprocess, sys, tempfile, zipfile
 from pathlib import Path
 # The libraries every manylinux system provides (PEP 600 and auditwheel's policy).
+# libz.so.1 is on auditwheel's list for every manylinux tag (so repair never bundles it); COIN-OR
+# CoinUtils needs it.
 ALLOWED = {"libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1", "libpthread.so.0",
-           "libdl.so.2", "librt.so.1", "ld-linux-x86-64.so.2", "libutil.so.1", "libresolv.so.2"}
+           "libdl.so.2", "librt.so.1", "ld-linux-x86-64.so.2", "libutil.so.1", "libresolv.so.2",
+           "libz.so.1"}
 wheel = sys.argv[1]
 with tempfile.TemporaryDirectory() as tmp:
     zipfile.ZipFile(wheel).extractall(tmp)
@@ -83,8 +86,11 @@ maps = Path("/proc/self/maps").read_text().split("\n")
 absl = sorted({line.split()[-1] for line in maps if "libabsl" in line})
 outside = [p for p in absl if "gpufleet.libs" not in p]
 assert absl and not outside, f"Abseil loaded from outside the wheel: {outside}"
+coin = sorted({line.split()[-1] for line in maps if "libClp" in line or "libCoinUtils" in line})
+outside = [p for p in coin if "gpufleet.libs" not in p]
+assert len(coin) == 2 and not outside, f"COIN-OR CLP loaded from outside the wheel: {coin}"
 assert "site-packages" in gpufleet.__file__ and "/python/gpufleet" not in gpufleet.__file__
 print(f"release: quickstart ran from {Path(gpufleet.__file__).parent}, "
-      f"{len(absl)} Abseil libraries from the wheel")
+      f"{len(absl)} Abseil and {len(coin)} COIN-OR libraries from the wheel")
 PYEOF
 )

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs whatever is missing for gpufleet on a Debian/Ubuntu machine, and nothing twice:
-#   1. system packages (compiler, Abseil, GoogleTest, Google Benchmark, nlohmann-json) when root;
+#   1. system packages (compiler, Abseil, GoogleTest, Google Benchmark, nlohmann-json, COIN-OR CLP)
+#      when root;
 #   2. a virtual environment in .venv with the Python build and test dependencies;
 #   3. gpufleet itself, editable, compiled by scikit-build-core (incremental after the first time).
 set -euo pipefail
@@ -8,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 need_apt=()
 command -v g++ >/dev/null 2>&1 || need_apt+=(g++ make)
-for pkg in libabsl-dev libgtest-dev libbenchmark-dev nlohmann-json3-dev; do
+for pkg in libabsl-dev libgtest-dev libbenchmark-dev nlohmann-json3-dev coinor-libclp-dev; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 # The fuzz step of scripts/test.sh (GPUFLEET_BUILD_TESTS=ON) needs clang with its libFuzzer and

@@ -7,6 +7,7 @@
 
 #include "bindings/py_json.h"
 #include "bindings/status_cast.h"
+#include "gpufleet/policies/lp_solver.h"
 #include "gpufleet/sim/simulator.h"
 
 namespace py = pybind11;
@@ -154,6 +155,23 @@ void InitSim(py::module_& m) {
         py::arg("record_timeseries") = true,
         py::arg("progress") = py::none(), py::arg("placement") = "binpack",
         "Runs the job-time simulator; see gpufleet.sim.simulate for the friendly wrapper.");
+  // The LP solver gavel-lp uses, exposed so tests can cross-check it against another solver.
+  m.def("maximize_lp",
+        [](const std::vector<std::vector<double>>& a, const std::vector<double>& b,
+           const std::vector<double>& c, int max_iterations) {
+          absl::StatusOr<jobtime::LpSolution> r;
+          {
+            py::gil_scoped_release release;
+            r = jobtime::MaximizeLp(a, b, c, max_iterations);
+          }
+          jobtime::LpSolution s = Unwrap(std::move(r));
+          return std::make_pair(s.objective, py::array_t<double>(s.x.size(), s.x.data()));
+        },
+        py::arg("a"), py::arg("b"), py::arg("c"), py::arg("max_iterations") = 100000,
+        "Maximises c.x subject to a x <= b, x >= 0 with COIN-OR CLP (the solver behind gavel-lp); "
+        "`a` is a list of rows (or a 2-D array). Returns (objective, x). ValueError for bad "
+        "shapes, non-finite or too large entries, and infeasible or unbounded LPs; RuntimeError "
+        "when max_iterations is reached.");
 }
 
 }  // namespace gpufleet::bindings

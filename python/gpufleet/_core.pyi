@@ -6,29 +6,47 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Allocation', 'Cluster', 'DeviceGrant', 'DeviceRequest', 'EngineScheduler', 'FitResult', 'PlaceResult', 'Pod', 'engine_action_description', 'engine_actions', 'engine_check_config', 'engine_default_config', 'engine_plugin_description', 'engine_plugins', 'engine_registry_duplicates', 'format_bytes', 'parse_milli', 'parse_quantity', 'parse_quantity_exact', 'parse_resource_quantity', 'registry_duplicates', 'registry_metadata', 'sim_check_policy', 'sim_policy_description', 'sim_policy_names', 'sim_run', 'strategies', 'strategy_description', 'water_fill', 'wire_keys']
+__all__: list[str] = ['Allocation', 'Cluster', 'DeviceGrant', 'DeviceRequest', 'EngineScheduler', 'FitResult', 'PlaceResult', 'Pod', 'engine_action_description', 'engine_actions', 'engine_check_config', 'engine_default_config', 'engine_plugin_description', 'engine_plugins', 'engine_registry_duplicates', 'format_bytes', 'maximize_lp', 'parse_milli', 'parse_quantity', 'parse_quantity_exact', 'parse_resource_quantity', 'registry_duplicates', 'registry_metadata', 'sim_check_policy', 'sim_policy_description', 'sim_policy_names', 'sim_run', 'strategies', 'strategy_description', 'water_fill', 'wire_keys']
 class DeviceRequest:
+    """
+    What a pod asks of one device type: `count` devices (whole when `whole`), or a share of one: `core` percent of its compute, `memory_bytes` or `memory_ratio` percent of its memory. Read from Pod.devices.
+    """
     def __repr__(self) -> str:
         ...
     @property
     def core(self) -> int:
-        ...
+        """
+        Compute per device in percent (100 = a whole GPU).
+        """
     @property
     def count(self) -> int:
-        ...
+        """
+        How many devices of this type.
+        """
     @property
     def memory_bytes(self) -> int:
-        ...
+        """
+        Device memory per device in bytes (0 when asked as a ratio).
+        """
     @property
     def memory_ratio(self) -> int:
-        ...
+        """
+        Device memory per device in percent of its capacity.
+        """
     @property
     def type(self) -> str:
-        ...
+        """
+        Device type: gpu, rdma or fpga.
+        """
     @property
     def whole(self) -> bool:
-        ...
+        """
+        Whether whole devices are asked (no sharing).
+        """
 class Pod:
+    """
+    A pod to place: its name ("namespace/name"), its requests as Kubernetes quantities (cpu, memory, nvidia.com/gpu, koordinator.sh/gpu-core, gpu-memory, gpu-memory-ratio, aliyun.com/gpu-mem, rdma, fpga), node selector, tolerations, allowed GPU models, topology scope and priority. The constructor raises ValueError naming a malformed quantity or an invalid combination.
+    """
     @staticmethod
     def from_dict(spec: dict) -> Pod:
         """
@@ -40,58 +58,97 @@ class Pod:
         ...
     @property
     def cpu_milli(self) -> int:
-        ...
+        """
+        CPU request in millicores.
+        """
     @property
     def devices(self) -> list[DeviceRequest]:
-        ...
+        """
+        Device requests, a list of DeviceRequest (one per device type).
+        """
     @property
     def gpu_models(self) -> list[str]:
-        ...
+        """
+        GPU models the pod accepts (empty: any).
+        """
     @property
     def gpu_share(self) -> float:
-        ...
+        """
+        Whether the pod asks for a share of one GPU rather than whole GPUs.
+        """
     @property
     def memory_bytes(self) -> int:
-        ...
+        """
+        Memory request in bytes.
+        """
     @property
     def name(self) -> str:
-        ...
+        """
+        The pod key, "namespace/name".
+        """
     @property
     def priority(self) -> int:
-        ...
+        """
+        Scheduling priority; higher may preempt lower.
+        """
     @property
     def scope(self) -> str:
-        ...
+        """
+        Topology scope the devices must share: none, pcie, numa or node.
+        """
 class FitResult:
+    """
+    Whether a pod fits a node: `code` is Ok, Unschedulable (it may fit once pods leave) or UnschedulableAndUnresolvable (it never will), with the `reason`. True when it fits.
+    """
     def __bool__(self) -> bool:
         ...
     def __repr__(self) -> str:
         ...
     @property
     def code(self) -> str:
-        ...
+        """
+        Ok, Unschedulable or UnschedulableAndUnresolvable.
+        """
     @property
     def ok(self) -> bool:
-        ...
+        """
+        True when the pod fits.
+        """
     @property
     def reason(self) -> str:
-        ...
+        """
+        Why the pod does not fit (empty when it does).
+        """
 class DeviceGrant:
+    """
+    One device given to an allocation: its type and minor number, the compute percent (`core`, 100 for a whole GPU) and the memory in bytes it holds.
+    """
     def __repr__(self) -> str:
         ...
     @property
     def core(self) -> int:
-        ...
+        """
+        Compute held, in percent of the device (100 = whole).
+        """
     @property
     def memory_bytes(self) -> int:
-        ...
+        """
+        Device memory held, in bytes.
+        """
     @property
     def minor(self) -> int:
-        ...
+        """
+        The device minor number on its node.
+        """
     @property
     def type(self) -> str:
-        ...
+        """
+        Device type: gpu, rdma or fpga.
+        """
 class Allocation:
+    """
+    The devices, CPU (millicores) and memory (bytes) a pod holds on a node, Reserved (between reserve and commit) or Bound. Renders the pod annotations that record it, from which Cluster.restore rebuilds the state.
+    """
     def __repr__(self) -> str:
         ...
     def annotations(self, gpushare: bool = False, unit_bytes: typing.SupportsInt | typing.SupportsIndex = 1048576) -> dict[str, str]:
@@ -104,25 +161,39 @@ class Allocation:
         """
     @property
     def assume_time_ns(self) -> int:
-        ...
+        """
+        When it was reserved, in nanoseconds since the Unix epoch (gpushare's ASSUME_TIME).
+        """
     @property
     def cpu_milli(self) -> int:
-        ...
+        """
+        CPU held, in millicores.
+        """
     @property
     def devices(self) -> list[DeviceGrant]:
-        ...
+        """
+        The devices held, a list of DeviceGrant.
+        """
     @property
     def memory_bytes(self) -> int:
-        ...
+        """
+        Memory held, in bytes.
+        """
     @property
     def node(self) -> str:
-        ...
+        """
+        The node it is on.
+        """
     @property
     def pod(self) -> str:
-        ...
+        """
+        The pod key, "namespace/name".
+        """
     @property
     def state(self) -> str:
-        ...
+        """
+        Reserved (bind in flight) or Bound.
+        """
 class PlaceResult:
     def __bool__(self) -> bool:
         ...
@@ -133,6 +204,9 @@ class PlaceResult:
     def reason(self) -> str:
         ...
 class Cluster:
+    """
+    The cluster's accounting: nodes, their devices and the allocations that hold them. Filter, score and place pods; reserve, commit, release; snapshot and restore. Safe to call from many threads: readers share a lock, changes hold it alone, and no change ever over-commits a device.
+    """
     __hash__: typing.ClassVar[None] = None
     @staticmethod
     def restore(snapshot: str) -> Cluster:
@@ -152,9 +226,13 @@ class Cluster:
         The pod's Allocation, or None.
         """
     def allocations(self) -> list[Allocation]:
-        ...
+        """
+        Every allocation held (Reserved and Bound), as a list of Allocation.
+        """
     def check_invariants(self) -> None:
-        ...
+        """
+        Check that every device's usage equals the sum of the allocations on it and stays within its capacity; RuntimeError naming the first broken rule.
+        """
     def commit(self, pod: str) -> None:
         """
         Reserved -> bound; KeyError if the pod holds no allocation.
@@ -168,7 +246,9 @@ class Cluster:
         Per-device arrays (node index, minor, type, model, health, capacities, usage) and the node names the node index refers to, read at one instant. With copy=False, core_used/memory_used are read-only zero-copy views of the core's live buffers: they follow later placements (not a consistent snapshot while other threads place) until a node is added or removed. copy=True returns private copies taken with the metadata under one lock.
         """
     def filter(self, pod: typing.Any, node: str) -> FitResult:
-        ...
+        """
+        Whether the pod fits the node now (selector, taints, CPU, memory, pod count and each device): a FitResult with the reason when it does not. KeyError for an unknown node.
+        """
     def filter_nodes(self, pod: typing.Any, nodes: collections.abc.Sequence[str]) -> tuple[numpy.typing.NDArray[numpy.int8], list[str]]:
         """
         Filter many nodes in one native call: (codes, reasons). Codes: 0 Ok, 1 Unschedulable, 2 UnschedulableAndUnresolvable, -1 unknown node.
@@ -177,12 +257,24 @@ class Cluster:
         """
         Whether a node of that name exists.
         """
+    def host_priorities(self, pod: typing.Any, nodes: list, strategy: str = 'binpack', max_priority: typing.SupportsInt | typing.SupportsIndex = 10) -> list:
+        """
+        The extender's prioritize in one native call: [{'Host': name, 'Score': s}] with s the node's score scaled from [0, 100] to [0, max_priority] (rounded half to even); 0 for a node this cluster does not have. Raises TypeError for an entry that is not a string, ValueError for an unknown strategy or max_priority < 1.
+        """
     def node(self, name: str) -> typing.Any:
         """
         The node's spec as a dict; KeyError if absent.
         """
     def node_names(self) -> list[str]:
-        ...
+        """
+        The node names, in the order they were added.
+        """
+    def partition_nodes(self, pod: typing.Any, nodes: list) -> tuple[list, dict, dict, list]:
+        """
+        The extender's filter in one native call: (passed, failed, unresolvable, unknown).
+        
+        `nodes` is a list of node names. `passed` lists the nodes that fit, in the given order; `failed` maps a node that does not fit now to the reason (preemption may help); `unresolvable` maps a node that can never fit to the reason; `unknown` lists names this cluster does not have. Raises TypeError naming the first entry that is not a string.
+        """
     def place(self, pod: typing.Any, strategy: str = 'binpack', commit: bool = True, nodes: typing.Any = None) -> tuple:
         """
         Filter, score and bind the best node. Returns (Allocation, '') or (None, reason).
@@ -204,19 +296,25 @@ class Cluster:
         Remove a node; KeyError if absent, ValueError while pods hold it.
         """
     def reserve(self, pod: typing.Any, node: str, strategy: str = 'binpack') -> Allocation:
-        ...
+        """
+        Hold the devices, CPU and memory the strategy picks on the node for the pod (state Reserved) and return the Allocation; commit() binds it, unreserve() gives it back. ValueError when the pod does not fit or already holds an allocation, KeyError for an unknown node; the state is unchanged on error.
+        """
     def restore_allocation(self, pod: typing.Any, node: str, annotations: collections.abc.Mapping[str, str], unit_bytes: typing.SupportsInt | typing.SupportsIndex = 1048576) -> Allocation:
         """
         Rebuild a bound pod's allocation from its annotations (after a restart).
         """
     def score(self, pod: typing.Any, node: str, strategy: str = 'binpack') -> float:
-        ...
+        """
+        The strategy's score for placing the pod on the node, in [0, 100] (higher is better). KeyError for an unknown node or strategy.
+        """
     def score_nodes(self, pod: typing.Any, nodes: collections.abc.Sequence[str], strategy: str = 'binpack') -> numpy.typing.NDArray[numpy.float64]:
         """
         Scores in [0, 100] for many nodes in one native call; NaN for an unknown node.
         """
     def set_device_health(self, node: str, minor: typing.SupportsInt | typing.SupportsIndex, healthy: bool, type: str = 'gpu') -> None:
-        ...
+        """
+        Mark one device (by node, type and minor) healthy or not; an unhealthy device takes no new pods, and pods already on it keep their allocation. KeyError for an unknown node or device.
+        """
     def snapshot(self) -> str:
         """
         The state as JSON text, taken at one instant (no call on this cluster interleaves).
@@ -227,10 +325,14 @@ class Cluster:
         """
     @property
     def num_devices(self) -> int:
-        ...
+        """
+        How many devices (GPUs, RDMA NICs, FPGAs) all nodes have together.
+        """
     @property
     def num_nodes(self) -> int:
-        ...
+        """
+        How many nodes the cluster has.
+        """
 class EngineScheduler:
     def __init__(self, config: typing.Any = None) -> None:
         ...
@@ -334,6 +436,10 @@ def engine_registry_duplicates() -> list[str]:
 def format_bytes(bytes: typing.SupportsInt | typing.SupportsIndex) -> str:
     """
     Bytes with the largest binary suffix that divides them exactly ("80Gi", "81559Mi").
+    """
+def maximize_lp(a: collections.abc.Sequence[collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]], b: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], c: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], max_iterations: typing.SupportsInt | typing.SupportsIndex = 100000) -> tuple[float, numpy.typing.NDArray[numpy.float64]]:
+    """
+    Maximises c.x subject to a x <= b, x >= 0 with COIN-OR CLP (the solver behind gavel-lp); `a` is a list of rows (or a 2-D array). Returns (objective, x). ValueError for bad shapes, non-finite or too large entries, and infeasible or unbounded LPs; RuntimeError when max_iterations is reached.
     """
 def parse_milli(quantity: str) -> int:
     """

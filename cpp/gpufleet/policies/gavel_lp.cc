@@ -20,7 +20,7 @@
 
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/policies/gavel_lp.h"
-#include "gpufleet/policies/lp_simplex.h"
+#include "gpufleet/policies/lp_solver.h"
 #include "gpufleet/policies/job_time_policy.h"
 
 namespace gpufleet::jobtime {

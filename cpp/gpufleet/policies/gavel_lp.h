@@ -25,7 +25,7 @@ struct MaxMinShares {
 //                   sum_j x_kj <= 1,  sum_k jobs_k * gpus_k * x_kj <= capacity_j,  x >= 0,
 // where equal_k is the class's throughput under an equal share of the cluster: time share
 // min(1, G / (all jobs x gpus_k)) spread over the models by their GPU counts. InvalidArgument
-// for classes whose speeds do not match the models or an empty problem; the simplex's errors
+// for classes whose speeds do not match the models or an empty problem; the LP solver's errors
 // otherwise.
 absl::StatusOr<MaxMinShares> SolveMaxMinShares(const std::vector<ShareClass>& classes,
                                const std::vector<int>& capacity);
