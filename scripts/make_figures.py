@@ -53,6 +53,14 @@ def _source(fig, text: str) -> None:
     fig.text(0.01, 0.01, text, fontsize=7.5, color="0.35", ha="left", va="bottom")
 
 
+def _save(fig, path: Path) -> Path:
+    """Lay out (leaving room for the source line), write at DPI and close."""
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
 def policy_jct(data: Path, out: Path) -> Path:
     """Average JCT per job-time policy (bars, hours) and the JCT CDFs (log time axis)."""
     import gpufleet.traces as T
@@ -84,11 +92,7 @@ def policy_jct(data: Path, out: Path) -> Path:
                  "48 V100, 30 s restore delay", fontsize=11)
     _source(fig, "Data: Gavel (Narayanan et al., OSDI 2020), github.com/stanford-futuredata/gavel: "
                  "msr trace and measured throughputs. Simulated with gpufleet.sim.simulate.")
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
-    path = out / "policy_jct.png"
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
-    return path
+    return _save(fig, out / "policy_jct.png")
 
 
 def openb_alloc(data: Path, out: Path, seed: int = 0) -> Path:
@@ -121,11 +125,7 @@ def openb_alloc(data: Path, out: Path, seed: int = 0) -> Path:
     ax.legend(fontsize=8, loc="lower right")
     _source(fig, "Data: Alibaba cluster-trace-gpu-v2023, github.com/alibaba/clusterdata (Weng et al., "
                  "USENIX ATC 2023). Replayed with gpufleet.replay.replay_openb.")
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
-    path = out / "openb_alloc.png"
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
-    return path
+    return _save(fig, out / "openb_alloc.png")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -51,13 +51,16 @@ def _json(data: Any, status: int = 200) -> Response:
     return Response(orjson.dumps(data), status_code=status, media_type="application/json")
 
 
-async def _send_json(send: Send, data: Any, status: int = 200) -> None:
-    # orjson: the 1,000-node answers are encoded in C, about ten times faster than json.dumps.
-    body = orjson.dumps(data)
+async def _send_body(send: Send, body: bytes, status: int = 200) -> None:
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"),
                             (b"content-length", b"%d" % len(body))]})
     await send({"type": "http.response.body", "body": body})
+
+
+async def _send_json(send: Send, data: Any, status: int = 200) -> None:
+    # orjson: the 1,000-node answers are encoded in C, about ten times faster than json.dumps.
+    await _send_body(send, orjson.dumps(data), status)
 
 
 def _too_deep(value: Any, limit: int) -> bool:
@@ -335,10 +338,7 @@ def create_app(state: ExtenderState, prefix: str = "",
                 log.exception("%s failed", name)
                 return await _send_json(send, {"Error": f"internal error: {type(e).__name__}: {e}"},
                                         200 if error_status is None else 500)
-            await send({"type": "http.response.start", "status": 200,
-                        "headers": [(b"content-type", b"application/json"),
-                                    (b"content-length", b"%d" % len(body))]})
-            await send({"type": "http.response.body", "body": body})
+            await _send_body(send, body)
 
         return endpoint
 
