@@ -197,7 +197,8 @@ def test_writers_on_their_own_nodes_equal_a_serial_replay(strategy):
 
 def test_readers_only_see_states_the_writer_passed_through():
     """One writer places and releases; 5 readers take snapshot (and restore it), allocations,
-    copy, device_usage(copy=True), filter and filter_nodes meanwhile. Every state a reader sees is
+    copy, device_usage(copy=True), filter, filter_nodes, partition_nodes and host_priorities
+    meanwhile. Every state a reader sees is
     one of the states a serial run of the writer passes through, in order."""
     rounds = 100
     batches = [[pod(f"w{r}-{k}", k + r) for k in range(60)] for r in range(rounds)]
@@ -246,6 +247,14 @@ def test_readers_only_see_states_the_writer_passed_through():
                 codes, _ = c.filter_nodes(probe, names)
                 assert codes[-1] == -1 and set(codes[:-1]) <= {0, 1}
                 assert c.filter(probe, "n0").code in ("Ok", "Unschedulable")
+                # The extender's one-call verbs read under the same shared lock.
+                passed, failed, unresolvable, unknown = c.partition_nodes(probe, names)
+                assert unknown == ["n99"] and not unresolvable
+                assert sorted(passed + list(failed)) == sorted(names[:-1])
+                priorities = c.host_priorities(probe, names)
+                assert [h["Host"] for h in priorities] == names
+                assert priorities[-1]["Score"] == 0
+                assert all(0 <= h["Score"] <= 10 for h in priorities)
                 continue
             else:
                 c.check_invariants()
