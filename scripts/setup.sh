@@ -64,10 +64,11 @@ fi
 
 # GPUFLEET_BUILD_TESTS=ON (set by scripts/test.sh) also builds the GoogleTest binary in the same
 # build directory, so the core is compiled once for the module and the tests. Unity batches of 8
-# sources halve the compile time on a 2-core machine.
+# sources halve the compile time on a 2-core machine; GPUFLEET_UNITY_BUILD=OFF compiles each source
+# alone, which rebuilds less after an edit and lets a compiler cache share objects between checkouts.
 echo "setup: building gpufleet"
 PATH="$PWD/.venv/bin:$PATH" $PY -m pip install -q --no-build-isolation --no-deps \
   --config-settings=cmake.define.GPUFLEET_BUILD_TESTS="${GPUFLEET_BUILD_TESTS:-OFF}" \
-  --config-settings=cmake.define.CMAKE_UNITY_BUILD=ON \
+  --config-settings=cmake.define.CMAKE_UNITY_BUILD="${GPUFLEET_UNITY_BUILD:-ON}" \
   --config-settings=cmake.define.CMAKE_UNITY_BUILD_BATCH_SIZE=8 -e .
 $PY -c 'import gpufleet; print("setup: gpufleet", gpufleet.__version__, "ready")'
