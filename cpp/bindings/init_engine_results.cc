@@ -334,7 +334,7 @@ void BindPluginViews(py::module_& m) {
       .def_readonly("name", &TaskView::name, "The task's pod name.")
       .def_readonly("job", &TaskView::job, "The job it belongs to.")
       .def_readonly("priority", &TaskView::priority, "The pod's priority.")
-      .def_readonly("status", &TaskView::status, "Pending, Allocated, Running, ... (the task's state).")
+      .def_readonly("status", &TaskView::status, "The task's state: pending, allocated, running or releasing.")
       .def_readonly("node", &TaskView::node, "The node while allocated or running, else None.")
       .def_readonly("request", &TaskView::request, "What the task asks for, as Resources.")
       .def("to_dict",

@@ -741,7 +741,7 @@ class TaskView:
     @property
     def status(self) -> str:
         """
-        Pending, Allocated, Running, ... (the task's state).
+        The task's state: pending, allocated, running or releasing.
         """
 class QueueView:
     """
