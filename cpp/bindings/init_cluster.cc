@@ -22,6 +22,7 @@
 #include "gpufleet/placement/placer.h"
 #include "gpufleet/placement/strategy.h"
 #include "locking.h"
+#include "py_arrays.h"
 #include "py_cluster_types.h"
 #include "py_json.h"
 #include "status_cast.h"
@@ -82,14 +83,6 @@ py::array_t<int64_t> View(std::shared_ptr<std::vector<int64_t>> block, bool writ
                            (*keep)->data(), owner);
   if (!writable) py::detail::array_proxy(arr.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
   return arr;
-}
-
-template <typename T, typename V>
-py::array_t<T> ToArray(const std::vector<V>& v) {
-  py::array_t<T> a(static_cast<py::ssize_t>(v.size()));
-  auto w = a.template mutable_unchecked<1>();
-  for (size_t i = 0; i < v.size(); ++i) w(i) = static_cast<T>(v[i]);
-  return a;
 }
 
 // Everything device_usage returns, read under one shared lock.

@@ -1,6 +1,7 @@
-// Bindings for the engine area: the batch scheduler (queues, jobs, cycles, decisions), its
-// registries, and plugins written in Python (the slow path: each callback takes the GIL and builds
-// small dicts; meant for notebooks and prototypes).
+// Bindings for the engine area: the batch scheduler (queues, jobs, cycles), its registries, and
+// plugins written in Python (the slow path: each callback takes the GIL and receives small view
+// objects; meant for notebooks and prototypes). The values it returns are bound in
+// init_engine_results.cc.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -17,6 +18,7 @@
 #include "gpufleet/engine/water_fill.h"
 #include "gpufleet/io/spec_json.h"
 #include "locking.h"
+#include "py_engine_types.h"
 #include "py_json.h"
 #include "status_cast.h"
 
@@ -27,7 +29,6 @@ namespace {
 
 using engine::JobInfo;
 using engine::QueueInfo;
-using engine::Resources;
 using engine::Session;
 using engine::TaskInfo;
 
@@ -36,110 +37,6 @@ Json ToJson(const py::handle& obj) {
   return PyToJson(obj);
 }
 py::object ToPy(const Json& j) { return JsonToPy(j); }
-
-py::dict ResourcesDict(const Resources& r) {
-  py::dict d;
-  for (int i = 0; i < engine::kNumResources; ++i) d[engine::kResourceNames[i]] = r[i];
-  return d;
-}
-
-py::dict AllocationDict(const Allocation& a) {
-  py::list devices;
-  for (const DeviceGrant& g : a.devices) {
-    py::dict d;
-    d["type"] = g.type;
-    d["minor"] = g.minor;
-    d["core"] = g.core;
-    d["memory_bytes"] = g.memory_bytes;
-    devices.append(d);
-  }
-  py::dict d;
-  d["node"] = a.node;
-  d["cpu_milli"] = a.cpu_milli;
-  d["memory_bytes"] = a.memory_bytes;
-  d["devices"] = devices;
-  return d;
-}
-
-py::dict ResultDict(const engine::CycleResult& r) {
-  py::list binds, evictions, queues;
-  for (const auto& b : r.binds) {
-    py::dict d = AllocationDict(b.allocation);
-    d["job"] = b.job;
-    d["task"] = b.task;
-    binds.append(d);
-  }
-  for (const auto& e : r.evictions) {
-    py::dict d;
-    d["job"] = e.job;
-    d["task"] = e.task;
-    d["node"] = e.node;
-    d["reason"] = e.reason;
-    evictions.append(d);
-  }
-  for (const auto& q : r.queues) {
-    py::dict d;
-    d["queue"] = q.queue;
-    d["weight"] = q.weight;
-    d["allocated"] = ResourcesDict(q.allocated);
-    d["request"] = ResourcesDict(q.request);
-    d["deserved"] = ResourcesDict(q.deserved);
-    d["held"] = ResourcesDict(q.held);
-    d["share"] = q.share;
-    queues.append(d);
-  }
-  py::list held;
-  for (const auto& h : r.held) {
-    py::dict d = ResourcesDict(h.resources);
-    d["node"] = h.node;
-    d["job"] = h.job;
-    held.append(d);
-  }
-  py::dict out;
-  out["binds"] = binds;
-  out["evictions"] = evictions;
-  out["pending"] = r.pending;
-  out["queues"] = queues;
-  out["held"] = held;
-  out["target"] = r.target;
-  return out;
-}
-
-// --- Python plugins --------------------------------------------------------------------------
-
-py::dict JobView(const Session& s, const JobInfo& j) {
-  py::dict d;
-  d["name"] = j.name();
-  d["queue"] = s.queues()[j.queue].name();
-  d["priority"] = j.priority();
-  d["min_available"] = j.min_available();
-  d["tasks"] = j.tasks.size();
-  d["occupied"] = j.occupied;
-  d["waiting_cycles"] = j.waiting_cycles;
-  d["allocated"] = ResourcesDict(j.allocated);
-  return d;
-}
-
-py::dict TaskView(const Session& s, const TaskInfo& t) {
-  py::dict d;
-  d["name"] = t.name();
-  d["job"] = s.jobs()[t.job].name();
-  d["priority"] = t.pod->priority;
-  d["status"] = engine::TaskStatusName(t.status);
-  d["node"] = t.node >= 0 ? py::object(py::str(s.state().node(t.node).name)) : py::object(py::none());
-  d["request"] = ResourcesDict(t.request);
-  return d;
-}
-
-py::dict QueueView(const QueueInfo& q) {
-  py::dict d;
-  d["name"] = q.name();
-  d["weight"] = q.spec->weight;
-  d["allocated"] = ResourcesDict(q.allocated);
-  d["request"] = ResourcesDict(q.request);
-  d["deserved"] = ResourcesDict(q.deserved);
-  return d;
-}
 
 int Sign(const py::object& v) {
   double x = v.cast<double>();
@@ -177,17 +74,17 @@ class PyPlugin : public engine::Plugin {
     if (has("job_order"))
       s.AddJobOrderFn(name_, [&s, self](int a, int b) {
         py::gil_scoped_acquire g;
-        return Sign(self->impl_.attr("job_order")(JobView(s, s.jobs()[a]), JobView(s, s.jobs()[b])));
+        return Sign(self->impl_.attr("job_order")(ViewOf(s, s.jobs()[a]), ViewOf(s, s.jobs()[b])));
       });
     if (has("queue_order"))
       s.AddQueueOrderFn(name_, [&s, self](int a, int b) {
         py::gil_scoped_acquire g;
-        return Sign(self->impl_.attr("queue_order")(QueueView(s.queues()[a]), QueueView(s.queues()[b])));
+        return Sign(self->impl_.attr("queue_order")(ViewOf(s.queues()[a]), ViewOf(s.queues()[b])));
       });
     if (has("task_order"))
       s.AddTaskOrderFn(name_, [&s, self](int a, int b) {
         py::gil_scoped_acquire g;
-        return Sign(self->impl_.attr("task_order")(TaskView(s, s.tasks()[a]), TaskView(s, s.tasks()[b])));
+        return Sign(self->impl_.attr("task_order")(ViewOf(s, s.tasks()[a]), ViewOf(s, s.tasks()[b])));
       });
     if (has("predicate") || has("node_order")) s.DisableNodeClasses();  // they see node names
     if (has("predicate")) {
@@ -195,14 +92,14 @@ class PyPlugin : public engine::Plugin {
       s.AddPredicateFn(name_, [&s, self](const TaskInfo& t, int node) {
         py::gil_scoped_acquire g;
         absl::Status why =
-            Reason(self->impl_.attr("predicate")(TaskView(s, t), s.state().node(node).name));
+            Reason(self->impl_.attr("predicate")(ViewOf(s, t), s.state().node(node).name));
         return why.ok() ? FitResult::Ok() : FitResult::Unschedulable(std::string(why.message()));
       });
     }
     if (has("node_order"))
       s.AddNodeScoreFn(name_, [&s, self](const TaskInfo& t, int node) {
         py::gil_scoped_acquire g;
-        return self->impl_.attr("node_order")(TaskView(s, t), s.state().node(node).name).cast<double>();
+        return self->impl_.attr("node_order")(ViewOf(s, t), s.state().node(node).name).cast<double>();
       });
     for (const char* kind : {"preemptable", "reclaimable"}) {
       if (!has(kind)) continue;
@@ -210,9 +107,9 @@ class PyPlugin : public engine::Plugin {
       engine::VictimsFn fn = [&s, self, method](const TaskInfo& p, const std::vector<int>& cands) {
         py::gil_scoped_acquire g;
         py::list views;
-        for (int c : cands) views.append(TaskView(s, s.tasks()[c]));
+        for (int c : cands) views.append(py::cast(ViewOf(s, s.tasks()[c])));
         std::set<std::string> names;
-        for (auto n : self->impl_.attr(method.c_str())(TaskView(s, p), views)) names.insert(n.cast<std::string>());
+        for (auto n : self->impl_.attr(method.c_str())(ViewOf(s, p), views)) names.insert(n.cast<std::string>());
         std::vector<int> out;
         for (int c : cands)
           if (names.count(s.tasks()[c].name())) out.push_back(c);
@@ -224,27 +121,27 @@ class PyPlugin : public engine::Plugin {
     if (has("overused"))
       s.AddOverusedFn(name_, [self](const QueueInfo& q) {
         py::gil_scoped_acquire g;
-        return self->impl_.attr("overused")(QueueView(q)).cast<bool>();
+        return self->impl_.attr("overused")(ViewOf(q)).cast<bool>();
       });
     if (has("job_ready"))
       s.AddJobReadyFn(name_, [&s, self](const JobInfo& j) {
         py::gil_scoped_acquire g;
-        return self->impl_.attr("job_ready")(JobView(s, j)).cast<bool>();
+        return self->impl_.attr("job_ready")(ViewOf(s, j)).cast<bool>();
       });
     if (has("job_valid"))
       s.AddJobValidFn(name_, [&s, self](const JobInfo& j) {
         py::gil_scoped_acquire g;
-        return Reason(self->impl_.attr("job_valid")(JobView(s, j)));
+        return Reason(self->impl_.attr("job_valid")(ViewOf(s, j)));
       });
     if (has("enqueueable"))
       s.AddEnqueueableFn(name_, [&s, self](const JobInfo& j) {
         py::gil_scoped_acquire g;
-        return Reason(self->impl_.attr("enqueueable")(JobView(s, j)));
+        return Reason(self->impl_.attr("enqueueable")(ViewOf(s, j)));
       });
     if (has("allocatable"))
       s.AddAllocatableFn(name_, [&s, self](const QueueInfo& q, const TaskInfo& t) {
         py::gil_scoped_acquire g;
-        return self->impl_.attr("allocatable")(QueueView(q), TaskView(s, t)).cast<bool>();
+        return self->impl_.attr("allocatable")(ViewOf(q), ViewOf(s, t)).cast<bool>();
       });
   }
 
@@ -308,6 +205,7 @@ void Change(engine::GuardedScheduler& g, F&& f) {
 
 void InitEngine(py::module_& m) {
   using engine::Scheduler;
+  InitEngineResults(m);
   m.def("engine_plugins", &engine::PluginNames, "Names of the registered engine plugins.");
   m.def("engine_actions", &engine::ActionNames, "Names of the registered engine actions.");
   m.def("engine_plugin_description",
@@ -390,12 +288,9 @@ void InitEngine(py::module_& m) {
            "it.")
       .def("queues",
            [](const GuardedScheduler& g) {
-             std::vector<engine::Queue> queues =
-                 Reading(g, kEngine, [](const Scheduler& s) { return s.Queues(); });
-             py::list out;
-             for (const auto& q : queues) out.append(ToPy(engine::QueueToJson(q)));
-             return out;
-           })
+             return Reading(g, kEngine, [](const Scheduler& s) { return s.Queues(); });
+           },
+           "The queues, a list of QueueSpec (copies read under the engine's lock).")
       .def("submit_job",
            [](GuardedScheduler& g, py::handle spec) {
              engine::Job job = Unwrap(engine::JobFromJson(ToJson(spec)));
@@ -422,23 +317,9 @@ void InitEngine(py::module_& m) {
            py::arg("job"), py::arg("task"), py::arg("node"))
       .def("jobs",
            [](const GuardedScheduler& g) {
-             std::vector<engine::JobState> jobs =
-                 Reading(g, kEngine, [](const Scheduler& s) { return s.Jobs(); });
-             py::list out;
-             for (const auto& j : jobs) {
-               py::dict d;
-               d["name"] = j.name;
-               d["queue"] = j.queue;
-               d["priority"] = j.priority;
-               d["min_available"] = j.min_available;
-               d["tasks"] = j.tasks;
-               d["running"] = j.running;
-               d["admitted"] = j.admitted;
-               d["waiting_cycles"] = j.waiting_cycles;
-               out.append(d);
-             }
-             return out;
-           })
+             return Reading(g, kEngine, [](const Scheduler& s) { return s.Jobs(); });
+           },
+           "Every job's standing, a list of JobState (copies read under the engine's lock).")
       .def("job_tasks",
            [](const GuardedScheduler& g, const std::string& name) {
              auto tasks = Reading(g, kEngine, [&](const Scheduler& s) -> std::optional<std::vector<std::string>> {
@@ -463,14 +344,12 @@ void InitEngine(py::module_& m) {
       .def("run_cycle",
            [](GuardedScheduler& g, std::optional<double> now) {
              auto [cycle, result] = RunCycle(g, now);
-             py::dict d = ResultDict(result);
-             d["cycle"] = cycle;
-             return d;
+             return NumberedCycle{cycle, std::move(result)};
            },
            py::arg("now") = py::none(),
-           "Run one cycle at the clock's time, or at `now` seconds; returns {binds, evictions, "
-           "pending, queues, cycle} (cycle: this cycle's number). Releases the GIL and holds the "
-           "engine's lock for the whole cycle.")
+           "Run one cycle at the clock's time, or at `now` seconds; returns its CycleResult "
+           "(numbered with the cycle). Releases the GIL and holds the engine's lock for the whole "
+           "cycle.")
       .def("now",
            [](const GuardedScheduler& g) {
              return Reading(g, kEngine, [](const Scheduler& s) { return s.now(); });

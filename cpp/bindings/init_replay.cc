@@ -10,6 +10,7 @@
 
 #include "gpufleet/placement/guarded_cluster.h"
 #include "gpufleet/sim/openb_replay.h"
+#include "py_arrays.h"
 #include "py_json.h"
 #include "status_cast.h"
 
@@ -17,13 +18,6 @@ namespace py = pybind11;
 
 namespace gpufleet::bindings {
 namespace {
-
-template <typename T>
-py::array_t<T> ToArray(const std::vector<T>& v) {
-  py::array_t<T> a(static_cast<py::ssize_t>(v.size()));
-  std::copy(v.begin(), v.end(), a.mutable_data());
-  return a;
-}
 
 template <typename T>
 void CheckLength(const std::vector<T>& v, size_t n, const char* table, const char* column) {

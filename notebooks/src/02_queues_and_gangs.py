@@ -49,11 +49,12 @@ events = {
     6: lambda: eng.submit(job("a-urgent", "team-a", 4, 4, priority=10)),
     9: lambda: eng.delete("b-train-0"),
 }
-rows, log, evicted = [], [], []
+rows, log, evicted, results = [], [], [], []
 for cycle in range(12):
     if cycle in events:
         events[cycle]()
     r = eng.run_cycle()
+    results.append(r)
     for q in r.queues.itertuples():
         rows.append({"cycle": cycle, "queue": q.queue, "allocated": q.allocated_gpu, "deserved": q.deserved_gpu})
     log.append({"cycle": cycle, "binds": len(r.binds), "evictions": len(r.evictions),
@@ -79,6 +80,20 @@ jobs
 # %%
 reasons = pd.concat(evicted)[["cycle", "job", "task", "reason"]]
 reasons.groupby(["cycle", "job"]).first()
+
+# %% [markdown]
+# The tables are built from each cycle's native result, `r.native`: immutable objects with
+# attributes, a readable `repr` and `to_dict()` (the plain data `gpufleet cycle -o json` prints).
+# Here is cycle 3, where `reclaim` made room for team-b's gangs:
+
+# %%
+c3 = results[3].native
+assert c3.evictions and all("reclaimed for queue team-b" in e.reason for e in c3.evictions)
+print(c3)
+print(c3.evictions[0])
+print(c3.binds[0], c3.binds[0].devices)
+print({q.queue: q.deserved.gpu for q in c3.queues})
+c3.binds[0].to_dict()
 
 # %% [markdown]
 # ## Each queue's GPUs against its deserved share

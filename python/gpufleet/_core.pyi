@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Allocation', 'Cluster', 'DeviceGrant', 'DeviceRequest', 'EngineScheduler', 'FitResult', 'PlaceResult', 'Pod', 'engine_action_description', 'engine_actions', 'engine_check_config', 'engine_default_config', 'engine_plugin_description', 'engine_plugins', 'engine_registry_duplicates', 'format_bytes', 'maximize_lp', 'parse_milli', 'parse_quantity', 'parse_quantity_exact', 'parse_resource_quantity', 'registry_duplicates', 'registry_metadata', 'sim_check_policy', 'sim_policy_description', 'sim_policy_names', 'sim_run', 'strategies', 'strategy_description', 'water_fill', 'wire_keys']
+__all__: list[str] = ['Allocation', 'BindDecision', 'Cluster', 'CycleResult', 'DeviceGrant', 'DeviceRequest', 'EngineScheduler', 'EvictDecision', 'FitResult', 'HeldCapacity', 'JobState', 'JobView', 'PlaceResult', 'Pod', 'QueueShare', 'QueueSpec', 'QueueView', 'Resources', 'TaskView', 'engine_action_description', 'engine_actions', 'engine_check_config', 'engine_default_config', 'engine_plugin_description', 'engine_plugins', 'engine_registry_duplicates', 'format_bytes', 'maximize_lp', 'parse_milli', 'parse_quantity', 'parse_quantity_exact', 'parse_resource_quantity', 'registry_duplicates', 'registry_metadata', 'sim_check_policy', 'sim_policy_description', 'sim_policy_names', 'sim_run', 'strategies', 'strategy_description', 'water_fill', 'wire_keys']
 class DeviceRequest:
     """
     What a pod asks of one device type: `count` devices (whole when `whole`), or a share of one: `core` percent of its compute, `memory_bytes` or `memory_ratio` percent of its memory. Read from Pod.devices.
@@ -333,6 +333,451 @@ class Cluster:
         """
         How many nodes the cluster has.
         """
+class Resources:
+    """
+    A fairness vector: cpu in millicores, memory in bytes and gpu in whole-GPU equivalents (a 50% share counts 0.5); inf means unlimited.
+    """
+    def __repr__(self) -> str:
+        ...
+    def to_dict(self) -> dict:
+        """
+        Plain data: {"cpu", "memory", "gpu"}.
+        """
+    @property
+    def cpu(self) -> float:
+        """
+        CPU in millicores.
+        """
+    @property
+    def gpu(self) -> float:
+        """
+        GPUs in whole-GPU equivalents.
+        """
+    @property
+    def memory(self) -> float:
+        """
+        Memory in bytes.
+        """
+class BindDecision:
+    """
+    A task the cycle bound: its job, the node and what it holds there (CPU, memory and the devices).
+    """
+    def __repr__(self) -> str:
+        ...
+    def to_dict(self) -> dict:
+        """
+        Plain data: node, cpu_milli, memory_bytes, devices (type, minor, core, memory_bytes), job, task.
+        """
+    @property
+    def cpu_milli(self) -> int:
+        """
+        CPU held, in millicores.
+        """
+    @property
+    def devices(self) -> list[DeviceGrant]:
+        """
+        The devices held, a list of DeviceGrant.
+        """
+    @property
+    def gpu_core(self) -> int:
+        """
+        GPU compute held, in percent of one GPU summed over its GPUs.
+        """
+    @property
+    def gpus(self) -> list[int]:
+        """
+        Minor numbers of the GPUs held, in grant order.
+        """
+    @property
+    def job(self) -> str:
+        """
+        The job the task belongs to.
+        """
+    @property
+    def memory_bytes(self) -> int:
+        """
+        Memory held, in bytes.
+        """
+    @property
+    def node(self) -> str:
+        """
+        The node the task is bound to.
+        """
+    @property
+    def task(self) -> str:
+        """
+        The task's pod name.
+        """
+class EvictDecision:
+    """
+    A running task the cycle evicted, and why.
+    """
+    def __repr__(self) -> str:
+        ...
+    def to_dict(self) -> dict:
+        """
+        Plain data: job, task, node, reason.
+        """
+    @property
+    def job(self) -> str:
+        """
+        The job the task belongs to.
+        """
+    @property
+    def node(self) -> str:
+        """
+        The node it was running on.
+        """
+    @property
+    def reason(self) -> str:
+        """
+        Why it was evicted (e.g. preempted by task x, reclaimed for queue y).
+        """
+    @property
+    def task(self) -> str:
+        """
+        The evicted task's pod name.
+        """
+class QueueShare:
+    """
+    A queue's standing at the end of a cycle: what it holds, asks for and deserves (Resources), and its share.
+    """
+    def __repr__(self) -> str:
+        ...
+    def to_dict(self) -> dict:
+        """
+        Plain data: queue, weight, allocated, request, deserved, held (each cpu, memory, gpu), share.
+        """
+    @property
+    def allocated(self) -> Resources:
+        """
+        Resources its running tasks hold.
+        """
+    @property
+    def deserved(self) -> Resources:
+        """
+        Its deserved resources (proportion plugin); inf when no plugin sets them.
+        """
+    @property
+    def held(self) -> Resources:
+        """
+        Capacity held for this queue's starvation target (not in allocated).
+        """
+    @property
+    def queue(self) -> str:
+        """
+        The queue's name.
+        """
+    @property
+    def request(self) -> Resources:
+        """
+        Resources held plus pending requests (its demand).
+        """
+    @property
+    def share(self) -> float:
+        """
+        Max over resources of allocated / deserved (0 when nothing is allocated).
+        """
+    @property
+    def weight(self) -> float:
+        """
+        The queue's weight.
+        """
+class HeldCapacity:
+    """
+    Capacity a node holds for the starvation target at the end of a cycle: taken, not idle.
+    """
+    def __repr__(self) -> str:
+        ...
+    def to_dict(self) -> dict:
+        """
+        Plain data: cpu, memory, gpu, node, job.
+        """
+    @property
+    def cpu(self) -> float:
+        """
+        CPU held, in millicores.
+        """
+    @property
+    def gpu(self) -> float:
+        """
+        GPUs held, in whole-GPU equivalents.
+        """
+    @property
+    def job(self) -> str:
+        """
+        The target job it is held for.
+        """
+    @property
+    def memory(self) -> float:
+        """
+        Memory held, in bytes.
+        """
+    @property
+    def node(self) -> str:
+        """
+        The node holding the capacity.
+        """
+    @property
+    def resources(self) -> Resources:
+        """
+        The capacity held, as Resources.
+        """
+class CycleResult:
+    """
+    What one scheduling cycle decided: binds, evictions, pending reasons, queue shares and capacity held for the starvation target. Immutable.
+    """
+    def __repr__(self) -> str:
+        ...
+    def to_dict(self) -> dict:
+        """
+        Plain data for JSON/YAML: cycle, binds, evictions, pending, queues, held, target.
+        """
+    @property
+    def binds(self) -> list[BindDecision]:
+        """
+        Tasks bound this cycle, a list of BindDecision.
+        """
+    @property
+    def cycle(self) -> int:
+        """
+        This cycle's number (0 for the first).
+        """
+    @property
+    def evictions(self) -> list[EvictDecision]:
+        """
+        Tasks evicted this cycle, a list of EvictDecision.
+        """
+    @property
+    def held(self) -> list[HeldCapacity]:
+        """
+        Capacity held for the target per node, a list of HeldCapacity (empty: no target).
+        """
+    @property
+    def held_gpus(self) -> float:
+        """
+        GPUs (whole-GPU equivalents) held for the target at the end of the cycle.
+        """
+    @property
+    def pending(self) -> dict[str, str]:
+        """
+        Why each job short of its gang did not run: {job: reason}.
+        """
+    @property
+    def queues(self) -> list[QueueShare]:
+        """
+        Each queue's standing, a list of QueueShare.
+        """
+    @property
+    def target(self) -> str:
+        """
+        The starvation target this cycle ("" none), whether or not it started.
+        """
+class JobState:
+    """
+    A job's standing in the engine, read under the engine's lock.
+    """
+    def __repr__(self) -> str:
+        ...
+    def to_dict(self) -> dict:
+        """
+        Plain data: name, queue, priority, min_available, tasks, running, admitted, waiting_cycles.
+        """
+    @property
+    def admitted(self) -> bool:
+        """
+        Whether the enqueue action admitted it.
+        """
+    @property
+    def min_available(self) -> int:
+        """
+        Tasks that must run together (the gang).
+        """
+    @property
+    def name(self) -> str:
+        """
+        The job's name.
+        """
+    @property
+    def priority(self) -> int:
+        """
+        Its priority (higher goes first).
+        """
+    @property
+    def queue(self) -> str:
+        """
+        The queue it belongs to.
+        """
+    @property
+    def running(self) -> int:
+        """
+        Number of its tasks running.
+        """
+    @property
+    def tasks(self) -> int:
+        """
+        Number of tasks in the job.
+        """
+    @property
+    def waiting_cycles(self) -> int:
+        """
+        Consecutive cycles the job was not ready to run.
+        """
+class QueueSpec:
+    """
+    A queue as configured: name, weight, capability and reclaimable flag.
+    """
+    def __repr__(self) -> str:
+        ...
+    def to_dict(self) -> typing.Any:
+        """
+        The queue in the spec format (valid input to add_queue): name, weight, capability, reclaimable.
+        """
+    @property
+    def capability(self) -> typing.Any:
+        """
+        Its hard limits in the spec's units ({cpu: cores, memory: bytes, gpu}); only the limits set, empty when none.
+        """
+    @property
+    def name(self) -> str:
+        """
+        The queue's name.
+        """
+    @property
+    def reclaimable(self) -> bool:
+        """
+        Whether others may take back what exceeds its share.
+        """
+    @property
+    def weight(self) -> float:
+        """
+        Its weight in the proportion plugin's split.
+        """
+class JobView:
+    """
+    A job as a Python plugin's callbacks see it (a copy taken for the call).
+    """
+    def __repr__(self) -> str:
+        ...
+    def to_dict(self) -> dict:
+        """
+        Plain data: name, queue, priority, min_available, tasks, occupied, waiting_cycles, allocated.
+        """
+    @property
+    def allocated(self) -> Resources:
+        """
+        Resources its occupying tasks hold.
+        """
+    @property
+    def min_available(self) -> int:
+        """
+        Tasks that must run together (the gang).
+        """
+    @property
+    def name(self) -> str:
+        """
+        The job's name.
+        """
+    @property
+    def occupied(self) -> int:
+        """
+        Number of its tasks allocated or running.
+        """
+    @property
+    def priority(self) -> int:
+        """
+        Its priority (higher goes first).
+        """
+    @property
+    def queue(self) -> str:
+        """
+        The queue it belongs to.
+        """
+    @property
+    def tasks(self) -> int:
+        """
+        Number of tasks in the job.
+        """
+    @property
+    def waiting_cycles(self) -> int:
+        """
+        Consecutive cycles the job was not ready to run.
+        """
+class TaskView:
+    """
+    A task as a Python plugin's callbacks see it (a copy taken for the call).
+    """
+    def __repr__(self) -> str:
+        ...
+    def to_dict(self) -> dict:
+        """
+        Plain data: name, job, priority, status, node, request.
+        """
+    @property
+    def job(self) -> str:
+        """
+        The job it belongs to.
+        """
+    @property
+    def name(self) -> str:
+        """
+        The task's pod name.
+        """
+    @property
+    def node(self) -> str | None:
+        """
+        The node while allocated or running, else None.
+        """
+    @property
+    def priority(self) -> int:
+        """
+        The pod's priority.
+        """
+    @property
+    def request(self) -> Resources:
+        """
+        What the task asks for, as Resources.
+        """
+    @property
+    def status(self) -> str:
+        """
+        The task's state: pending, allocated, running or releasing.
+        """
+class QueueView:
+    """
+    A queue as a Python plugin's callbacks see it (a copy taken for the call).
+    """
+    def __repr__(self) -> str:
+        ...
+    def to_dict(self) -> dict:
+        """
+        Plain data: name, weight, allocated, request, deserved.
+        """
+    @property
+    def allocated(self) -> Resources:
+        """
+        Resources its running tasks hold.
+        """
+    @property
+    def deserved(self) -> Resources:
+        """
+        Its deserved resources; inf when no plugin sets them.
+        """
+    @property
+    def name(self) -> str:
+        """
+        The queue's name.
+        """
+    @property
+    def request(self) -> Resources:
+        """
+        Resources held plus pending requests (its demand).
+        """
+    @property
+    def weight(self) -> float:
+        """
+        The queue's weight.
+        """
 class EngineScheduler:
     def __init__(self, config: typing.Any = None) -> None:
         ...
@@ -362,8 +807,10 @@ class EngineScheduler:
         """
         The pod names of a job's tasks, in order; KeyError if absent.
         """
-    def jobs(self) -> list:
-        ...
+    def jobs(self) -> list[JobState]:
+        """
+        Every job's standing, a list of JobState (copies read under the engine's lock).
+        """
     def load_scenario(self, scenario: typing.Any) -> None:
         """
         Add the nodes, queues and jobs of a scenario dict all at once: on any error nothing is added.
@@ -372,11 +819,13 @@ class EngineScheduler:
         """
         Seconds on the scheduler's clock (monotonic, 0 when the scheduler was created).
         """
-    def queues(self) -> list:
-        ...
-    def run_cycle(self, now: typing.SupportsFloat | typing.SupportsIndex | None = None) -> dict:
+    def queues(self) -> list[QueueSpec]:
         """
-        Run one cycle at the clock's time, or at `now` seconds; returns {binds, evictions, pending, queues, cycle} (cycle: this cycle's number). Releases the GIL and holds the engine's lock for the whole cycle.
+        The queues, a list of QueueSpec (copies read under the engine's lock).
+        """
+    def run_cycle(self, now: typing.SupportsFloat | typing.SupportsIndex | None = None) -> CycleResult:
+        """
+        Run one cycle at the clock's time, or at `now` seconds; returns its CycleResult (numbered with the cycle). Releases the GIL and holds the engine's lock for the whole cycle.
         """
     def start_task(self, job: str, task: typing.SupportsInt | typing.SupportsIndex, node: str) -> None:
         ...

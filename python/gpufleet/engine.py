@@ -17,19 +17,26 @@ eng.add_queue("team-a", weight=1)
 eng.submit({"name": "train", "queue": "team-a", "replicas": 4,
             "requests": {"cpu": "4", "nvidia.com/gpu": 2}})
 result = eng.run_cycle()
-result.binds          # DataFrame: job, task, node, devices
+result.binds          # DataFrame: job, task, node, gpus, devices, ...
 result.pending        # {job: reason}
+result.native.binds   # the same binds as bound objects: BindDecision(train-0 -> n1, ...)
 eng.queue_shares()    # DataFrame: allocated / deserved per queue and resource
 ```
 
+Results are native objects (``gpufleet._core``: ``CycleResult``, ``BindDecision``,
+``EvictDecision``, ``QueueShare``, ``HeldCapacity``, ``JobState``, ``QueueSpec``, ``Resources``):
+immutable copies with read-only properties, a ``repr`` and ``to_dict()`` for JSON/YAML, safe to
+read from any thread. The tables above are built from them on first use.
+
 Plugins written in Python are the slow path (every callback takes the GIL and receives small
-dicts); use them to prototype a policy in a notebook, then port it to C++
-(``docs/adding-a-policy.md``)::
+read-only views: ``JobView``, ``TaskView``, ``QueueView``, with attributes such as ``task.name``,
+``job.priority`` or ``queue.allocated.gpu`` and ``to_dict()``); use them to prototype a policy in
+a notebook, then port it to C++ (``docs/adding-a-policy.md``)::
 
     class PreferEvenNodes:
         def __init__(self, bonus=10.0):
             self.bonus = bonus
-        def node_order(self, task, node):       # task: dict, node: node name
+        def node_order(self, task, node):       # task: TaskView, node: node name
             return self.bonus if node.endswith(("0", "2", "4", "6", "8")) else 0.0
 
     register_plugin("prefer-even", PreferEvenNodes)
@@ -47,18 +54,40 @@ Callbacks a Python plugin may define (each optional; names as in the native engi
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from gpufleet import _core
+from gpufleet._core import (
+    BindDecision,
+    EvictDecision,
+    HeldCapacity,
+    JobState,
+    JobView,
+    QueueShare,
+    QueueSpec,
+    QueueView,
+    Resources,
+    TaskView,
+)
 from gpufleet._lazy import lazy
 
 pd = lazy("pandas")  # imported by the first call that builds a frame: `import gpufleet` stays fast
 
 __all__ = [
+    "BindDecision",
     "CycleResult",
     "Engine",
+    "EvictDecision",
+    "HeldCapacity",
+    "JobState",
+    "JobView",
+    "QueueShare",
+    "QueueSpec",
+    "QueueView",
+    "Resources",
+    "TaskView",
     "Scheduler",
     "actions",
     "default_config",
@@ -74,6 +103,7 @@ __all__ = [
 _PYTHON_PLUGINS: dict[str, Callable[..., Any]] = {}
 
 _RESOURCES = ("cpu", "memory", "gpu")
+_JOB_COLUMNS = ["name", "queue", "priority", "min_available", "tasks", "running", "admitted", "waiting_cycles"]
 
 
 def plugins() -> list[str]:
@@ -129,56 +159,97 @@ def load_config(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
     return data
 
 
-@dataclass
 class CycleResult:
-    """What one cycle decided: ``binds`` (job, task, node, gpus, gpu_core, devices), ``evictions``
-    (job, task, node, reason), ``pending`` ({job: why it did not run}), ``queues`` (each queue's
-    weight, share and allocated / deserved / request / held cpu (milli-cores), memory (bytes) and
-    gpu), ``held`` and ``target`` (capacity reserved for a starving job), and ``raw``, the same as
-    plain data (:meth:`to_dict`, what ``gpufleet cycle --json`` prints)."""
+    """What one cycle decided, as tables over the native result (:attr:`native`, a
+    ``gpufleet._core.CycleResult`` of bound, immutable objects: ``BindDecision``,
+    ``EvictDecision``, ``QueueShare``, ``HeldCapacity``).
 
-    cycle: int
-    binds: pd.DataFrame
-    evictions: pd.DataFrame
-    pending: dict[str, str]
-    queues: pd.DataFrame
-    # Capacity held for the starvation target, per node (columns node, job, cpu, memory, gpu): taken,
-    # not idle. Empty when no target waits.
-    held: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["node", "job", *_RESOURCES]))
-    target: str = ""  # the reservation target this cycle ("" none), whether or not it started
-    raw: dict[str, Any] = field(repr=False, default_factory=dict)
+    ``binds`` (job, task, node, gpus, gpu_core, cpu_milli, memory_bytes, devices), ``evictions``
+    (job, task, node, reason) and ``queues`` (each queue's weight, share and allocated / deserved /
+    request / held cpu (milli-cores), memory (bytes) and gpu) are DataFrames, built on first use;
+    ``pending`` is {job: why it did not run}; ``held`` and ``target`` describe capacity reserved for
+    a starving job. :meth:`to_dict` is the plain data ``gpufleet cycle -o json`` prints."""
+
+    def __init__(self, native: _core.CycleResult) -> None:
+        self._native = native
+
+    @property
+    def native(self) -> _core.CycleResult:
+        """The native result: the same decisions as bound objects (``r.native.binds[0].devices``)."""
+        return self._native
+
+    @property
+    def cycle(self) -> int:
+        """This cycle's number (0 for the first), taken with the cycle under the engine's lock."""
+        return self._native.cycle
+
+    @property
+    def pending(self) -> dict[str, str]:
+        """Why each job short of its gang did not run: {job: reason} (a fresh dict)."""
+        return self._native.pending
+
+    @property
+    def target(self) -> str:
+        """The reservation target this cycle ("" none), whether or not it started."""
+        return self._native.target
 
     @property
     def held_gpus(self) -> float:
         """GPUs (whole-GPU equivalents) held for the target at the end of the cycle."""
-        return float(self.held["gpu"].sum()) if len(self.held) else 0.0
+        return float(self._native.held_gpus)
+
+    @cached_property
+    def binds(self) -> pd.DataFrame:
+        """One row per bound task: job, task, node, gpus (minors), gpu_core (percent summed over
+        its GPUs), cpu_milli, memory_bytes and devices (a list of DeviceGrant)."""
+        return _frame([(b.job, b.task, b.node, b.gpus, b.gpu_core, b.cpu_milli, b.memory_bytes, b.devices)
+                       for b in self._native.binds], _BIND_COLUMNS)
+
+    @cached_property
+    def evictions(self) -> pd.DataFrame:
+        """One row per evicted task: job, task, node and the reason."""
+        return _frame([(e.job, e.task, e.node, e.reason) for e in self._native.evictions], _EVICT_COLUMNS)
+
+    @cached_property
+    def queues(self) -> pd.DataFrame:
+        """One row per queue: queue, weight, share, then allocated / deserved / request / held
+        for cpu (milli-cores), memory (bytes) and gpu."""
+        return _queues_frame(self._native.queues)
+
+    @cached_property
+    def held(self) -> pd.DataFrame:
+        """Capacity held for the starvation target, per node (node, job, cpu, memory, gpu): taken,
+        not idle. Empty when no target waits."""
+        return _frame([(h.node, h.job, h.cpu, h.memory, h.gpu) for h in self._native.held], _HELD_COLUMNS)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data (for JSON output)."""
-        return {"cycle": self.cycle, **self.raw}
+        """Plain data for JSON/YAML: cycle, binds, evictions, pending, queues, held, target."""
+        return self._native.to_dict()
+
+    def __repr__(self) -> str:
+        return repr(self._native)
 
 
-def _queues_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    records = []
-    for q in rows:
-        rec: dict[str, Any] = {"queue": q["queue"], "weight": q["weight"], "share": q["share"]}
-        for kind in ("allocated", "deserved", "request", "held"):
-            for r in _RESOURCES:
-                rec[f"{kind}_{r}"] = q[kind][r]
-        records.append(rec)
-    columns = ["queue", "weight", "share"] + [f"{k}_{r}" for k in ("allocated", "deserved", "request", "held")
-                                              for r in _RESOURCES]
-    return pd.DataFrame.from_records(records, columns=columns)
+_BIND_COLUMNS = ["job", "task", "node", "gpus", "gpu_core", "cpu_milli", "memory_bytes", "devices"]
+_EVICT_COLUMNS = ["job", "task", "node", "reason"]
+_HELD_COLUMNS = ["node", "job", *_RESOURCES]
+_SHARE_KINDS = ("allocated", "deserved", "request", "held")
+_QUEUE_COLUMNS = ["queue", "weight", "share"] + [f"{k}_{r}" for k in _SHARE_KINDS for r in _RESOURCES]
 
 
-def _binds_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    records = [{
-        "job": b["job"], "task": b["task"], "node": b["node"],
-        "gpus": [d["minor"] for d in b["devices"] if d["type"] == "gpu"],
-        "gpu_core": sum(d["core"] for d in b["devices"] if d["type"] == "gpu"),
-        "devices": b["devices"],
-    } for b in rows]
-    return pd.DataFrame.from_records(records, columns=["job", "task", "node", "gpus", "gpu_core", "devices"])
+def _frame(rows: list[tuple[Any, ...]], columns: list[str]) -> pd.DataFrame:
+    return pd.DataFrame.from_records(rows, columns=columns)
+
+
+def _queues_frame(shares: list[_core.QueueShare]) -> pd.DataFrame:
+    rows = []
+    for q in shares:
+        row: list[Any] = [q.queue, q.weight, q.share]
+        for kind in _SHARE_KINDS:
+            res = getattr(q, kind)
+            row += [res.cpu, res.memory, res.gpu]
+        rows.append(tuple(row))
+    return _frame(rows, _QUEUE_COLUMNS)
 
 
 class Engine:
@@ -238,11 +309,8 @@ class Engine:
     def queues(self) -> pd.DataFrame:
         """One row per queue: ``queue``, ``weight``, ``capability`` (dict of limits, empty: none)
         and ``reclaimable``."""
-        rows = self._native.queues()
-        return pd.DataFrame.from_records(
-            [{"queue": q["name"], "weight": q["weight"], "capability": q["capability"],
-              "reclaimable": q["reclaimable"]} for q in rows],
-            columns=["queue", "weight", "capability", "reclaimable"])
+        return _frame([(q.name, q.weight, q.capability, q.reclaimable) for q in self._native.queues()],
+                      ["queue", "weight", "capability", "reclaimable"])
 
     @staticmethod
     def _queue_spec(name: Any, weight: float, capability: Any, reclaimable: bool) -> dict[str, Any]:
@@ -277,10 +345,8 @@ class Engine:
     def jobs(self) -> pd.DataFrame:
         """One row per job: ``name``, ``queue``, ``priority``, ``min_available``, ``tasks``,
         ``running`` (tasks), ``admitted`` (past enqueue) and ``waiting_cycles``."""
-        return pd.DataFrame.from_records(
-            self._native.jobs(),
-            columns=["name", "queue", "priority", "min_available", "tasks", "running", "admitted",
-                     "waiting_cycles"])
+        return _frame([(j.name, j.queue, j.priority, j.min_available, j.tasks, j.running, j.admitted,
+                        j.waiting_cycles) for j in self._native.jobs()], _JOB_COLUMNS)
 
     def job_tasks(self, name: str) -> list[str]:
         """The task names of job ``name``; KeyError when there is no such job."""
@@ -299,17 +365,8 @@ class Engine:
         ``jobtime`` action advances its jobs' attained service by it); without it the cycle runs
         at :attr:`now`, a monotonic clock from the engine's creation. A time before the last
         cycle's raises ValueError."""
-        raw = self._native.run_cycle(None if now is None else float(now))
-        result = CycleResult(
-            cycle=int(raw.pop("cycle")),  # numbered under the engine's lock, with the cycle
-            binds=_binds_frame(raw["binds"]),
-            evictions=pd.DataFrame.from_records(raw["evictions"], columns=["job", "task", "node", "reason"]),
-            pending=dict(raw["pending"]),
-            queues=_queues_frame(raw["queues"]),
-            held=pd.DataFrame.from_records(raw["held"], columns=["node", "job", *_RESOURCES]),
-            target=raw["target"],
-            raw=raw,
-        )
+        # numbered under the engine's lock, with the cycle
+        result = CycleResult(self._native.run_cycle(None if now is None else float(now)))
         with self._last_lock:  # cycles from several threads finish in any order: keep the latest
             if self._last is None or result.cycle > self._last.cycle:
                 self._last = result

@@ -8,7 +8,7 @@ import argparse
 import math
 import sys
 
-from gpufleet._core import format_bytes
+from gpufleet._core import DeviceGrant, format_bytes
 from gpufleet.commands._output import add_output_options, emit, is_document, table
 from gpufleet.engine import engine_from_scenario, load_config
 from gpufleet.scenario import ScenarioError, _read
@@ -33,12 +33,12 @@ def _table(rows: list[list[str]], header: list[str]) -> str:
     return table(rows, header)
 
 
-def _devices(devices: list[dict], wide: bool) -> str:
+def _devices(devices: list[DeviceGrant], wide: bool) -> str:
     if not devices:
         return "-"
     if wide:  # with each grant's GPU memory
-        return ",".join(f"{d['type']}{d['minor']}:{d['core']}%/{format_bytes(d['memory_bytes'])}" for d in devices)
-    return ",".join(f"{d['type']}{d['minor']}:{d['core']}%" for d in devices)
+        return ",".join(f"{d.type}{d.minor}:{d.core}%/{format_bytes(d.memory_bytes)}" for d in devices)
+    return ",".join(f"{d.type}{d.minor}:{d.core}%" for d in devices)
 
 
 def _gpus(x: float) -> str:
@@ -87,32 +87,32 @@ def run(args: argparse.Namespace) -> int:
     wide = args.output == "wide"
     for r in results:
         print(f"== cycle {r.cycle}")
-        raw = r.raw
-        if raw["binds"]:
+        native = r.native  # the bound decisions: attributes, no per-row dicts
+        if native.binds:
             header = ["JOB", "TASK", "NODE", "DEVICES"] + (["CPU", "MEMORY"] if wide else [])
-            print(_table([[b["job"], b["task"], b["node"], _devices(b["devices"], wide)] +
-                          ([_cpu(b["cpu_milli"]), _memory(b["memory_bytes"])] if wide else [])
-                          for b in raw["binds"]], header))
+            print(_table([[b.job, b.task, b.node, _devices(b.devices, wide)] +
+                          ([_cpu(b.cpu_milli), _memory(b.memory_bytes)] if wide else [])
+                          for b in native.binds], header))
         else:
             print("no binds")
-        if raw["evictions"]:
+        if native.evictions:
             print()
-            print(_table([[e["job"], e["task"], e["node"], e["reason"]] for e in raw["evictions"]],
+            print(_table([[e.job, e.task, e.node, e.reason] for e in native.evictions],
                          ["JOB", "TASK", "NODE", "EVICTED BECAUSE"]))
-        if raw["pending"]:
+        pending = native.pending
+        if pending:
             print()
-            print(_table([[j, why] for j, why in sorted(raw["pending"].items())], ["JOB", "PENDING BECAUSE"]))
+            print(_table([[j, why] for j, why in sorted(pending.items())], ["JOB", "PENDING BECAUSE"]))
         print()
         header = ["QUEUE", "WEIGHT", "GPU ALLOCATED", "GPU DESERVED", "SHARE"]
         if wide:
             header += ["GPU REQUEST", "CPU ALLOCATED", "CPU DESERVED", "MEMORY ALLOCATED", "MEMORY DESERVED"]
         rows = []
-        for q in raw["queues"]:
-            row = [q["queue"], f"{q['weight']:g}", _gpus(q["allocated"]["gpu"]), _gpus(q["deserved"]["gpu"]),
-                   f"{q['share']:.2f}"]
+        for q in native.queues:
+            row = [q.queue, f"{q.weight:g}", _gpus(q.allocated.gpu), _gpus(q.deserved.gpu), f"{q.share:.2f}"]
             if wide:
-                row += [_gpus(q["request"]["gpu"]), _cpu(q["allocated"]["cpu"]), _cpu(q["deserved"]["cpu"]),
-                        _memory(q["allocated"]["memory"]), _memory(q["deserved"]["memory"])]
+                row += [_gpus(q.request.gpu), _cpu(q.allocated.cpu), _cpu(q.deserved.cpu),
+                        _memory(q.allocated.memory), _memory(q.deserved.memory)]
             rows.append(row)
         print(_table(rows, header))
         print()
