@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -151,10 +152,57 @@ def test_gavel_as_jobs_real() -> None:
     assert jobs.loc[jobs["job_id"] == 0, "duration"].item() == pytest.approx(first["total_steps"] / rate)
     on_p100 = T.gavel_as_jobs(trace, throughputs, reference="p100")
     assert on_p100.attrs["reference_model"] == "p100" and not on_p100["duration"].equals(jobs["duration"])
+
+
+def test_gavel_msr_trace_loads_every_job_with_gavels_throughputs() -> None:
+    # The msr traces give scale factors above 1 to job types that Gavel measured on one GPU only
+    # (Recommendation, A3C, CycleGAN); Gavel's simulator, when it read these traces, used one
+    # throughput per job type whatever the scale factor, so those jobs take the scale-factor-1
+    # entry. Every other job keeps its own (job type, scale factor) entry.
+    throughputs = T.load_gavel_throughputs(shared("gavel", "simulation_throughputs.json"))
+    table = T.throughput_table(throughputs)
     msr = T.load_gavel_trace(shared("gavel", "msr", "0e4a51.trace"))
-    with pytest.raises(TraceError, match="missing='drop'"):  # msr uses scale factors the table lacks
-        T.gavel_as_jobs(msr, throughputs)
-    assert_job_schema(T.gavel_as_jobs(msr, throughputs, missing="drop"))
+    jobs = T.gavel_as_jobs(msr, throughputs)
+    assert_job_schema(jobs)
+    assert len(jobs) == len(msr) == 1181
+    keys = list(zip(msr["job_type"], msr["scale_factor"]))
+    absent = [row for row, key in enumerate(keys) if key not in table]
+    assert jobs.attrs["single_worker_rows"] == absent and absent  # the trace has such jobs
+    assert {keys[row][0] for row in absent} <= {t for t, s in table if s == 1}
+    by_id = jobs.set_index("job_id")
+    present = [row for row in range(len(keys)) if keys[row] in table and keys[row][1] > 1]
+    for row in absent[:5] + present[:3] + [0]:
+        job_type, scale = keys[row]
+        expected = table[(job_type, scale)] if (job_type, scale) in table else table[(job_type, 1)]
+        for model in ("k80", "p100", "v100"):
+            assert by_id.at[row, f"throughput_{model}"] == expected[model]
+        assert by_id.at[row, "num_gpu"] == scale
+        assert by_id.at[row, "duration"] == pytest.approx(msr["total_steps"].iloc[row] / expected["v100"])
+    dropped = T.gavel_as_jobs(msr, throughputs, missing="drop")
+    assert len(dropped) == len(msr) - len(absent) and dropped.attrs["dropped"] == len(absent)
+    assert not set(dropped["job_id"]) & set(absent)
+    first = absent[0]
+    with pytest.raises(TraceError, match=rf"^0e4a51\.trace line {msr.attrs['lines'][first]}, field job_type: "
+                       rf"row {first} \({re.escape(repr(keys[first][0]))}, scale factor {keys[first][1]}\): "
+                       "the table has no entry"):
+        T.gavel_as_jobs(msr, throughputs, missing="error")
+
+
+def test_gavel_unknown_job_type_names_the_row(tmp_path: Path) -> None:
+    throughputs = shared("gavel", "simulation_throughputs.json")
+    text = MSR.format(steps=10, arrival=0, scale=1) + "\n" + MSR.format(steps=10, arrival=1, scale=2).replace(
+        "A3C", "Mystery-Net")
+    trace = T.load_gavel_trace(write(tmp_path, "m.trace", text))
+    assert trace.attrs["lines"] == [1, 3]  # the blank line is skipped
+    with pytest.raises(TraceError, match=r"^m\.trace line 3, field job_type: row 1 \('Mystery-Net', scale factor 2\): "
+                       r"no v100 throughput .* \(the table has no entry for this job type\)"):
+        T.gavel_as_jobs(trace, throughputs)
+    # A frame no longer as loaded (re-indexed) is named by its row alone.
+    with pytest.raises(TraceError, match=r"^gavel trace, field job_type: row 0 \('Mystery-Net'"):
+        T.gavel_as_jobs(trace.iloc[1:], throughputs)
+    assert T.gavel_as_jobs(trace, throughputs, missing="drop")["model_name"].tolist() == ["A3C"]
+    with pytest.raises(ValueError, match="missing must be"):
+        T.gavel_as_jobs(trace, throughputs, missing="skip")  # type: ignore[arg-type]
 
 
 def test_gavel_cluster_specs_real() -> None:

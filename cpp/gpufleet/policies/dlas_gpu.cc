@@ -73,8 +73,15 @@ void DlasGpu::OnFinish(int job, const JobTimeView&) {
 void DlasGpu::Schedule(const JobTimeView& view, std::vector<Assignment>* plan) {
   const int last = static_cast<int>(o_.queue_limits.size());
   // Demotion of running jobs (Tiresias moves one queue per scheduling point; the default mode
-  // moves as far as the service says).
-  for (int i : *view.running) {
+  // moves as far as the service says). Tiresias demotes in arrival order, which decides the
+  // order of the demoted jobs in their new queue.
+  std::vector<int> order(view.running->begin(), view.running->end());
+  if (view.tiresias_compat)
+    std::sort(order.begin(), order.end(), [&](int x, int y) {
+      const double sx = view.job(x).spec.submit_time, sy = view.job(y).spec.submit_time;
+      return sx != sy ? sx < sy : x < y;
+    });
+  for (int i : order) {
     while (queue_of_[i] < last && Service(view, i) >= o_.queue_limits[queue_of_[i]]) {
       Move(i, queue_of_[i] + 1);
       if (view.tiresias_compat) break;
@@ -124,8 +131,9 @@ double DlasGpu::NextWakeup(const JobTimeView& view) const {
     if (view.tiresias_compat) {
       // Tiresias computes ceil((limit - executed_time) / num_gpu) with executed_time in seconds,
       // not GPU-seconds, so its jump often comes late; the demotion then happens on a later event.
+      // Its integers divide under Python 2, which floors before the ceil.
       double executed = view.RunTime(i) - time_offset_[i];
-      t = view.now + std::ceil((o_.queue_limits[q] - executed) / n);
+      t = view.now + std::floor((o_.queue_limits[q] - executed) / n);
     } else {
       t = view.now + (o_.queue_limits[q] - Service(view, i)) / n;
     }

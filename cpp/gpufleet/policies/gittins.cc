@@ -5,10 +5,18 @@
 // for a job with attained service a (GPU-seconds) and D = limit - a (Gittins, "Bandit processes
 // and dynamic allocation indices", JRSS B 41(2), 1979). The distribution is a list of GPU-seconds
 // (`durations`) or a CSV file with a "duration" column (`distribution_file`, e.g. Tiresias'
-// yarn-gput1000.csv).
+// yarn-gput1000.csv). With tiresias_compat the ranks come from Tiresias' own table instead
+// (gittins.h lists how it differs).
+#include "gpufleet/policies/gittins.h"
+
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <sstream>
+#include <string>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
@@ -17,6 +25,62 @@
 #include "gpufleet/policies/dlas_gpu.h"
 
 namespace gpufleet::jobtime {
+
+double Python2Round(double x, int digits) {
+  if (!std::isfinite(x) || digits < 0 || digits > 17) return x;
+  // Every double has a finite decimal expansion of at most 309 integer and 1,074 fractional
+  // digits, so this prints x exactly; rounding is then done on the digits.
+  char buf[1500];
+  const bool negative = std::signbit(x);
+  const int len = std::snprintf(buf, sizeof buf, "%.1100f", std::fabs(x));
+  std::string digits_kept(buf, static_cast<size_t>(len));
+  const size_t cut = digits_kept.find('.') + 1 + static_cast<size_t>(digits);
+  const bool up = digits_kept[cut] >= '5';  // a half (5 then zeros) or more: away from zero
+  digits_kept.resize(cut);
+  bool carry = up;
+  for (size_t i = digits_kept.size(); carry && i-- > 0;) {
+    if (digits_kept[i] == '.') continue;
+    carry = digits_kept[i] == '9';
+    digits_kept[i] = carry ? '0' : static_cast<char>(digits_kept[i] + 1);
+  }
+  char text[1500];
+  std::snprintf(text, sizeof text, "%s%s%s", negative ? "-" : "", carry ? "1" : "",
+                digits_kept.c_str());
+  return std::strtod(text, nullptr);
+}
+
+TiresiasGittinsTable::TiresiasGittinsTable(std::vector<int64_t> samples, int64_t delta)
+    : data_(std::move(samples)), delta_(delta) {
+  std::sort(data_.begin(), data_.end());
+  prefix_.assign(data_.size() + 1, 0);
+  for (size_t i = 0; i < data_.size(); ++i) prefix_[i + 1] = prefix_[i] + data_[i];
+  rank_.reserve(data_.size());
+  for (int64_t v : data_) rank_.push_back(IndexAt(v - 1));
+}
+
+double TiresiasGittinsTable::IndexAt(int64_t a) const {
+  const int64_t n = static_cast<int64_t>(data_.size());
+  const int64_t last = data_.back();
+  if (a > last - 1) return 0;
+  const int64_t idx = std::upper_bound(data_.begin(), data_.end(), a) - data_.begin();
+  const int64_t next = a + delta_;
+  // Tiresias stops one short of the end when the quantum passes the largest sample.
+  const int64_t idx_delta =
+      next > last - 1 ? n - 1 : std::upper_bound(data_.begin(), data_.end(), next) - data_.begin();
+  const double p =
+      Python2Round(static_cast<double>(idx_delta - idx) / static_cast<double>(n - idx), 5);
+  const int64_t e_sum = prefix_[idx_delta] - prefix_[idx] + delta_ * (n - idx_delta);
+  const int64_t e = e_sum / (n - idx);  // Python 2 floors int / int
+  if (e <= 0) return 0;                 // not reached with samples and delta >= 1
+  return Python2Round(p * 1000000 / static_cast<double>(e), 4);
+}
+
+double TiresiasGittinsTable::Rank(int64_t attained) const {
+  if (data_.empty() || attained > data_.back()) return 0;
+  size_t idx = std::upper_bound(data_.begin(), data_.end(), attained) - data_.begin();
+  return idx < rank_.size() ? rank_[idx] : 0;
+}
+
 namespace {
 
 absl::StatusOr<std::vector<double>> ReadDurations(const std::string& path) {
@@ -61,8 +125,19 @@ class Gittins : public DlasGpu {
   void OrderQueue(const JobTimeView& view, int q, std::vector<int>& queue) override {
     const auto& limits = options().queue_limits;
     rank_.resize(view.jobs->size());
+    if (view.tiresias_compat && !tiresias_) {
+      // Tiresias reads its samples with int(); a sample below one second counts as one.
+      std::vector<int64_t> whole;
+      whole.reserve(dist_.size());
+      for (double v : dist_) whole.push_back(std::max<int64_t>(1, static_cast<int64_t>(v)));
+      tiresias_ = std::make_unique<TiresiasGittinsTable>(std::move(whole));
+    }
     for (int i : queue) {
       double a = Service(view, i);
+      if (view.tiresias_compat) {  // whole GPU-seconds, as Tiresias keeps them
+        rank_[i] = tiresias_->Rank(static_cast<int64_t>(std::floor(a + 1e-6)));
+        continue;
+      }
       double quantum = q < static_cast<int>(limits.size()) ? std::max(limits[q] - a, 1.0)
                                                            : std::max(dist_.back() - a, 1.0);
       rank_[i] = Index(a, quantum);
@@ -75,6 +150,7 @@ class Gittins : public DlasGpu {
 
  private:
   std::vector<double> dist_, prefix_, rank_;
+  std::unique_ptr<TiresiasGittinsTable> tiresias_;  // built on the first tiresias_compat call
 };
 
 std::vector<ParamSpec> GittinsParams() {

@@ -14,6 +14,10 @@ Workloads", OSDI 2020.
   The msr layout was checked against the files and Gavel's own parser: the 4th field is
   the 0/1 needs_data_dir flag and the scale factor is last; it has no priority weight
   (-> 1.0) and no SLO (-> NaN).
+* Throughputs of a job: the table's entry at the job's (job type, scale factor); where the
+  table lacks that pair (the msr traces give scale factors above 1 to job types Gavel only
+  measured on one GPU), the job type's scale-factor-1 entry, which is what Gavel's simulator
+  used for every job when it read the msr traces (see :func:`gavel_as_jobs`, docs/traces.md).
 """
 from __future__ import annotations
 
@@ -106,10 +110,13 @@ def load_gavel_trace(path: PathLike) -> pd.DataFrame:
 
     ``SLO`` is NaN where the layout has none or where the file says -1 (Gavel's "none").
     ``df.attrs["layout"]`` tells which layout was read; a file mixing layouts is an error.
+    ``df.attrs["source"]`` and ``df.attrs["lines"]`` (the file line of each row) let
+    :func:`gavel_as_jobs` name the line of a row it refuses.
     """
     source, content = read_text(path)
     columns: dict[str, list[object]] = {c: [] for c in TRACE_COLUMNS}
     layout: str | None = None
+    lines: list[int] = []
     for line, text in enumerate(content.split("\n"), start=1):
         fields = text.rstrip("\r").split("\t")
         if not text.strip():
@@ -132,8 +139,11 @@ def load_gavel_trace(path: PathLike) -> pd.DataFrame:
                   row.number("arrival_time", max_value=MAX_SECONDS), weight, slo if slo >= 0 else math.nan)
         for column, value in zip(TRACE_COLUMNS, record):
             columns[column].append(value)
+        lines.append(line)
     df = make_frame(columns, TRACE_COLUMNS)
     df.attrs["layout"] = layout
+    df.attrs["source"] = source
+    df.attrs["lines"] = lines  # file line of each row, for errors raised by gavel_as_jobs
     return df
 
 
@@ -166,19 +176,36 @@ def load_gavel_cluster_spec(path: PathLike, key: str | None = None) -> list[dict
     return specs
 
 
+Missing = Literal["single_worker", "error", "drop"]
+
+
 def gavel_as_jobs(trace: pd.DataFrame, throughputs: pd.DataFrame | PathLike, *, reference: str = "v100",
-                  missing: Literal["error", "drop"] = "error") -> pd.DataFrame:
+                  missing: Missing = "single_worker") -> pd.DataFrame:
     """Convert a Gavel trace to the unified job schema with per-model throughput columns.
 
     ``throughputs`` is a :func:`load_gavel_throughputs` frame or the JSON path. Per job:
     num_gpu = scale_factor, model_name = job_type, total_iterations = total_steps,
     submit_time = arrival_time, duration = total_steps / throughput on ``reference``;
-    ``throughput_<model>`` = steps/s of the job alone at its scale factor (0.0 where the
-    table has no or a zero entry: it cannot run there); priority_weight is kept. Jobs whose
-    (job_type, scale_factor) has no positive ``reference`` throughput raise
-    :class:`TraceError` unless ``missing="drop"`` (the msr traces use scale factors such
-    as 16 or 32 that the table lacks). job_id is the row position in ``trace``.
+    ``throughput_<model>`` = steps/s of the whole job alone (0.0 where the table has no or a
+    zero entry: it cannot run there); priority_weight is kept. job_id is the row position in
+    ``trace``.
+
+    The throughputs come from the table's (job_type, scale_factor) entry. ``missing`` says
+    what to do with a job whose pair the table lacks (the msr traces give scale factors 2-8 to
+    Recommendation, A3C and CycleGAN, which Gavel measured on one GPU only):
+
+    * ``"single_worker"`` (default): take the job type's scale-factor-1 throughputs, as Gavel's
+      simulator did for every job when it read the msr traces (it kept one throughput per job
+      type, whatever the scale factor); ``df.attrs["single_worker_rows"]`` lists those rows.
+    * ``"error"``: raise :class:`TraceError` naming the first such row.
+    * ``"drop"``: skip those jobs; ``df.attrs["dropped"]`` counts them.
+
+    A job with no positive ``reference`` throughput even so (a job type the table does not
+    know) raises :class:`TraceError` naming its row (and file line, for a frame straight from
+    :func:`load_gavel_trace`), unless ``missing="drop"``.
     """
+    if missing not in ("single_worker", "error", "drop"):
+        raise ValueError(f"missing must be 'single_worker', 'error' or 'drop', not {missing!r}")
     if not isinstance(throughputs, pd.DataFrame):
         throughputs = load_gavel_throughputs(throughputs)
     table = throughput_table(throughputs)
@@ -186,13 +213,24 @@ def gavel_as_jobs(trace: pd.DataFrame, throughputs: pd.DataFrame | PathLike, *, 
     if reference not in models:
         raise TraceError("gavel throughputs", None, "gpu_model", f"no {reference!r} entries (have {models})")
     keys = list(zip(trace["job_type"], trace["scale_factor"].astype(int)))
-    rates = {m: np.array([table.get(k, {}).get(m, 0.0) for k in keys], dtype=np.float64) for m in models}
+    absent = np.array([k not in table for k in keys], dtype=bool)
+    if absent.any() and missing == "error":
+        _refuse(trace, int(np.argmax(absent)), f"the table has no entry for this job type at scale factor "
+                f"{keys[int(np.argmax(absent))][1]}; pass missing='single_worker' to use its 1-GPU "
+                "throughputs as Gavel's simulator did, or missing='drop' to skip it")
+    # Gavel's rule for the pairs it lacks: the job type's throughputs at scale factor 1.
+    lookup = [table.get(k) if k in table else table.get((k[0], 1), {}) for k in keys]
+    if missing == "drop":
+        lookup = [{} if a else entry for entry, a in zip(lookup, absent)]
+    rates = {m: np.array([entry.get(m, 0.0) for entry in lookup], dtype=np.float64) for m in models}
     usable = rates[reference] > 0
     if not usable.all() and missing != "drop":
-        bad = sorted({keys[i] for i in np.flatnonzero(~usable)})
-        raise TraceError("gavel trace", None, "job_type",
-                         f"{int((~usable).sum())} jobs have no {reference} throughput, e.g. {bad[:3]}; "
-                         "pass missing='drop' to skip them")
+        row = int(np.argmax(~usable))
+        job_type, scale = keys[row]
+        known = "the table has no entry for this job type" if not lookup[row] else \
+            f"its {reference} throughput is {rates[reference][row]!r}"
+        _refuse(trace, row, f"no {reference} throughput for {job_type!r} at scale factor {scale} ({known}); "
+                "pass missing='drop' to skip such jobs")
     jobs = pd.DataFrame({
         "job_id": np.arange(len(trace), dtype=np.int64),
         "submit_time": trace["arrival_time"].to_numpy(),
@@ -203,5 +241,22 @@ def gavel_as_jobs(trace: pd.DataFrame, throughputs: pd.DataFrame | PathLike, *, 
         "priority_weight": trace["priority_weight"].to_numpy(),
         **{f"{THROUGHPUT_PREFIX}{m}": rates[m] for m in models},
     })
-    return finish_jobs(jobs[usable], "gavel trace", reference_model=reference)
+    out = finish_jobs(jobs[usable], "gavel trace", reference_model=reference)
+    if missing == "drop":
+        out.attrs["dropped"] = int((~usable).sum())
+    else:
+        out.attrs["single_worker_rows"] = np.flatnonzero(absent).tolist()
+    return out
 
+
+def _refuse(trace: pd.DataFrame, row: int, problem: str) -> None:
+    """Raise a TraceError for ``trace``'s row at position ``row``, with its file line when known."""
+    job_type, scale = trace["job_type"].iloc[row], int(trace["scale_factor"].iloc[row])
+    lines = trace.attrs.get("lines")
+    # The file line is only trusted on a frame as load_gavel_trace returned it.
+    same_frame = (isinstance(lines, list) and len(lines) == len(trace)
+                  and isinstance(trace.index, pd.RangeIndex) and trace.index.equals(pd.RangeIndex(len(trace))))
+    source = str(trace.attrs.get("source", "gavel trace")) if same_frame else "gavel trace"
+    line = lines[row] if same_frame else None
+    raise TraceError(source, line, "job_type",
+                     f"row {row} ({job_type!r}, scale factor {scale}): {problem}")
