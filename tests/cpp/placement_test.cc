@@ -292,6 +292,92 @@ TEST(PlacementTest, NvlinkPairGoesIntoTheUsedQuad) {
                .strategy = "topology"});
 }
 
+// Koordinator's packing on a board of two PCIe switches per NUMA node with one busy GPU (gpu5 on
+// switch p2, NUMA node 1): a single card goes next to the busy one, a pair into the other switch
+// of the same NUMA node, and NUMA node 0 stays whole for the 4-GPU job that comes last.
+TEST(PlacementTest, TopologyPacksIntoTheAlreadyBrokenDomain) {
+  const std::vector<std::string> nodes = {TopologyNode("n", kPcie, kNuma)};
+  const std::vector<std::string> busy = {
+      R"({"pod":"u","node":"n","devices":[{"minor":5,"core":100,"memory":"40Gi"}]})"};
+  RunScenario({.name = "single, pair, quad",
+               .nodes = nodes,
+               .bound = busy,
+               .pods = {{GpuPod("one", 1), {.node = "n", .devices = {"gpu/4"}}},
+                        {GpuPod("pair", 2), {.node = "n", .devices = {"gpu/6", "gpu/7"}}},
+                        {GpuPod("quad", 4, R"("scope":"numa",)"),
+                         {.node = "n", .devices = {"gpu/0", "gpu/1", "gpu/2", "gpu/3"}}}},
+               .strategy = "topology"});
+  // A pair that no switch can hold whole goes to the used NUMA node (three free GPUs there).
+  RunScenario({.name = "triple",
+               .nodes = nodes,
+               .bound = busy,
+               .pods = {{GpuPod("three", 3), {.node = "n", .devices = {"gpu/4", "gpu/6", "gpu/7"}}},
+                        {GpuPod("four", 4, R"("scope":"numa",)"),
+                         {.node = "n", .devices = {"gpu/0", "gpu/1", "gpu/2", "gpu/3"}}}},
+               .strategy = "topology"});
+  // A required NUMA scope: the pair still goes to the broken NUMA node's untouched switch.
+  RunScenario({.name = "numa scope",
+               .nodes = nodes,
+               .bound = busy,
+               .pods = {{GpuPod("pair", 2, R"("scope":"numa",)"),
+                         {.node = "n", .devices = {"gpu/6", "gpu/7"}}}},
+               .strategy = "topology"});
+}
+
+// A shared request takes the already shared card first (best fit beats PCIe packing); when it
+// does not fit there, the untouched card whose switch and NUMA node already carry work.
+TEST(PlacementTest, TopologySharedRequestsPreferSharedCardsThenPack) {
+  const std::vector<std::string> nodes = {TopologyNode("n", kPcie, kNuma)};
+  const std::vector<std::string> bound = {
+      R"({"pod":"x","node":"n","devices":[{"minor":3,"core":100,"memory":"40Gi"}]})",
+      R"({"pod":"y","node":"n","devices":[{"minor":6,"core":50,"memory":"20Gi"}]})"};
+  RunScenario({.name = "shared",
+               .nodes = nodes,
+               .bound = bound,
+               .pods = {{R"({"name":"a","requests":{"koordinator.sh/gpu":"30"}})",
+                         {.node = "n", .devices = {"gpu/6"}}},
+                        {R"({"name":"b","requests":{"koordinator.sh/gpu":"60"}})",
+                         {.node = "n", .devices = {"gpu/2"}}}},
+               .strategy = "topology"});
+}
+
+// On an NVLink board a single card goes into the already broken quad too.
+TEST(PlacementTest, NvlinkSingleCardGoesIntoTheUsedQuad) {
+  for (const char* groups : {kHopperGroups, kHopperGroupsReversed}) {
+    SCOPED_TRACE(groups);
+    RunScenario({.name = "single",
+                 .nodes = {HopperNode(groups)},
+                 .bound = {R"({"pod":"u","node":"hgx","devices":[{"minor":4,"core":100,"memory":"80Gi"},
+                                                                 {"minor":5,"core":100,"memory":"80Gi"}]})"},
+                 .pods = {{GpuPod("a", 1), {.node = "hgx", .devices = {"gpu/6"}}},
+                          {GpuPod("b", 1), {.node = "hgx", .devices = {"gpu/7"}}},
+                          {GpuPod("c", 4),
+                           {.node = "hgx", .devices = {"gpu/0", "gpu/1", "gpu/2", "gpu/3"}}}},
+                 .strategy = "topology"});
+  }
+}
+
+// With domain_weight the node score also counts the domains a placement would break: of two
+// equally allocated nodes, the one where a card fits into an already used switch wins.
+TEST(PlacementTest, TopologyDomainWeightScoresWhatAPlacementBreaks) {
+  const std::vector<std::string> nodes = {TopologyNode("b", kPcie, kNuma),
+                                          TopologyNode("a", kPcie, kNuma)};
+  const std::vector<std::string> bound = {
+      R"({"pod":"u","node":"b","devices":[{"minor":0,"core":100,"memory":"40Gi"},
+                                          {"minor":1,"core":100,"memory":"40Gi"}]})",
+      R"({"pod":"v","node":"a","devices":[{"minor":0,"core":100,"memory":"40Gi"},
+                                          {"minor":2,"core":100,"memory":"40Gi"}]})"};
+  RunScenario({.name = "MostAllocated alone: the earlier node",
+               .nodes = nodes, .bound = bound,
+               .pods = {{GpuPod("p", 1), {.node = "b", .devices = {"gpu/2"}}}},
+               .strategy = "topology"});
+  RunScenario({.name = "domains count: nothing broken on a",
+               .nodes = nodes, .bound = bound,
+               .pods = {{GpuPod("p", 1), {.node = "a", .devices = {"gpu/1"}}}},
+               .strategy = "topology(domain_weight=0.5)"});
+  EXPECT_FALSE(MakeStrategy("topology(domain_weight=2)").ok());
+}
+
 TEST(PlacementTest, GpuAndRdmaAreChosenTogether) {
   RunScenario(
       {.name = "gpu+rdma",
@@ -375,7 +461,7 @@ TEST(PlacementTest, PlaceAgreesWithFilterAndScore) {
       R"("tolerations":[{"operator":"Exists"}],"requests":{"koordinator.sh/gpu":"200"})",
   };
   std::vector<std::unique_ptr<PlacementStrategy>> strategies;
-  for (const char* name : {"binpack", "spread", "topology"})
+  for (const char* name : {"binpack", "spread", "topology", "topology(domain_weight=0.5)"})
     strategies.push_back(test::StrategyOrDie(name));
   std::mt19937 rng(20240601);
   std::vector<std::string> held;
