@@ -1,6 +1,7 @@
 // What every registry declares about its registrants, as plain Python data for listings (the
 // CLI's --list-* options, notebooks, docs): one list of dicts per registry.
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>  // capabilities: std::vector<std::string> to a list
 
 #include "gpufleet/core/registry.h"
 #include "gpufleet/engine/action.h"
