@@ -102,6 +102,19 @@ def read_document(path: str | Path) -> Any:
     return data
 
 
+def read_embedded_yaml(text: str, where: str) -> Any:
+    """YAML text held inside another document (a ConfigMap's data value) read with the same
+    strict rules; ScenarioError names ``where`` and the line within the text."""
+    try:
+        data = yaml.load(text, Loader=_StrictYamlLoader)  # noqa: S506 - a SafeLoader subclass
+        _check_values(data, where)
+    except RecursionError:
+        raise ScenarioError(f"{where}: nested deeper than {MAX_DEPTH} levels") from None
+    except yaml.YAMLError as e:
+        raise ScenarioError(f"{where}: not valid YAML: {_one_line(str(e))}") from None
+    return data
+
+
 def did_you_mean(word: str, known: Sequence[str]) -> str:
     """`; did you mean "requests"?` for a near miss, else `; known: a, b`."""
     close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)

@@ -136,11 +136,26 @@ def register_plugin(name: str, factory: Callable[..., Any]) -> None:
     _PYTHON_PLUGINS[name] = factory
 
 
+def _parse_configmap_text(data: dict[str, Any], where: str) -> dict[str, Any]:
+    """Volcano ships its configuration as YAML text inside a ConfigMap; that text is parsed here
+    (the core reads no YAML) and the core unwraps and checks the ConfigMap itself."""
+    held = data.get("data")
+    if data.get("kind") != "ConfigMap" or not isinstance(held, Mapping):
+        return data
+    from gpufleet.documents import read_embedded_yaml
+
+    parsed = {key: read_embedded_yaml(value, f'{where}data "{key}"')
+              if isinstance(value, str) and str(key).endswith(".conf") else value
+              for key, value in held.items()}
+    return {**data, "data": parsed}
+
+
 def load_config(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
     """Read a configuration from a YAML/JSON file (or take a dict) and validate it: unknown plugin
-    or action names, bad arguments and inconsistent settings raise ValueError/KeyError."""
+    or action names, bad arguments and inconsistent settings raise ValueError/KeyError. Volcano's
+    files load unchanged, including its ConfigMap wrapper (``volcano-scheduler-configmap``)."""
     if isinstance(source, Mapping):
-        data = dict(source)
+        data = _parse_configmap_text(dict(source), "ConfigMap: ")
     else:
         # The scenario reader's strict rules: duplicate keys, NaN/Infinity, binary junk and deep
         # nesting are errors naming the file (ScenarioError is a ValueError).
@@ -150,6 +165,7 @@ def load_config(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
         data = read_document(path)
         if not isinstance(data, dict):
             raise ValueError(f"{path}: expected a mapping with 'actions' and 'tiers'")
+        data = _parse_configmap_text(data, f"{path}: ")
         try:
             _core.engine_check_config(data)
         except (ValueError, KeyError) as e:

@@ -17,8 +17,8 @@ std::string Error(const std::string& text) {
 }
 
 TEST(EngineConfigTest, RegistriesHoldTheBuiltIns) {
-  for (const char* n : {"deviceshare", "drf", "gang", "nodeorder", "predicates", "priority",
-                        "proportion", "reservation"})
+  for (const char* n : {"binpack", "conformance", "deviceshare", "drf", "gang", "nodeorder",
+                        "overcommit", "predicates", "priority", "proportion", "reservation"})
     EXPECT_TRUE(Registry<Plugin>::Global().Contains(n)) << n;
   for (const char* n : {"allocate", "backfill", "enqueue", "preempt", "reclaim"})
     EXPECT_TRUE(Registry<Action>::Global().Contains(n)) << n;
@@ -64,7 +64,7 @@ TEST(EngineConfigTest, ErrorsNameTheProblem) {
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate, reclaim", "tiers": [{"plugins": ["gang", "predicates"]}]})J"),
                   "\"reclaim\" needs a plugin that answers \"overused\" (registered: proportion)"));
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate, preempt", "tiers": [{"plugins": ["predicates", "proportion"]}]})J"),
-                  "\"preempt\" needs a plugin that answers \"preemptable\" (registered: drf, gang, priority)"));
+                  "\"preempt\" needs a plugin that answers \"preemptable\" (registered: conformance, drf, gang, priority)"));
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate", "tiers": [{"plugins": ["predicates", "reservation"]}]})J"),
                   "\"reservation\" needs a plugin that answers \"job-ready\" (registered: gang)"));
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate", "tiers": [{"plugins": ["gang", "predicates", "reservation(after_cycles=-2)"]}]})J"),

@@ -1,5 +1,6 @@
 #include "gpufleet/engine/config.h"
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 
@@ -8,15 +9,19 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "gpufleet/core/json_text.h"
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/engine/action.h"
 #include "gpufleet/engine/plugin.h"
+#include "gpufleet/engine/plugin_switches.h"
 #include "gpufleet/io/strict_json.h"
 
 namespace gpufleet::engine {
 namespace {
 
-absl::StatusOr<NamedArgs> ParseEntry(const Json& e, const std::string& where) {
+// A tier entry or an action: "name(k=v)", or {"name", "arguments"} plus, for plugins
+// (`switches`), Volcano's per-plugin switches.
+absl::StatusOr<NamedArgs> ParseEntry(const Json& e, const std::string& where, bool switches) {
   NamedArgs out;
   if (e.is_string()) {
     auto spec = ParseSpec(std::string(absl::StripAsciiWhitespace(e.get<std::string>())));
@@ -29,7 +34,10 @@ absl::StatusOr<NamedArgs> ParseEntry(const Json& e, const std::string& where) {
   if (!e.is_object())
     return absl::InvalidArgumentError(
         absl::StrFormat("%s: expected a name or {\"name\", \"arguments\"}, got %s", where, e.dump()));
-  RETURN_IF_ERROR(CheckKnownKeys(e, where, {"name", "arguments"}));
+  std::vector<std::string> known = {"name", "arguments"};
+  if (switches)
+    for (const std::string& k : PluginSwitchKeys()) known.push_back(k);
+  RETURN_IF_ERROR(CheckKnownKeys(e, where, known));
   auto name = e.find("name");
   if (name == e.end() || !name->is_string())
     return absl::InvalidArgumentError(absl::StrFormat("%s: \"name\" is missing", where));
@@ -40,7 +48,94 @@ absl::StatusOr<NamedArgs> ParseEntry(const Json& e, const std::string& where) {
           absl::StrFormat("%s (%s): \"arguments\" must be an object", where, out.name));
     out.args = *a;
   }
+  for (auto it = e.begin(); it != e.end(); ++it) {
+    const PluginSwitch* sw = FindPluginSwitch(it.key());
+    if (sw == nullptr || it->is_null()) continue;
+    if (!it->is_boolean())
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s (%s): \"%s\" must be true or false, got %s", where, out.name, it.key(), it->dump()));
+    if (it->get<bool>() && !sw->supported_on)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s (%s): \"%s: true\" is not supported (gpufleet has no hierarchical sharing)", where,
+          out.name, it.key()));
+    out.switches[it.key()] = it->get<bool>();
+  }
   return out;
+}
+
+// Volcano ships its configuration inside a ConfigMap; returns the configuration it holds.
+absl::StatusOr<Json> UnwrapConfigMap(const Json& j, std::string* where) {
+  if (!j.is_object() || !j.contains("kind")) return j;
+  const std::string owner = "scheduler configuration";
+  if (j["kind"] != "ConfigMap")
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: a Kubernetes object of kind %s; expected a ConfigMap or {\"actions\", \"tiers\"}",
+        owner, j["kind"].dump()));
+  RETURN_IF_ERROR(CheckKnownKeys(
+      j, "ConfigMap", {"apiVersion", "kind", "metadata", "data", "binaryData", "immutable"}));
+  std::string name = "ConfigMap";
+  if (auto m = j.find("metadata"); m != j.end() && m->is_object()) {
+    std::string ns = m->contains("namespace") && (*m)["namespace"].is_string()
+                         ? (*m)["namespace"].get<std::string>() + "/" : "";
+    if (m->contains("name") && (*m)["name"].is_string())
+      name = absl::StrCat("ConfigMap ", ns, (*m)["name"].get<std::string>());
+  }
+  auto data = j.find("data");
+  if (data == j.end() || !data->is_object() || data->empty())
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: \"data\" must hold the scheduler configuration", name));
+  constexpr char kKey[] = "volcano-scheduler.conf";
+  std::string key;
+  if (data->contains(kKey)) {
+    key = kKey;
+  } else {
+    std::vector<std::string> keys, confs;
+    for (auto it = data->begin(); it != data->end(); ++it) {
+      keys.push_back(it.key());
+      if (absl::EndsWith(it.key(), ".conf")) confs.push_back(it.key());
+    }
+    if (confs.size() != 1)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: no \"%s\" in data, and %s \"*.conf\" keys (data holds: %s)", name, kKey,
+          confs.empty() ? "no" : "several", absl::StrJoin(keys, ", ")));
+    key = confs[0];
+  }
+  *where = absl::StrFormat("%s, data \"%s\"", name, key);
+  const Json& held = (*data)[key];
+  if (held.is_object()) return held;
+  if (!held.is_string())
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: expected the configuration text, got %s", *where, held.dump()));
+  auto parsed = ParseJsonText(held.get<std::string>(), *where);
+  if (!parsed.ok())
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: not JSON; YAML text is read by gpufleet.engine.load_config and `gpufleet cycle "
+        "--conf`, which parse it before the check", *where));
+  return *std::move(parsed);
+}
+
+// Volcano's "configurations": per-action arguments, merged into the listed actions' arguments.
+absl::Status MergeActionConfigurations(const Json& list, std::vector<NamedArgs>& actions) {
+  if (list.is_null()) return absl::OkStatus();
+  if (!list.is_array())
+    return absl::InvalidArgumentError(
+        "scheduler configuration: \"configurations\" must be a list of {\"name\", \"arguments\"}");
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string where = absl::StrFormat("configurations[%d]", i);
+    ASSIGN_OR_RETURN(NamedArgs c, ParseEntry(list[i], where, /*switches=*/false));
+    auto a = std::find_if(actions.begin(), actions.end(),
+                          [&](const NamedArgs& x) { return x.name == c.name; });
+    if (a == actions.end())
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: action \"%s\" is not in \"actions\"", where, c.name));
+    for (auto it = c.args.begin(); it != c.args.end(); ++it) {
+      if (a->args.contains(it.key()))
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: argument \"%s\" of action \"%s\" is given twice", where, it.key(), c.name));
+      a->args[it.key()] = *it;
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Inconsistent(const std::string& why) {
@@ -58,6 +153,24 @@ std::vector<std::vector<std::string>> Config::TierNames() const {
   return out;
 }
 
+std::vector<std::string> NamedArgs::DisabledPoints() const {
+  std::vector<std::string> out;
+  for (const auto& [key, on] : switches) {
+    const PluginSwitch* sw = FindPluginSwitch(key);
+    if (!on && sw != nullptr && sw->point != nullptr) out.push_back(sw->point);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::map<std::string, std::vector<std::string>> Config::DisabledPoints() const {
+  std::map<std::string, std::vector<std::string>> out;
+  for (const auto& tier : tiers)
+    for (const NamedArgs& p : tier)
+      if (auto off = p.DisabledPoints(); !off.empty()) out[p.name] = std::move(off);
+  return out;
+}
+
 Json Config::ToJson() const {
   Json j;
   j["actions"] = Json::array();
@@ -65,17 +178,30 @@ Json Config::ToJson() const {
   j["tiers"] = Json::array();
   for (const auto& tier : tiers) {
     Json plugins = Json::array();
-    for (const auto& p : tier) plugins.push_back({{"name", p.name}, {"arguments", p.args}});
+    for (const auto& p : tier) {
+      Json e = {{"name", p.name}, {"arguments", p.args}};
+      for (const auto& [key, on] : p.switches) e[key] = on;
+      plugins.push_back(std::move(e));
+    }
     j["tiers"].push_back({{"plugins", plugins}});
   }
+  if (!metrics.is_null()) j["metrics"] = metrics;
   return j;
 }
 
-absl::StatusOr<Config> ConfigFromJson(const Json& j) {
+namespace {
+
+absl::StatusOr<Config> ParseConfig(const Json& j) {
   if (!j.is_object())
     return absl::InvalidArgumentError("scheduler configuration: expected an object with \"actions\" and \"tiers\"");
-  RETURN_IF_ERROR(CheckKnownKeys(j, "scheduler configuration", {"actions", "tiers"}));
+  RETURN_IF_ERROR(CheckKnownKeys(j, "scheduler configuration",
+                                 {"actions", "tiers", "configurations", "metrics"}));
   Config c;
+  if (auto m = j.find("metrics"); m != j.end() && !m->is_null()) {
+    if (!m->is_object())
+      return Inconsistent("\"metrics\" must be a mapping");
+    c.metrics = *m;
+  }
   // Actions.
   auto actions = j.find("actions");
   if (actions == j.end()) return Inconsistent("\"actions\" is missing");
@@ -91,14 +217,19 @@ absl::StatusOr<Config> ConfigFromJson(const Json& j) {
   if (entries.empty()) return Inconsistent("\"actions\" is empty");
   std::set<std::string> seen;
   for (size_t i = 0; i < entries.size(); ++i) {
-    ASSIGN_OR_RETURN(NamedArgs a, ParseEntry(entries[i], absl::StrFormat("actions[%d]", i)));
-    auto built = MakeAction(a.name, a.args);
-    if (!built.ok())
-      return absl::Status(built.status().code(),
-                          absl::StrFormat("actions[%d]: %s", i, built.status().message()));
+    ASSIGN_OR_RETURN(NamedArgs a, ParseEntry(entries[i], absl::StrFormat("actions[%d]", i),
+                                             /*switches=*/false));
     if (!seen.insert(a.name).second)
       return Inconsistent(absl::StrFormat("action \"%s\" is listed twice", a.name));
     c.actions.push_back(std::move(a));
+  }
+  if (auto conf = j.find("configurations"); conf != j.end())
+    RETURN_IF_ERROR(MergeActionConfigurations(*conf, c.actions));
+  for (size_t i = 0; i < c.actions.size(); ++i) {
+    auto built = MakeAction(c.actions[i].name, c.actions[i].args);
+    if (!built.ok())
+      return absl::Status(built.status().code(),
+                          absl::StrFormat("actions[%d]: %s", i, built.status().message()));
   }
   const Registry<Action>& action_registry = Registry<Action>::Global();
   for (size_t i = 1; i < c.actions.size(); ++i)
@@ -120,7 +251,7 @@ absl::StatusOr<Config> ConfigFromJson(const Json& j) {
     c.tiers.emplace_back();
     for (size_t k = 0; k < tier["plugins"].size(); ++k) {
       const std::string pw = absl::StrFormat("%s.plugins[%d]", where, k);
-      ASSIGN_OR_RETURN(NamedArgs p, ParseEntry(tier["plugins"][k], pw));
+      ASSIGN_OR_RETURN(NamedArgs p, ParseEntry(tier["plugins"][k], pw, /*switches=*/true));
       auto built = MakePlugin(p.name, p.args);
       if (!built.ok())
         return absl::Status(built.status().code(),
@@ -135,9 +266,15 @@ absl::StatusOr<Config> ConfigFromJson(const Json& j) {
   // places tasks needs a plugin that checks predicates, and a "needs:X" capability needs a
   // plugin that answers X.
   const Registry<Plugin>& plugin_registry = Registry<Plugin>::Global();
+  const auto disabled = c.DisabledPoints();
   auto answered = [&](const std::string& capability) {
-    for (const std::string& p : plugins)
+    for (const std::string& p : plugins) {
+      auto off = disabled.find(p);
+      if (off != disabled.end() &&
+          std::find(off->second.begin(), off->second.end(), capability) != off->second.end())
+        continue;  // switched off in this configuration
       if (plugin_registry.HasCapability(p, capability)) return true;
+    }
     return false;
   };
   auto missing = [&](const std::string& who, const std::string& capability) {
@@ -165,6 +302,17 @@ absl::StatusOr<Config> ConfigFromJson(const Json& j) {
     for (const std::string& need : needs(info))
       if (!answered(need)) return missing(p, need);
   }
+  return c;
+}
+
+}  // namespace
+
+absl::StatusOr<Config> ConfigFromJson(const Json& j) {
+  std::string where;
+  ASSIGN_OR_RETURN(Json held, UnwrapConfigMap(j, &where));
+  auto c = ParseConfig(held);
+  if (!c.ok() && !where.empty())
+    return absl::Status(c.status().code(), absl::StrCat(where, ": ", c.status().message()));
   return c;
 }
 

@@ -177,6 +177,7 @@ absl::StatusOr<CycleResult> Scheduler::RunCycleAt(double now) {
     in.inqueue.push_back(admitted_.count(name) > 0);
   }
   in.tiers = config_.TierNames();
+  in.disabled = config_.DisabledPoints();
   in.hold_plan = hold_plan_;
   Session session(in);
   session.set_cycle(cycle_);

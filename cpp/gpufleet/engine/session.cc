@@ -51,7 +51,8 @@ const char* TaskStatusName(TaskStatus s) {
   return "pending";
 }
 
-Session::Session(const SessionInput& in) : state_(*in.state), now_(in.now), tiers_(in.tiers) {
+Session::Session(const SessionInput& in)
+    : state_(*in.state), now_(in.now), tiers_(in.tiers), disabled_(in.disabled) {
   for (int i = 0; i < state_.num_nodes(); ++i) {
     const Node& n = state_.node(i);
     total_[0] += static_cast<double>(n.cpu_milli);
@@ -143,19 +144,26 @@ void Session::AddTiered(std::vector<std::vector<F>>& slot, const std::string& pl
   slot[std::min<size_t>(tier, slot.size() - 1)].push_back(std::move(fn));
 }
 
-void Session::AddJobOrderFn(const std::string& p, CompareFn fn) { AddTiered(job_order_, p, std::move(fn)); }
-void Session::AddQueueOrderFn(const std::string& p, CompareFn fn) { AddTiered(queue_order_, p, std::move(fn)); }
-void Session::AddTaskOrderFn(const std::string& p, CompareFn fn) { AddTiered(task_order_, p, std::move(fn)); }
-void Session::AddPreemptableFn(const std::string& p, VictimsFn fn) { AddTiered(preemptable_, p, std::move(fn)); }
-void Session::AddReclaimableFn(const std::string& p, VictimsFn fn) { AddTiered(reclaimable_, p, std::move(fn)); }
-void Session::AddPredicateFn(const std::string&, PredicateFn fn) { predicates_.push_back(std::move(fn)); }
-void Session::AddNodeScoreFn(const std::string&, NodeScoreFn fn) { node_scores_.push_back(std::move(fn)); }
-void Session::AddOverusedFn(const std::string&, QueueTestFn fn) { overused_.push_back(std::move(fn)); }
-void Session::AddJobReadyFn(const std::string&, JobTestFn fn) { job_ready_.push_back(std::move(fn)); }
+bool Session::Off(const std::string& plugin, const char* question) const {
+  auto it = disabled_.find(plugin);
+  return it != disabled_.end() &&
+         std::find(it->second.begin(), it->second.end(), question) != it->second.end();
+}
+
+// The question names are the plugin capability words (plugin.h, plugin_switches.cc).
+void Session::AddJobOrderFn(const std::string& p, CompareFn fn) { if (!Off(p, "job-order")) AddTiered(job_order_, p, std::move(fn)); }
+void Session::AddQueueOrderFn(const std::string& p, CompareFn fn) { if (!Off(p, "queue-order")) AddTiered(queue_order_, p, std::move(fn)); }
+void Session::AddTaskOrderFn(const std::string& p, CompareFn fn) { if (!Off(p, "task-order")) AddTiered(task_order_, p, std::move(fn)); }
+void Session::AddPreemptableFn(const std::string& p, VictimsFn fn) { if (!Off(p, "preemptable")) AddTiered(preemptable_, p, std::move(fn)); }
+void Session::AddReclaimableFn(const std::string& p, VictimsFn fn) { if (!Off(p, "reclaimable")) AddTiered(reclaimable_, p, std::move(fn)); }
+void Session::AddPredicateFn(const std::string& p, PredicateFn fn) { if (!Off(p, "predicates")) predicates_.push_back(std::move(fn)); }
+void Session::AddNodeScoreFn(const std::string& p, NodeScoreFn fn) { if (!Off(p, "node-score")) node_scores_.push_back(std::move(fn)); }
+void Session::AddOverusedFn(const std::string& p, QueueTestFn fn) { if (!Off(p, "overused")) overused_.push_back(std::move(fn)); }
+void Session::AddJobReadyFn(const std::string& p, JobTestFn fn) { if (!Off(p, "job-ready")) job_ready_.push_back(std::move(fn)); }
 void Session::AddJobValidFn(const std::string&, JobCheckFn fn) { job_valid_.push_back(std::move(fn)); }
-void Session::AddAllocatableFn(const std::string&, AllocatableFn fn) { allocatable_.push_back(std::move(fn)); }
-void Session::AddEnqueueableFn(const std::string&, JobCheckFn fn) { enqueueable_.push_back(std::move(fn)); }
-void Session::AddTargetJobFn(const std::string&, TargetJobFn fn) { target_job_.push_back(std::move(fn)); }
+void Session::AddAllocatableFn(const std::string& p, AllocatableFn fn) { if (!Off(p, "allocatable")) allocatable_.push_back(std::move(fn)); }
+void Session::AddEnqueueableFn(const std::string& p, JobCheckFn fn) { if (!Off(p, "enqueueable")) enqueueable_.push_back(std::move(fn)); }
+void Session::AddTargetJobFn(const std::string& p, TargetJobFn fn) { if (!Off(p, "target-job")) target_job_.push_back(std::move(fn)); }
 void Session::SetDeviceStrategy(std::unique_ptr<PlacementStrategy> s) { strategy_ = std::move(s); }
 
 int Session::Compare(const std::vector<std::vector<CompareFn>>& fns, int a, int b) const {

@@ -14,6 +14,7 @@
 #define GPUFLEET_ENGINE_SESSION_H_
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,6 +54,9 @@ struct SessionInput {
   std::vector<std::vector<std::string>> tiers;  // plugin names per tier
   double now = 0;  // the cycle's time in seconds (Scheduler clock)
   HoldPlan hold_plan;  // the starvation target's plan from the last cycle (reservation_ledger.h)
+  // Plugin -> questions its configuration switched off (Volcano's enable* switches): the
+  // plugin's callbacks for them are not registered.
+  std::map<std::string, std::vector<std::string>> disabled;
 };
 
 class Session {
@@ -157,6 +161,7 @@ class Session {
 
  private:
   int TierOf(const std::string& plugin) const;
+  bool Off(const std::string& plugin, const char* question) const;
   template <typename F>
   void AddTiered(std::vector<std::vector<F>>& slot, const std::string& plugin, F fn);
   int Compare(const std::vector<std::vector<CompareFn>>& fns, int a, int b) const;
@@ -171,6 +176,7 @@ class Session {
   int cycle_ = 0;
   double now_ = 0;
   std::vector<std::vector<std::string>> tiers_;
+  std::map<std::string, std::vector<std::string>> disabled_;
 
   std::vector<std::vector<CompareFn>> job_order_, queue_order_, task_order_;
   std::vector<PredicateFn> predicates_;
