@@ -141,17 +141,18 @@ class GavelLp : public JobTimePolicy {
         pairs.push_back({had > 0 ? x / had : std::numeric_limits<double>::infinity(), x, i, -1});
         continue;
       }
-      for (int m = 0; m < view.pool->num_models(); ++m) {
-        const double x = share_[i].empty() ? 0.0 : share_[i][m];
+      for (int m = 0; m < view.pool->num_models() && m < static_cast<int>(column_.size()); ++m) {
+        const double x = share_[i].empty() ? 0.0 : share_[i][column_[m]];
         if (x <= 1e-9) continue;
         const double had = time_on_[i][m] / age;
         pairs.push_back({had > 0 ? x / had : std::numeric_limits<double>::infinity(), x, i, m});
       }
     }
-    std::sort(pairs.begin(), pairs.end(), [](const Pair& a, const Pair& b) {
+    std::sort(pairs.begin(), pairs.end(), [this](const Pair& a, const Pair& b) {
       if (a.priority != b.priority) return a.priority > b.priority;
       if (a.share != b.share) return a.share > b.share;
-      return a.job != b.job ? a.job < b.job : a.model < b.model;
+      // Same job, same X and time share on two models: name order, not listing order.
+      return a.job != b.job ? a.job < b.job : a.model >= 0 && column_[a.model] < column_[b.model];
     });
     for (const Pair& p : pairs) {
       if (placed[p.job]) continue;
@@ -189,6 +190,11 @@ class GavelLp : public JobTimePolicy {
   void Solve(const JobTimeView& view) {
     const int models = view.pool->num_models();
     const int columns = aware_ ? models : 1;
+    // LP columns in model-name order: the LP has many optima, and which vertex the solver ends
+    // at follows the column order, which must not be the order the cluster lists its models in.
+    column_.assign(models, 0);
+    if (aware_)
+      for (int c = 0; c < models; ++c) column_[view.pool->name_order()[c]] = c;
     std::map<std::pair<int, std::vector<double>>, int> class_of;
     std::vector<int> job_class(view.jobs->size(), -1);
     std::vector<ShareClass> classes;
@@ -202,7 +208,7 @@ class GavelLp : public JobTimePolicy {
                           (gm.memory_gib <= 0 || j.spec.memory_gib <= gm.memory_gib);
         const double speed = fits ? Speed(j, m) : 0.0;
         if (aware_)
-          v[m] = speed;
+          v[column_[m]] = speed;
         else if (speed > 0)
           v[0] = 1.0;
         runnable |= speed > 0;
@@ -216,7 +222,7 @@ class GavelLp : public JobTimePolicy {
     }
     if (classes.empty()) return;
     std::vector<int> capacity(columns, 0);
-    for (int m = 0; m < models; ++m) capacity[aware_ ? m : 0] += view.pool->model(m).count;
+    for (int m = 0; m < models; ++m) capacity[column_[m]] += view.pool->model(m).count;
     absl::StatusOr<MaxMinShares> solved = SolveMaxMinShares(classes, capacity);
     if (!solved.ok()) return;
     const MaxMinShares& shares = *solved;
@@ -233,6 +239,7 @@ class GavelLp : public JobTimePolicy {
   std::vector<int> active_;
   std::vector<std::vector<double>> time_on_;  // per job, per model: seconds held so far
   std::vector<std::vector<double>> share_;    // per job, per LP column: X from the last round's LP
+  std::vector<int> column_;  // per model: its LP column (name rank when aware, 0 when agnostic)
 };
 
 GPUFLEET_REGISTER(JobTimePolicy,
