@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 import gpufleet.traces as T  # noqa: E402
 from gpufleet.plots import jct_cdf, utilization  # noqa: E402
-from gpufleet.sim import compare, simulate  # noqa: E402
+from gpufleet.sim import compare  # noqa: E402
 
 POLICIES = ["fifo", "srtf", "las", "dlas-gpu", "hetero-las(aware=false)", "hetero-las", "gavel-maxmin"]
 COLUMNS = ["avg_jct", "p50_jct", "p99_jct", "avg_queueing_delay", "makespan", "preemptions", "migrations",
@@ -40,9 +40,9 @@ def main() -> None:
     jobs = T.synthetic_jobs(args.jobs, seed=args.seed, arrival_rate=1 / 150)
     seeds = range(args.seed, args.seed + args.seeds)
     t0 = time.perf_counter()
-    table = compare(jobs, args.cluster, POLICIES, seeds=seeds, restore_delay=30)
+    results: dict = {}  # each policy's run with the first seed, for the figure
+    table = compare(jobs, args.cluster, POLICIES, seeds=seeds, results=results, restore_delay=30)
     elapsed = time.perf_counter() - t0
-    results = {p: simulate(jobs, args.cluster, p, seed=args.seed, restore_delay=30) for p in POLICIES}
 
     print(f"{args.jobs} synthetic jobs (trace seed {args.seed}) on {args.cluster}, restore delay 30 s; "
           f"{len(POLICIES)} policies x {args.seeds} seeds ({seeds.start}..{seeds.stop - 1}) in {elapsed:.2f} s; "

@@ -68,12 +68,13 @@ def policy_jct(data: Path, out: Path) -> Path:
     """Average JCT per job-time policy (bars, hours) and the JCT CDFs (log time axis)."""
     import gpufleet.traces as T
     from gpufleet.plots import jct_cdf
-    from gpufleet.sim import compare, simulate
+    from gpufleet.sim import compare
 
     jobs = T.gavel_as_jobs(T.load_gavel_trace(_need(data, GAVEL_TRACE)), _need(data, GAVEL_THROUGHPUTS),
                            missing="drop")
-    table = compare(jobs, GAVEL_CLUSTER, POLICIES, seeds=SEEDS, restore_delay=30, placement=None)
-    results = {p: simulate(jobs, GAVEL_CLUSTER, p, seed=SEEDS[0], restore_delay=30) for p in POLICIES}
+    results: dict = {}  # each policy's run with the first seed, for the CDFs
+    table = compare(jobs, GAVEL_CLUSTER, POLICIES, seeds=SEEDS, workers=2, results=results, restore_delay=30,
+                    placement=None)
 
     fig, (bars, cdf) = plt.subplots(1, 2, figsize=(11, 4.4), gridspec_kw={"width_ratios": [1, 1.25]})
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]

@@ -262,7 +262,8 @@ def simulate(jobs: pd.DataFrame, cluster: ClusterLike, policy: str | Mapping[str
 
 
 def compare(jobs: pd.DataFrame, cluster: ClusterLike, policies: Sequence[str], seeds: Iterable[int] | None = None,
-            *, per_seed: bool = False, progress: bool = False, **options: Any) -> pd.DataFrame:
+            *, per_seed: bool = False, workers: int = 1, results: dict[str, SimResult] | None = None,
+            progress: bool = False, **options: Any) -> pd.DataFrame:
     """Summaries of ``policies`` on the same jobs, cluster and options (:func:`simulate`).
 
     * ``seeds=None``: one run per policy (``seed=`` may be among the options); one row per
@@ -274,35 +275,55 @@ def compare(jobs: pd.DataFrame, cluster: ClusterLike, policies: Sequence[str], s
       reports means with their spread rather than one draw.
     * ``per_seed=True`` (with ``seeds``): the runs themselves, one row per (policy, seed); feed
       it to :func:`gain` for per-seed ratios between two policies.
+    * ``workers``: runs at once, in threads of this process (the simulator releases the GIL,
+      so they use that many cores); the numbers do not depend on it.
+    * ``results``: a dict that receives each policy's :class:`SimResult` of the first seed (for
+      plots of one draw without running it again).
     * ``progress``: a tqdm bar over the runs.
     """
+    if workers < 1:
+        raise ValueError(f"compare: workers must be >= 1, got {workers}")
+    policies = list(policies)
     if seeds is None:
         if per_seed:
             raise ValueError("compare: per_seed=True needs seeds (e.g. seeds=range(5))")
-        return pd.DataFrame([simulate(jobs, cluster, p, **options).summary for p in policies]).set_index("policy")
-    if "seed" in options:
-        raise ValueError("compare: give either seed= or seeds=, not both")
-    seed_list = [int(s) for s in seeds]
-    if not seed_list or len(set(seed_list)) != len(seed_list):
-        raise ValueError(f"compare: seeds must be distinct and at least one, got {seed_list}")
-    policies = list(policies)
+        seed_list = [options.pop("seed", 0)]
+    else:
+        if "seed" in options:
+            raise ValueError("compare: give either seed= or seeds=, not both")
+        seed_list = [int(s) for s in seeds]
+        if not seed_list or len(set(seed_list)) != len(seed_list):
+            raise ValueError(f"compare: seeds must be distinct and at least one, got {seed_list}")
+    tasks = [(p, s) for p in policies for s in seed_list]
     bar = None
     if progress:
         from tqdm.auto import tqdm
-        bar = tqdm(total=len(policies) * len(seed_list), desc="compare", unit="run")
+        bar = tqdm(total=len(tasks), desc="compare", unit="run")
         options.setdefault("progress", False)
-    rows = []
+
+    def run(task: tuple[str, int]) -> SimResult:
+        r = simulate(jobs, cluster, task[0], seed=task[1], **options)
+        if bar is not None:
+            bar.update(1)
+        return r
+
     try:
-        for p in policies:
-            for s in seed_list:
-                summary = simulate(jobs, cluster, p, seed=s, **options).summary
-                rows.append({**summary, "policy": p})
-                if bar is not None:
-                    bar.update(1)
+        if workers == 1:
+            done = [run(t) for t in tasks]
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                done = list(pool.map(run, tasks))
     finally:
         if bar is not None:
             bar.close()
-    runs = pd.DataFrame(rows)
+    if results is not None:
+        for (p, s), r in zip(tasks, done):
+            if s == seed_list[0]:
+                results[p] = r
+    if seeds is None:
+        return pd.DataFrame([r.summary for r in done]).set_index("policy")
+    runs = pd.DataFrame([{**r.summary, "policy": p} for (p, _), r in zip(tasks, done)])
     if per_seed:
         return runs.set_index(["policy", "seed"])
     keys = [c for c in runs.columns if c not in ("policy", "seed") and pd.api.types.is_numeric_dtype(runs[c])]

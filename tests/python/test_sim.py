@@ -185,6 +185,12 @@ def test_compare_over_seeds_reports_mean_and_spread():
         assert table.loc[p, "avg_jct_std"] == pytest.approx(np.std(one, ddof=1))
         assert table.loc[p, "avg_jct_min"] == min(one) and table.loc[p, "avg_jct_max"] == max(one)
         assert list(runs.loc[p, "avg_jct"]) == one
+    first: dict = {}
+    threaded = compare(jobs, cluster, policies, seeds=range(3), per_seed=True, workers=2, results=first,
+                       restore_delay=30)
+    pd.testing.assert_frame_equal(threaded, runs)
+    assert set(first) == set(policies) and all(first[p].summary["seed"] == 0 for p in policies)
+    assert first["las"].summary["avg_jct"] == runs.loc[("las", 0), "avg_jct"]
     g = gain(runs, "las", "hetero-las")
     per_seed = runs.loc["las", "avg_jct"] / runs.loc["hetero-las", "avg_jct"]
     assert g["mean"] == pytest.approx(per_seed.mean()) and g["min"] == per_seed.min()
