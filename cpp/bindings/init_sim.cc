@@ -34,7 +34,7 @@ py::dict Simulate(const py::object& cluster, Arr<int64_t> job_id, Arr<double> su
                   py::object memory_gib, const std::string& policy_spec, bool tiresias_compat,
                   double restore_delay, double tick, double scheduling_interval,
                   bool record_timeseries, py::object progress,
-                  const std::string& placement) {
+                  const std::string& placement, int64_t seed) {
   GpuPool pool = Unwrap(GpuPool::FromJson(PyToJson(cluster)));
   const size_t n = job_id.size();
   if (submit_time.size() != static_cast<py::ssize_t>(n) ||
@@ -80,6 +80,7 @@ py::dict Simulate(const py::object& cluster, Arr<int64_t> job_id, Arr<double> su
   o.scheduling_interval = scheduling_interval;
   o.record_timeseries = record_timeseries;
   o.placement = placement;
+  o.seed = static_cast<uint64_t>(seed);
   if (!progress.is_none()) {
     o.progress = [progress](int64_t finished) {
       py::gil_scoped_acquire gil;
@@ -154,6 +155,7 @@ void InitSim(py::module_& m) {
         py::arg("tick") = 0.0, py::arg("scheduling_interval") = 0.0,
         py::arg("record_timeseries") = true,
         py::arg("progress") = py::none(), py::arg("placement") = "binpack",
+        py::arg("seed") = 0,
         "Runs the job-time simulator; see gpufleet.sim.simulate for the friendly wrapper.");
   // The LP solver gavel-lp uses, exposed so tests can cross-check it against another solver.
   m.def("maximize_lp",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from gpufleet import _core
 from gpufleet._lazy import lazy
@@ -65,8 +65,9 @@ def cluster_spec(cluster: ClusterLike) -> list[dict[str, Any]]:
 
     Accepted: an int (that many identical GPUs, model ``"gpu"``); a string ``"8"`` or
     ``"v100:4,k80:4"``; a mapping ``{"v100": 4}`` or ``{"v100": {"count": 4, "memory_gib": 16}}``
-    (insertion order is kept: first-fit policies try models in this order); a list of such
-    dicts with a ``name``; or any object with ``num_gpus`` (a Tiresias ``ClusterSpec``).
+    (insertion order is kept, and only numbers the models: no policy prefers a model for being
+    listed first); a list of such dicts with a ``name``; or any object with ``num_gpus`` (a
+    Tiresias ``ClusterSpec``).
     """
     if hasattr(cluster, "num_gpus") and not isinstance(cluster, Mapping):
         spec = {"name": "gpu", "count": int(cluster.num_gpus)}
@@ -197,9 +198,12 @@ def simulate(jobs: pd.DataFrame, cluster: ClusterLike, policy: str | Mapping[str
       schedule every ``tick`` seconds; ``scheduling_interval``: schedule only on multiples
       of this many seconds instead of on every arrival/completion (big traces: far fewer
       scheduling points, at most that much added latency).
-    * ``seed``: the run is deterministic; the seed is recorded in the summary and only
-      breaks exact ties between jobs with equal submit times (they are admitted in a
-      seeded order; seed=0 keeps the trace order).
+    * ``seed``: the run is deterministic given the seed, which is recorded in the summary. It
+      seeds the model draw of the heterogeneity-agnostic policies (a job lands on a model with
+      room at random, in proportion to its free GPUs, whatever order the cluster lists the
+      models in; docs/simulator.md) and breaks exact ties between jobs with equal submit times
+      (admitted in a seeded order; seed=0 keeps the trace order). On one GPU model nothing is
+      drawn. Compare policies over several seeds: :func:`compare` with ``seeds=range(5)``.
     * ``progress``: tqdm bar (default: on from 20,000 jobs).
     * ``placement``: a placement strategy (:func:`gpufleet.strategies`) that gives every start
       real devices in the core's accounting, on nodes of ``gpus_per_node`` GPUs per model
@@ -234,7 +238,7 @@ def simulate(jobs: pd.DataFrame, cluster: ClusterLike, policy: str | Mapping[str
                             frame["num_gpu"].to_numpy(np.int64), frame["duration"].to_numpy(np.float64), speed, mem,
                             spec, tiresias_compat, float(restore_delay), float(tick), float(scheduling_interval),
                             bool(record_timeseries),
-                            callback, placement or "")
+                            callback, placement or "", int(seed))
     finally:
         if bar is not None:
             bar.close()
@@ -257,14 +261,100 @@ def simulate(jobs: pd.DataFrame, cluster: ClusterLike, policy: str | Mapping[str
     return SimResult(jobs=out, timeseries=ts, summary=summary, policy=spec, cluster=models)
 
 
-def compare(jobs: pd.DataFrame, cluster: ClusterLike, policies: Sequence[str], **options: Any) -> pd.DataFrame:
-    """One summary row per policy (same jobs, cluster and options)."""
-    rows = []
-    for p in policies:
-        s = simulate(jobs, cluster, p, **options).summary
-        rows.append(s)
-    return pd.DataFrame(rows).set_index("policy")
+def compare(jobs: pd.DataFrame, cluster: ClusterLike, policies: Sequence[str], seeds: Iterable[int] | None = None,
+            *, per_seed: bool = False, workers: int = 1, results: dict[str, SimResult] | None = None,
+            progress: bool = False, **options: Any) -> pd.DataFrame:
+    """Summaries of ``policies`` on the same jobs, cluster and options (:func:`simulate`).
+
+    * ``seeds=None``: one run per policy (``seed=`` may be among the options); one row per
+      policy with the summary's keys as columns.
+    * ``seeds=range(5)``: each policy runs once per seed; one row per policy with, for every
+      numeric summary key, ``<key>_mean`` and ``<key>_std`` (sample standard deviation over the
+      seeds, 0 for a single seed), ``<key>_min``, ``<key>_max``, and ``seeds`` (how many).
+      The agnostic policies draw models at random (see :func:`simulate`), so a comparison
+      reports means with their spread rather than one draw.
+    * ``per_seed=True`` (with ``seeds``): the runs themselves, one row per (policy, seed); feed
+      it to :func:`gain` for per-seed ratios between two policies.
+    * ``workers``: runs at once, in threads of this process (the simulator releases the GIL,
+      so they use that many cores); the numbers do not depend on it.
+    * ``results``: a dict that receives each policy's :class:`SimResult` of the first seed (for
+      plots of one draw without running it again).
+    * ``progress``: a tqdm bar over the runs.
+    """
+    if workers < 1:
+        raise ValueError(f"compare: workers must be >= 1, got {workers}")
+    policies = list(policies)
+    if seeds is None:
+        if per_seed:
+            raise ValueError("compare: per_seed=True needs seeds (e.g. seeds=range(5))")
+        seed_list = [options.pop("seed", 0)]
+    else:
+        if "seed" in options:
+            raise ValueError("compare: give either seed= or seeds=, not both")
+        seed_list = [int(s) for s in seeds]
+        if not seed_list or len(set(seed_list)) != len(seed_list):
+            raise ValueError(f"compare: seeds must be distinct and at least one, got {seed_list}")
+    tasks = [(p, s) for p in policies for s in seed_list]
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=len(tasks), desc="compare", unit="run")
+        options.setdefault("progress", False)
+
+    def run(task: tuple[str, int]) -> SimResult:
+        r = simulate(jobs, cluster, task[0], seed=task[1], **options)
+        if bar is not None:
+            bar.update(1)
+        return r
+
+    try:
+        if workers == 1:
+            done = [run(t) for t in tasks]
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                done = list(pool.map(run, tasks))
+    finally:
+        if bar is not None:
+            bar.close()
+    if results is not None:
+        for (p, s), r in zip(tasks, done):
+            if s == seed_list[0]:
+                results[p] = r
+    if seeds is None:
+        return pd.DataFrame([r.summary for r in done]).set_index("policy")
+    runs = pd.DataFrame([{**r.summary, "policy": p} for (p, _), r in zip(tasks, done)])
+    if per_seed:
+        return runs.set_index(["policy", "seed"])
+    keys = [c for c in runs.columns if c not in ("policy", "seed") and pd.api.types.is_numeric_dtype(runs[c])]
+    g = runs.groupby("policy", sort=False)[keys]
+    stats = {"mean": g.mean(), "std": g.std(ddof=1).fillna(0.0), "min": g.min(), "max": g.max()}
+    out = pd.DataFrame(index=pd.Index(policies, name="policy").drop_duplicates())
+    for k in keys:
+        for name, frame in stats.items():
+            out[f"{k}_{name}"] = frame[k].astype(np.float64)
+    out["seeds"] = len(seed_list)
+    return out
 
 
-__all__ = ["SimResult", "cluster_spec", "compare", "policy_description", "policy_names", "policy_spec",
+def gain(runs: pd.DataFrame, baseline: str, policy: str, metric: str = "avg_jct") -> dict[str, float]:
+    """How many times lower ``metric`` is under ``policy`` than under ``baseline``, seed by seed,
+    from ``compare(..., seeds=..., per_seed=True)``: ``mean``, ``std`` (sample), ``min``, ``max``
+    of baseline / policy over the seeds both ran with."""
+    if not isinstance(runs.index, pd.MultiIndex) or list(runs.index.names) != ["policy", "seed"]:
+        raise ValueError("gain: expected compare(..., seeds=..., per_seed=True) (rows by policy and seed)")
+    have = list(runs.index.get_level_values("policy").unique())
+    for p in (baseline, policy):
+        if p not in have:
+            raise KeyError(f"gain: policy {p!r} not among the runs {have}")
+    if metric not in runs.columns:
+        raise KeyError(f"gain: no metric {metric!r} (have {sorted(runs.columns)})")
+    ratio = (runs.loc[baseline, metric] / runs.loc[policy, metric]).dropna()
+    if ratio.empty:
+        raise ValueError(f"gain: {baseline!r} and {policy!r} share no seed")
+    return {"mean": float(ratio.mean()), "std": float(ratio.std(ddof=1)) if len(ratio) > 1 else 0.0,
+            "min": float(ratio.min()), "max": float(ratio.max())}
+
+
+__all__ = ["SimResult", "cluster_spec", "compare", "gain", "policy_description", "policy_names", "policy_spec",
            "simulate"]

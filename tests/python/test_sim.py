@@ -10,7 +10,7 @@ import pytest
 
 import gpufleet.traces as T
 from gpufleet.cli import main
-from gpufleet.sim import cluster_spec, compare, policy_names, policy_spec, simulate
+from gpufleet.sim import cluster_spec, compare, gain, policy_names, policy_spec, simulate
 from conftest import REQUIRE_SHARED_DATA
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -96,7 +96,7 @@ def test_gittins_from_distribution_file():
 
 def test_heterogeneity_aware_beats_agnostic():
     jobs = T.synthetic_jobs(400, seed=3, arrival_rate=1 / 300)
-    cluster = {"k80": 16, "p100": 16, "v100": 16}  # first fit tries the slow K80 first
+    cluster = {"k80": 16, "p100": 16, "v100": 16}
     aware = simulate(jobs, cluster, "hetero-las")
     agnostic = simulate(jobs, cluster, "hetero-las(aware=false)")
     assert aware.summary["avg_jct"] < agnostic.summary["avg_jct"]
@@ -107,6 +107,36 @@ def test_heterogeneity_aware_beats_agnostic():
     lp_aware = simulate(jobs, cluster, "gavel-lp")
     lp_agnostic = simulate(jobs, cluster, "gavel-lp(aware=false)")
     assert lp_aware.summary["avg_jct"] < lp_agnostic.summary["avg_jct"]
+
+
+AGNOSTIC = ["fifo", "sjf", "srtf", "las", "dlas-gpu", "hetero-las(aware=false)", "gavel-maxmin(aware=false)",
+            "gavel-lp(aware=false)"]
+AWARE = ["hetero-las", "gavel-maxmin", "gavel-lp"]
+
+
+@pytest.mark.parametrize("policy", AGNOSTIC + AWARE)
+def test_results_ignore_the_cluster_listing_order(policy):
+    # Same seed, same numbers, whichever order the cluster lists its models in: agnostic policies
+    # draw models over the names, aware ones break ties and order their LP columns by name.
+    jobs = T.synthetic_jobs(60, seed=2, arrival_rate=1 / 40)
+    counts = {"k80": 12, "p100": 8, "v100": 8}
+    orders = [["k80", "p100", "v100"], ["v100", "p100", "k80"], ["p100", "k80", "v100"]]
+    for seed in (0, 3):
+        runs = [simulate(jobs, {m: counts[m] for m in order}, policy, seed=seed, restore_delay=30)
+                for order in orders]
+        for r in runs[1:]:
+            pd.testing.assert_frame_equal(r.jobs, runs[0].jobs)
+            assert r.summary == runs[0].summary
+
+
+def test_agnostic_draw_depends_on_the_seed_and_spreads_over_models():
+    jobs = T.synthetic_jobs(60, seed=2, arrival_rate=1 / 40)
+    cluster = {"k80": 12, "p100": 8, "v100": 8}
+    runs = [simulate(jobs, cluster, "las", seed=s, restore_delay=30) for s in range(3)]
+    assert len({r.summary["avg_jct"] for r in runs}) > 1
+    # Service / GPU time is the mean perf factor of the models a job ran on: every model is used.
+    factors = pd.concat([r.jobs["service"] / r.jobs["gpu_time"] for r in runs])
+    assert factors.min() < 0.3 and factors.max() > 0.99  # K80 (0.28) and V100 (1.0) both drawn
 
 
 def test_restore_delay_costs_time_for_preemptive_policy():
@@ -139,6 +169,37 @@ def test_compare_table():
     table = compare(tiny_jobs(), 4, ["fifo", "srtf", "las"])
     assert list(table.index) == ["fifo", "srtf", "las"]
     assert (table["avg_jct"] > 0).all()
+
+
+def test_compare_over_seeds_reports_mean_and_spread():
+    jobs = T.synthetic_jobs(60, seed=2, arrival_rate=1 / 40)
+    cluster = {"k80": 12, "p100": 8, "v100": 8}
+    policies = ["las", "hetero-las"]
+    table = compare(jobs, cluster, policies, seeds=range(3), restore_delay=30)
+    assert list(table.index) == policies and (table["seeds"] == 3).all()
+    runs = compare(jobs, cluster, policies, seeds=range(3), per_seed=True, restore_delay=30)
+    assert list(runs.index.get_level_values("seed")[:3]) == [0, 1, 2]
+    for p in policies:
+        one = [simulate(jobs, cluster, p, seed=s, restore_delay=30).summary["avg_jct"] for s in range(3)]
+        assert table.loc[p, "avg_jct_mean"] == pytest.approx(np.mean(one))
+        assert table.loc[p, "avg_jct_std"] == pytest.approx(np.std(one, ddof=1))
+        assert table.loc[p, "avg_jct_min"] == min(one) and table.loc[p, "avg_jct_max"] == max(one)
+        assert list(runs.loc[p, "avg_jct"]) == one
+    first: dict = {}
+    threaded = compare(jobs, cluster, policies, seeds=range(3), per_seed=True, workers=2, results=first,
+                       restore_delay=30)
+    pd.testing.assert_frame_equal(threaded, runs)
+    assert set(first) == set(policies) and all(first[p].summary["seed"] == 0 for p in policies)
+    assert first["las"].summary["avg_jct"] == runs.loc[("las", 0), "avg_jct"]
+    g = gain(runs, "las", "hetero-las")
+    per_seed = runs.loc["las", "avg_jct"] / runs.loc["hetero-las", "avg_jct"]
+    assert g["mean"] == pytest.approx(per_seed.mean()) and g["min"] == per_seed.min()
+    with pytest.raises(ValueError, match="seed= or seeds="):
+        compare(jobs, cluster, policies, seeds=range(2), seed=1)
+    with pytest.raises(ValueError, match="distinct"):
+        compare(jobs, cluster, policies, seeds=[1, 1])
+    with pytest.raises(KeyError, match="fifo"):
+        gain(runs, "fifo", "las")
 
 
 def test_plots(tmp_path):

@@ -6,6 +6,7 @@
 #ifndef GPUFLEET_ENGINE_JOBTIME_LEDGER_H_
 #define GPUFLEET_ENGINE_JOBTIME_LEDGER_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@ class JobtimeLedger {
   // The view a policy reads; `pool` must outlive the next policy call.
   const jobtime::JobTimeView& view() const { return view_; }
   void SetTime(double now) { view_.now = now; }
+  void SetSeed(uint64_t seed) { view_.seed = seed; }
   void SetPool(const jobtime::GpuPool* pool);
   double now() const { return view_.now; }
 

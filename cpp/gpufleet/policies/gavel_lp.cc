@@ -10,8 +10,13 @@
 // cluster (time share min(1, G / (jobs x n_m)) spread over the models by their GPU counts). Rounds
 // realise X as Gavel's mechanism does: (job, model) pairs are served in decreasing order of
 // X_mj / (the fraction of its time the job has had on model j), each job at most once, and the
-// GPUs left over go to any job that fits (work conservation). aware=false replaces every speed by
-// 1: Gavel's heterogeneity-agnostic max-min baseline. gavel-maxmin is the cheaper greedy version.
+// GPUs left over go to any job that fits (work conservation). aware=false is Gavel's
+// heterogeneity-agnostic max-min baseline: a scheduler that cannot tell models apart sees one
+// pool of GPUs, so the LP has a single column per class (speed 1 wherever the job can run,
+// capacity all GPUs) and a job's share is realised on a model drawn as every agnostic choice
+// is (ModelChoice::kAgnostic). Solving the agnostic LP per model instead would leave the choice
+// among its many equal optima to the column order, that is to how the cluster lists its models.
+// gavel-maxmin is the cheaper greedy version.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -127,24 +132,39 @@ class GavelLp : public JobTimePolicy {
       if (placed[i]) continue;
       const Job& j = view.job(i);
       const double age = std::max(view.now - j.spec.submit_time, 1e-9);
-      for (int m = 0; m < view.pool->num_models(); ++m) {
-        const double x = share_[i].empty() ? 0.0 : share_[i][m];
+      if (!aware_) {  // one pooled column; the model is drawn below (model -1)
+        const double x = share_[i].empty() ? 0.0 : share_[i][0];
+        if (x <= 1e-9) continue;
+        double held = 0;
+        for (double s : time_on_[i]) held += s;
+        const double had = held / age;
+        pairs.push_back({had > 0 ? x / had : std::numeric_limits<double>::infinity(), x, i, -1});
+        continue;
+      }
+      for (int m = 0; m < view.pool->num_models() && m < static_cast<int>(column_.size()); ++m) {
+        const double x = share_[i].empty() ? 0.0 : share_[i][column_[m]];
         if (x <= 1e-9) continue;
         const double had = time_on_[i][m] / age;
         pairs.push_back({had > 0 ? x / had : std::numeric_limits<double>::infinity(), x, i, m});
       }
     }
-    std::sort(pairs.begin(), pairs.end(), [](const Pair& a, const Pair& b) {
+    std::sort(pairs.begin(), pairs.end(), [this](const Pair& a, const Pair& b) {
       if (a.priority != b.priority) return a.priority > b.priority;
       if (a.share != b.share) return a.share > b.share;
-      return a.job != b.job ? a.job < b.job : a.model < b.model;
+      // Same job, same X and time share on two models: name order, not listing order.
+      return a.job != b.job ? a.job < b.job : a.model >= 0 && column_[a.model] < column_[b.model];
     });
     for (const Pair& p : pairs) {
-      if (placed[p.job] || !fill.Fits(p.job, p.model)) continue;
+      if (placed[p.job]) continue;
+      if (p.model < 0) {
+        if (fill.TryPlace(p.job, ModelChoice::kAgnostic) >= 0) placed[p.job] = 1;
+        continue;
+      }
+      if (!fill.Fits(p.job, p.model)) continue;
       fill.Take(p.job, p.model);
       placed[p.job] = 1;
     }
-    const ModelChoice choice = aware_ ? ModelChoice::kFastest : ModelChoice::kFirstFit;
+    const ModelChoice choice = aware_ ? ModelChoice::kFastest : ModelChoice::kAgnostic;
     for (int i : active_) {
       if (fill.total_free() == 0) break;
       if (!placed[i] && fill.TryPlace(i, choice) >= 0) placed[i] = 1;
@@ -169,19 +189,29 @@ class GavelLp : public JobTimePolicy {
   // model types, so the LP stays small however many jobs are active.
   void Solve(const JobTimeView& view) {
     const int models = view.pool->num_models();
+    const int columns = aware_ ? models : 1;
+    // LP columns in model-name order: the LP has many optima, and which vertex the solver ends
+    // at follows the column order, which must not be the order the cluster lists its models in.
+    column_.assign(models, 0);
+    if (aware_)
+      for (int c = 0; c < models; ++c) column_[view.pool->name_order()[c]] = c;
     std::map<std::pair<int, std::vector<double>>, int> class_of;
     std::vector<int> job_class(view.jobs->size(), -1);
     std::vector<ShareClass> classes;
     for (int i : active_) {
       const Job& j = view.job(i);
-      std::vector<double> v(models);
+      std::vector<double> v(columns, 0.0);
       bool runnable = false;
       for (int m = 0; m < models; ++m) {
         const GpuModel& gm = view.pool->model(m);
         const bool fits = gm.count >= j.spec.num_gpu &&
                           (gm.memory_gib <= 0 || j.spec.memory_gib <= gm.memory_gib);
-        v[m] = fits ? Speed(j, m) : 0.0;
-        runnable |= v[m] > 0;
+        const double speed = fits ? Speed(j, m) : 0.0;
+        if (aware_)
+          v[column_[m]] = speed;
+        else if (speed > 0)
+          v[0] = 1.0;
+        runnable |= speed > 0;
       }
       if (!runnable) continue;
       auto [it, fresh] = class_of.emplace(std::make_pair(j.spec.num_gpu, v),
@@ -191,8 +221,8 @@ class GavelLp : public JobTimePolicy {
       job_class[i] = it->second;
     }
     if (classes.empty()) return;
-    std::vector<int> capacity(models);
-    for (int m = 0; m < models; ++m) capacity[m] = view.pool->model(m).count;
+    std::vector<int> capacity(columns, 0);
+    for (int m = 0; m < models; ++m) capacity[column_[m]] += view.pool->model(m).count;
     absl::StatusOr<MaxMinShares> solved = SolveMaxMinShares(classes, capacity);
     if (!solved.ok()) return;
     const MaxMinShares& shares = *solved;
@@ -208,7 +238,8 @@ class GavelLp : public JobTimePolicy {
   double last_point_ = 0;
   std::vector<int> active_;
   std::vector<std::vector<double>> time_on_;  // per job, per model: seconds held so far
-  std::vector<std::vector<double>> share_;    // per job, per model: X from the last round's LP
+  std::vector<std::vector<double>> share_;    // per job, per LP column: X from the last round's LP
+  std::vector<int> column_;  // per model: its LP column (name rank when aware, 0 when agnostic)
 };
 
 GPUFLEET_REGISTER(JobTimePolicy,

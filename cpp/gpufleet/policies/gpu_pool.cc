@@ -44,6 +44,13 @@ absl::StatusOr<GpuPool> GpuPool::Create(std::vector<GpuModel> models) {
     pool.max_count_ = std::max(pool.max_count_, m.count);
   }
   if (pool.total_ == 0) return absl::InvalidArgumentError("cluster: no GPUs");
+  std::vector<std::string> lower;
+  for (const GpuModel& m : pool.models_) lower.push_back(absl::AsciiStrToLower(m.name));
+  pool.name_order_.resize(pool.models_.size());
+  for (size_t i = 0; i < pool.name_order_.size(); ++i) pool.name_order_[i] = static_cast<int>(i);
+  // Names are unique ignoring case (checked above), so this order is total.
+  std::sort(pool.name_order_.begin(), pool.name_order_.end(),
+            [&](int a, int b) { return lower[a] < lower[b]; });
   return pool;
 }
 

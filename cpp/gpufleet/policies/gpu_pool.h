@@ -25,7 +25,8 @@ class GpuPool {
  public:
   // From JSON: {"v100": 4, "k80": 4} or {"v100": {"count": 4, "memory_gib": 16,
   // "perf_factor": 1.0}, ...} (models in name order) or a list of such objects with a "name"
-  // (models in list order; first-fit policies try them in this order).
+  // (models in list order). The order only numbers the models: no policy prefers a model for
+  // being listed first (see name_order).
   static absl::StatusOr<GpuPool> FromJson(const Json& spec);
   static absl::StatusOr<GpuPool> Create(std::vector<GpuModel> models);
 
@@ -33,11 +34,15 @@ class GpuPool {
   const GpuModel& model(int m) const { return models_[m]; }
   int total_gpus() const { return total_; }
   int max_count() const { return max_count_; }
+  // Model indices sorted by lower-case name: the order in which choices that must not depend on
+  // how the cluster was listed (the agnostic model draw) walk the models.
+  const std::vector<int>& name_order() const { return name_order_; }
   // Index of a model by name (case-insensitive), or -1.
   int Find(const std::string& name) const;
 
  private:
   std::vector<GpuModel> models_;
+  std::vector<int> name_order_;
   int total_ = 0;
   int max_count_ = 0;
 };

@@ -1,5 +1,8 @@
 #include "gpufleet/policies/job_time_policy.h"
 
+#include <bit>
+#include <cstdint>
+
 #include "absl/strings/str_format.h"
 #include "gpufleet/core/status_macros.h"
 
@@ -33,17 +36,59 @@ bool Filler::Fits(int job, int model) const {
          (gm.memory_gib <= 0 || j.spec.memory_gib <= gm.memory_gib);
 }
 
+namespace {
+
+// SplitMix64's finaliser: spreads any change of the input over all 64 bits.
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// A uniform 64-bit number per (seed, job, time). Stateless, so the answer does not depend on how
+// many draws came before: the simulator and the engine, which ask in different patterns, agree,
+// and the same job asked twice at one scheduling point gets the same number.
+uint64_t AgnosticDraw(uint64_t seed, int job, double now) {
+  return Mix(Mix(Mix(seed) ^ static_cast<uint64_t>(job)) ^ std::bit_cast<uint64_t>(now));
+}
+
+}  // namespace
+
 int Filler::PickModel(int job, ModelChoice choice) const {
   const Job& j = view_.job(job);
   if (choice != ModelChoice::kFastestMove && j.state == JobState::kRunning && Fits(job, j.model))
     return j.model;
-  int best = -1;
-  for (int m = 0; m < static_cast<int>(free_.size()); ++m) {
-    if (!Fits(job, m)) continue;
-    if (choice == ModelChoice::kFirstFit) return m;
-    if (best < 0 || j.Speed(m) > j.Speed(best)) best = m;
+  if (choice == ModelChoice::kAgnostic) return DrawByFree(job, [](int) { return true; });
+  double fastest = -1;
+  for (int m = 0; m < static_cast<int>(free_.size()); ++m)
+    if (Fits(job, m) && j.Speed(m) > fastest) fastest = j.Speed(m);
+  if (fastest < 0) return -1;
+  // Models that tie (a job without per-model speeds) are drawn like the agnostic choice, so an
+  // aware policy does not prefer a model for being listed first either.
+  return DrawByFree(job, [&](int m) { return j.Speed(m) == fastest; });
+}
+
+template <typename Pred>
+int Filler::DrawByFree(int job, Pred eligible) const {
+  const std::vector<int>& order = view_.pool->name_order();
+  uint64_t room = 0;
+  int last = -1, candidates = 0;
+  for (int m : order) {
+    if (!Fits(job, m) || !eligible(m)) continue;
+    room += static_cast<uint64_t>(free_[m]);
+    last = m;
+    ++candidates;
   }
-  return best;
+  if (candidates <= 1) return last;  // no choice, no draw: one-model runs stay exact
+  uint64_t r = static_cast<uint64_t>(
+      (static_cast<unsigned __int128>(AgnosticDraw(view_.seed, job, view_.now)) * room) >> 64);
+  for (int m : order) {
+    if (!Fits(job, m) || !eligible(m)) continue;
+    if (r < static_cast<uint64_t>(free_[m])) return m;
+    r -= static_cast<uint64_t>(free_[m]);
+  }
+  return last;  // not reached: r < room
 }
 
 void Filler::Take(int job, int model) {

@@ -7,6 +7,7 @@
 #ifndef GPUFLEET_POLICIES_JOB_TIME_POLICY_H_
 #define GPUFLEET_POLICIES_JOB_TIME_POLICY_H_
 
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -31,6 +32,9 @@ struct JobTimeView {
   const std::vector<int>* running = nullptr;  // job indices, no particular order
   const std::vector<int>* busy = nullptr;     // GPUs in use per model
   double now = 0;
+  // Seeds the heterogeneity-agnostic model draw (ModelChoice::kAgnostic): the simulator's and
+  // the jobtime action's `seed`.
+  uint64_t seed = 0;
   bool tiresias_compat = false;
   double restore_delay = 0;  // the host's checkpoint/restore delay, for cost-aware moves
 
@@ -97,8 +101,13 @@ std::string JobTimePolicyDescription(const std::string& name);
 
 // How a policy picks the model for a job that needs one.
 enum class ModelChoice {
-  kFirstFit,  // heterogeneity-agnostic: first model in cluster order with room
-  kFastest,   // heterogeneity-aware: the model where the job runs fastest
+  // Heterogeneity-agnostic: a model with room drawn at random, each with probability
+  // proportional to its free GPUs, as a scheduler that does not tell models apart lands on a
+  // mixed cluster. The draw is a function of (view.seed, job, view.now) over the models in name
+  // order, so it is reproducible and the order the cluster lists its models cannot change it.
+  kAgnostic,
+  kFirstFit = kAgnostic,  // older spelling of kAgnostic
+  kFastest,   // heterogeneity-aware: the model where the job runs fastest (ties drawn as above)
   // Like kFastest, but a running job is not held to its current model (round-based policies
   // that re-plan every model each round).
   kFastestMove,
@@ -124,6 +133,11 @@ class Filler {
   void Release(int job, int model);
 
  private:
+  // Among the models where `job` fits and `eligible(model)` holds, one drawn with probability
+  // proportional to its free GPUs (see ModelChoice::kAgnostic); -1 when there is none.
+  template <typename Pred>
+  int DrawByFree(int job, Pred eligible) const;
+
   const JobTimeView& view_;
   std::vector<Assignment>* plan_;
   std::vector<int> free_;

@@ -77,6 +77,7 @@ class Run {
     view_.running = &running_;
     view_.tiresias_compat = options.tiresias_compat;
     view_.restore_delay = options.restore_delay;
+    view_.seed = options.seed;
   }
 
   absl::StatusOr<SimResult> Go() {

@@ -7,6 +7,7 @@
 #ifndef GPUFLEET_SIM_SIMULATOR_H_
 #define GPUFLEET_SIM_SIMULATOR_H_
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -36,6 +37,8 @@ struct SimOptions {
   // skips the device bookkeeping (the timing is the same either way; only where jobs run and
   // `max_nodes` differ).
   std::string placement = "binpack";
+  // Seeds the heterogeneity-agnostic policies' model draw (JobTimeView::seed).
+  uint64_t seed = 0;
   // Called every `progress_every` scheduling points with the number of finished jobs.
   std::function<void(int64_t finished)> progress;
   int64_t progress_every = 1 << 14;

@@ -92,9 +92,11 @@ JobtimeJobInfo InfoOf(const Job& job) {
 class Jobtime : public Action {
  public:
   Jobtime(std::string policy_name, std::unique_ptr<jobtime::JobTimePolicy> policy,
-          std::map<std::string, double> perf_factors)
+          std::map<std::string, double> perf_factors, uint64_t seed)
       : policy_name_(std::move(policy_name)), policy_(std::move(policy)),
-        models_(std::move(perf_factors)) {}
+        models_(std::move(perf_factors)) {
+    ledger_.SetSeed(seed);
+  }
 
   std::string name() const override { return "jobtime"; }
 
@@ -402,7 +404,10 @@ GPUFLEET_REGISTER(Action,
      .description = "run a registered job-time policy on whole-GPU jobs, per GPU model",
      .params = {{"policy", ParamType::kString, "fifo", "job-time policy spec"},
                 {"perf_factors", ParamType::kAny, nullptr,
-                 "{model: factor} for attained service; default: per-model FP32 peaks"}},
+                 "{model: factor} for attained service; default: per-model FP32 peaks"},
+                {"seed", ParamType::kInt, 0,
+                 "seeds the agnostic policies' model draw, as the simulator's seed (unsigned "
+                 "64-bit)"}},
      .capabilities = {"places-tasks", "evicts"}},
     [](const Params& p) -> absl::StatusOr<std::unique_ptr<Action>> {
       ASSIGN_OR_RETURN(std::string spec, p.Get<std::string>("policy"));
@@ -414,8 +419,9 @@ GPUFLEET_REGISTER(Action,
                                             policy.status().message()));
       ASSIGN_OR_RETURN(auto perf_factors, PerfFactors(p.json()));
       ASSIGN_OR_RETURN(auto parsed, ParseSpec(spec));
+      ASSIGN_OR_RETURN(uint64_t seed, p.Get<uint64_t>("seed"));
       return std::unique_ptr<Action>(
-          new Jobtime(parsed.first, *std::move(policy), std::move(perf_factors)));
+          new Jobtime(parsed.first, *std::move(policy), std::move(perf_factors), seed));
     });
 
 }  // namespace
