@@ -37,7 +37,8 @@ from gpufleet._lazy import lazy
 pd = lazy("pandas")
 
 __all__ = ["EXECUTORS", "KINDS", "Experiment", "SweepError", "TraceSpec", "experiments",
-           "load_published_alloc", "parse_trace", "read_results", "run_experiment", "summarize", "sweep"]
+           "load_published_alloc", "parse_trace", "read_results", "run_experiment", "split_spec",
+           "split_top_level", "summarize", "sweep"]
 
 #: Experiment kinds: job-time simulation and openb GPU-sharing replay.
 KINDS: tuple[str, ...] = ("sim", "openb")
@@ -291,16 +292,68 @@ def _jobs_for(data: Mapping[str, Any], seed: int):
     return synthetic_jobs(data["num_jobs"], seed=seed)
 
 
+# Summary entries that echo an input (a column or an option of the sweep), not a result.
+_NOT_METRICS = ("seed", "stop_at")
+
+
 def _metrics(summary: Mapping[str, Any]) -> dict[str, float | None]:
     """The numeric entries of a run's summary (not the seed, which is a column)."""
     out: dict[str, float | None] = {}
     for k, v in summary.items():
         if hasattr(v, "item"):
             v = v.item()
-        if k == "seed" or isinstance(v, bool) or not isinstance(v, (int, float)):
+        if k in _NOT_METRICS or isinstance(v, bool) or not isinstance(v, (int, float)):
             continue
         out[k] = float(v) if math.isfinite(v) else None
     return out
+
+
+def split_top_level(text: str) -> list[str]:
+    """Splits at commas outside brackets and quotes: ``"0,30"`` -> two parts, ``"[[1,2],[3,4]]"``
+    one; parts are stripped."""
+    parts, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts]
+
+
+def _spec_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        lowered = text.lower()
+        return {"true": True, "false": False}.get(lowered, text.strip("\"'"))
+
+
+def split_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``"fgd(integer_scores=false)"`` -> ``("fgd", {"integer_scores": False})``: the registry's
+    spec syntax, for the openb replay, which takes a strategy's parameters as keywords. Values are
+    JSON (numbers, lists, strings) or true/false; ValueError for a malformed spec."""
+    text = spec.strip()
+    name, paren, rest = text.partition("(")
+    if not paren:
+        return text, {}
+    if not rest.endswith(")") or not name.strip():
+        raise ValueError(f"policy {spec!r}: expected NAME or NAME(key=value, ...)")
+    params: dict[str, Any] = {}
+    body = rest[:-1].strip()
+    for part in split_top_level(body) if body else []:
+        key, eq, value = part.partition("=")
+        if not eq or not key.strip():
+            raise ValueError(f"policy {spec!r}: expected key=value, got {part!r}")
+        params[key.strip()] = _spec_value(value.strip())
+    return name.strip(), params
 
 
 def run_experiment(kind: str, data: Mapping[str, Any], policy: str, seed: int,
@@ -309,7 +362,11 @@ def run_experiment(kind: str, data: Mapping[str, Any], policy: str, seed: int,
     entries; ``None`` for a value that is not finite)."""
     if kind == "openb":
         from gpufleet.replay import replay_openb
-        result = replay_openb(data["nodes"], data["pods"], policy=policy, seed=seed, **options)
+        name, params = split_spec(policy)
+        clash = sorted(set(params) & set(options))
+        if clash:
+            raise ValueError(f"policy {policy!r}: {', '.join(clash)} given in the spec and as an option")
+        result = replay_openb(data["nodes"], data["pods"], policy=name, seed=seed, **params, **options)
     else:
         from gpufleet.sim import simulate
         result = simulate(_jobs_for(data, seed), data["cluster"], policy, seed=seed, progress=False, **options)
@@ -328,8 +385,11 @@ def _preflight(kind: str, data: Mapping[str, Any], policy: str, options: Mapping
             pods = gpu_pods.head(1)
         run_experiment(kind, {"nodes": nodes, "pods": pods}, policy, 0, options)
         return
-    jobs = _jobs_for(data, 0) if "jobs" in data else _jobs_for({"num_jobs": 1}, 0)
-    run_experiment(kind, {"jobs": jobs.head(1), "cluster": data["cluster"]}, policy, 0, options)
+    # The first job and the widest: a job no model can hold is bad input too.
+    jobs = _jobs_for(data, 0)
+    if len(jobs):
+        jobs = jobs.iloc[sorted({0, int(jobs["num_gpu"].to_numpy().argmax())})]
+    run_experiment(kind, {"jobs": jobs, "cluster": data["cluster"]}, policy, 0, options)
 
 
 def _check_option_names(kind: str, options: Iterable[str]) -> None:
@@ -369,7 +429,7 @@ def _write_result(results_dir: Path, exp: Experiment, metrics: Mapping[str, Any]
     tmp = results_dir / f".{exp.key}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
     try:
         with open(tmp, "w") as f:
-            json.dump(record, f, indent=1, sort_keys=True)
+            json.dump(record, f, indent=1)  # metrics keep the summary's order
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, final)
@@ -623,7 +683,7 @@ def sweep(traces: Any, policies: Any, seeds: Iterable[int] = range(3),
             todo.append(exp)
             seen.add(exp.key)
     bar = None
-    if progress:
+    if progress and todo:
         from tqdm.auto import tqdm
         bar = tqdm(total=len(exps), initial=len(exps) - len(todo), desc="sweep", unit="exp")
 
