@@ -281,3 +281,24 @@ def test_openb_policy_spec_parameters_reach_the_strategy(traces):
     assert got["frag_gpus_at_130"] == pytest.approx(exact["frag_gpus_at_130"])
     assert S.split_spec("las(queue_limits=[3250, 7200], service=time)") == (
         "las", {"queue_limits": [3250, 7200], "service": "time"})
+
+
+def test_cli_output_formats(traces, tmp_path, capsys):
+    import yaml
+    argv = ["sweep", "--trace", f"synthetic:{traces['jobs']}", "--cluster", "v100:8,k80:8", "--policy",
+            "fifo", "las", "--seed", "0", "1", "--option", "restore_delay=0,30", "--workers", "1",
+            "--results", str(tmp_path / "r"), "--no-progress", "--csv", str(tmp_path / "all.csv")]
+    assert main(argv) == 0                                   # runs, then every call below reuses
+    default = capsys.readouterr().out
+    header = default.splitlines()[0].split()
+    assert header == ["KIND", "TRACE", "POLICY", "RESTORE_DELAY", "METRIC", "MEAN", "STD", "RUNS"]
+    assert len(default.splitlines()) == 1 + 2 * 2             # avg_jct per policy and delay
+    assert len(pd.read_csv(tmp_path / "all.csv")) == len(S.read_results(tmp_path / "r"))
+    assert main(argv + ["-o", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert main(argv + ["-o", "yaml"]) == 0
+    assert yaml.safe_load(capsys.readouterr().out) == doc
+    assert doc["reused"] == 8 and {r["metric"] for r in doc["summary"]} > {"avg_jct", "makespan"}
+    assert main(argv + ["-o", "wide"]) == 0
+    wide = capsys.readouterr().out
+    assert wide.splitlines()[0].split() == header and len(wide.splitlines()) == 1 + len(doc["summary"])
