@@ -5,7 +5,8 @@ Fragmentation", USENIX ATC 2023; data: Alibaba cluster-trace-gpu-v2023, ../share
 Prints, per workload, each policy's mean GPU allocation ratio at 100% arrived workload (and its
 standard deviation over seeds) next to the published mean (fgd_expected_alloc.csv, the study's
 own per-seed results), then the time: wall clock, the experiments' summed run time (what one
-process would have needed, the baseline) and their ratio, with the machine's load average.
+process would have needed, the baseline) and their ratio, their summed CPU time, and the
+machine's load average.
 
     python benchmarks/fgd_study.py                      # the whole study, fresh, CPU-count workers
     python benchmarks/fgd_study.py --results DIR        # resumable: a rerun reuses DIR's results
@@ -70,15 +71,18 @@ def main() -> None:
     within = (table["difference"].abs() <= 1.0).mean() * 100
     print(f"  {within:.0f}% of the {len(table)} (workload, policy) means are within 1 point of the published")
 
-    # The baseline: the experiments' own run times, as one process would have spent them.
+    # The baseline: the experiments' own run times, as one process would have spent them; their
+    # CPU time does not depend on what else the machine runs.
     ran = [json.loads(p.read_text()) for p in results.glob("*.json")]
     serial = sum(r["elapsed_s"] for r in ran)
+    cpu = sum(r.get("cpu_s", 0.0) for r in ran)
     executor = f"Ray at {args.ray}" if args.ray else f"{args.workers or os.cpu_count()} local processes"
     print(f"\n{df.attrs['experiments']} experiments ({df.attrs['ran']} run, {df.attrs['reused']} reused) "
           f"on {executor}, {os.cpu_count()} CPUs: {wall:.1f} s wall")
     if df.attrs["ran"]:
-        print(f"summed experiment time {serial:.1f} s ({serial / max(1, len(ran)):.2f} s each): "
-              f"{serial / wall:.2f}x the wall clock")
+        print(f"summed experiment time {serial:.1f} s wall ({serial / max(1, len(ran)):.2f} s each), "
+              f"{serial / wall:.2f}x the sweep's wall clock; {cpu:.1f} CPU s "
+              f"({cpu / max(1, len(ran)):.2f} s each)")
     print(f"load average (1 min) {load_before[0]:.1f} before, {load_after[0]:.1f} after; results in {results}")
     if args.plot:
         from gpufleet.plots import sweep_errorbars

@@ -417,12 +417,14 @@ def _read_result(path: Path, description: Mapping[str, Any]) -> dict[str, float 
     return dict(metrics) if isinstance(metrics, dict) else None
 
 
-def _write_result(results_dir: Path, exp: Experiment, metrics: Mapping[str, Any], elapsed: float) -> None:
+def _write_result(results_dir: Path, exp: Experiment, metrics: Mapping[str, Any],
+                  timing: tuple[float, float]) -> None:
     """Writes one result atomically: a temporary file in the same directory, flushed to disk, then
     renamed over the final name, so readers see the whole record or nothing."""
     from gpufleet import __version__
     record = {"format": _RESULT_FORMAT, "key": exp.key, "description": exp.description,
-              "labels": exp.labels(), "metrics": dict(metrics), "elapsed_s": round(elapsed, 4),
+              "labels": exp.labels(), "metrics": dict(metrics), "elapsed_s": round(timing[0], 4),
+              "cpu_s": round(timing[1], 4),
               "gpufleet": __version__, "host": socket.gethostname(),
               "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     final = _result_path(results_dir, exp.key)
@@ -475,26 +477,27 @@ def _install_setups(setups: dict[str, _Setup]) -> None:
     _WORKER_SETUPS.update(setups)
 
 
-def _run_in_worker(exp: Experiment) -> tuple[dict[str, float | None], float]:
+def _run_in_worker(exp: Experiment) -> tuple[dict[str, float | None], tuple[float, float]]:
     return _timed(_WORKER_SETUPS[exp.trace], exp)
 
 
-def _timed(setup: _Setup, exp: Experiment) -> tuple[dict[str, float | None], float]:
-    start = time.perf_counter()
+def _timed(setup: _Setup, exp: Experiment) -> tuple[dict[str, float | None], tuple[float, float]]:
+    """The experiment's metrics, and its wall-clock and CPU seconds in the process that ran it."""
+    wall, cpu = time.perf_counter(), time.process_time()
     metrics = run_experiment(exp.kind, setup.data, exp.policy, exp.seed, dict(exp.options))
-    return metrics, time.perf_counter() - start
+    return metrics, (time.perf_counter() - wall, time.process_time() - cpu)
 
 
-Done = Callable[[Experiment, dict, float], None]
+Done = Callable[[Experiment, dict, tuple[float, float]], None]
 
 
 def _run_serial(todo: list[Experiment], setups: dict[str, _Setup], done: Done) -> None:
     for exp in todo:
         try:
-            metrics, elapsed = _timed(setups[exp.trace], exp)
+            metrics, timing = _timed(setups[exp.trace], exp)
         except Exception as e:
             raise _failed(exp, e) from e
-        done(exp, metrics, elapsed)
+        done(exp, metrics, timing)
 
 
 def _run_pool(todo: list[Experiment], setups: dict[str, _Setup], workers: int, done: Done) -> None:
@@ -514,10 +517,10 @@ def _run_pool(todo: list[Experiment], setups: dict[str, _Setup], workers: int, d
             for fut in finished:
                 exp = pending.pop(fut)
                 try:
-                    metrics, elapsed = fut.result()
+                    metrics, timing = fut.result()
                 except Exception as e:
                     raise _failed(exp, e) from e
-                done(exp, metrics, elapsed)
+                done(exp, metrics, timing)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
@@ -532,7 +535,7 @@ def _import_ray():
     return ray
 
 
-def _run_ray_task(setup: _Setup, exp: Experiment) -> tuple[dict[str, float | None], float]:
+def _run_ray_task(setup: _Setup, exp: Experiment) -> tuple[dict[str, float | None], tuple[float, float]]:
     return _timed(setup, exp)
 
 
@@ -556,12 +559,12 @@ def _run_ray(todo: list[Experiment], setups: dict[str, _Setup], workers: int | N
             for ref in finished:
                 exp = pending.pop(ref)
                 try:
-                    metrics, elapsed = ray.get(ref)
+                    metrics, timing = ray.get(ref)
                 except Exception as e:
                     for other in pending:
                         ray.cancel(other)
                     raise _failed(exp, getattr(e, "cause", None) or e) from e
-                done(exp, metrics, elapsed)
+                done(exp, metrics, timing)
     finally:
         if started:
             ray.shutdown()
@@ -687,10 +690,10 @@ def sweep(traces: Any, policies: Any, seeds: Iterable[int] = range(3),
         from tqdm.auto import tqdm
         bar = tqdm(total=len(exps), initial=len(exps) - len(todo), desc="sweep", unit="exp")
 
-    def done(exp: Experiment, metrics: dict[str, float | None], elapsed: float) -> None:
+    def done(exp: Experiment, metrics: dict[str, float | None], timing: tuple[float, float]) -> None:
         results[exp.key] = metrics
         if out_dir is not None:
-            _write_result(out_dir, exp, metrics, elapsed)
+            _write_result(out_dir, exp, metrics, timing)
         if bar is not None:
             bar.update(1)
 
