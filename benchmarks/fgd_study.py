@@ -11,6 +11,7 @@ machine's load average.
     python benchmarks/fgd_study.py                      # the whole study, fresh, CPU-count workers
     python benchmarks/fgd_study.py --results DIR        # resumable: a rerun reuses DIR's results
     python benchmarks/fgd_study.py --ray auto --plot fgd_study.png
+    python benchmarks/fgd_study.py --workloads default gpushare40   # a part of it
 """
 from __future__ import annotations
 
@@ -36,16 +37,24 @@ def main() -> None:
     parser.add_argument("--ray", metavar="ADDRESS", help="run on the Ray cluster at ADDRESS ('local' starts one)")
     parser.add_argument("--results", type=Path, help="results directory (default: a fresh temporary one)")
     parser.add_argument("--plot", type=Path, help="also draw the figure to this file")
+    parser.add_argument("--workloads", nargs="+", metavar="NAME",
+                        help="only these workloads (default: the nine published ones, e.g. default gpushare40)")
     args = parser.parse_args()
 
     published = load_published_alloc(args.data / "fgd_expected_alloc.csv")
     workloads = list(dict.fromkeys(published["trace"]))
+    if args.workloads:
+        unknown = sorted(set(args.workloads) - set(workloads))
+        if unknown:
+            raise SystemExit(f"fgd_study: no published results for {', '.join(unknown)}; known: {', '.join(workloads)}")
+        workloads = [w for w in workloads if w in args.workloads]
     traces = {w: args.data / f"openb_pod_list_{w}.csv" for w in workloads}
     missing = [str(p) for p in traces.values() if not p.is_file()]
     if missing:
         raise SystemExit(f"fgd_study: missing pod lists: {', '.join(missing)}")
     results = args.results or Path(tempfile.mkdtemp(prefix="fgd-study-"))
     load_before = os.getloadavg()
+    started_at = time.time()
     start = time.perf_counter()
     df = sweep(traces, list(POLICIES), range(args.seeds), nodes=args.data / "openb_node_list_gpu_node.csv",
                results_dir=results, workers=args.workers,
@@ -73,7 +82,9 @@ def main() -> None:
 
     # The baseline: the experiments' own run times, as one process would have spent them; their
     # CPU time does not depend on what else the machine runs.
-    ran = [json.loads(p.read_text()) for p in results.glob("*.json")]
+    # Only the records this call wrote (a resumed study reuses the others).
+    ran = [json.loads(p.read_text()) for p in results.glob("*.json") if p.stat().st_mtime >= started_at]
+    ran = [r for r in ran if r["labels"]["trace"] in workloads]
     serial = sum(r["elapsed_s"] for r in ran)
     cpu = sum(r.get("cpu_s", 0.0) for r in ran)
     executor = f"Ray at {args.ray}" if args.ray else f"{args.workers or os.cpu_count()} local processes"
