@@ -750,6 +750,7 @@ def load_published_alloc(path: str | os.PathLike, at: str = "100") -> pd.DataFra
     if missing:
         raise SweepError(f"{path}: lacks column(s) {', '.join(missing)} (expected the FGD study's "
                          "analysis_allo_discrete.csv layout)")
+    raw = raw[["workload", "sc_policy", at]]
     raw = raw.assign(trace=raw["workload"].str.replace(_OPENB_PREFIX, "", regex=False),
                      policy=raw["sc_policy"].map(lambda p: _POLICY_NAMES.get(p, p)))
     out = raw.groupby(["trace", "policy"], sort=False)[at].agg(published="mean", published_runs="count")
