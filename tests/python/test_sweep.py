@@ -24,6 +24,7 @@ from gpufleet.traces import synthetic_jobs, synthetic_openb  # noqa: E402
 
 # The module: the attribute gpufleet.sweep is the function.
 S = importlib.import_module("gpufleet.sweep")
+run = importlib.import_module("gpufleet._sweep_exec")
 
 
 @pytest.fixture(scope="module")
@@ -117,8 +118,8 @@ def test_resume_after_a_kill_runs_only_what_is_missing(traces, tmp_path, monkeyp
     pending = [e for e in exps if f"{e.key}.json" not in done]
     (results / f".{pending[0].key}.4242.deadbeef.tmp").write_text('{"format": 1, "metrics": {"alloc_ra')
     ran = []
-    timed = S._timed
-    monkeypatch.setattr(S, "_timed", lambda setup, exp: (ran.append(exp.key), timed(setup, exp))[1])
+    timed = run._timed
+    monkeypatch.setattr(run, "_timed", lambda setup, exp: (ran.append(exp.key), timed(setup, exp))[1])
     full = S.sweep([traces["openb"]], ["fgd", "bestfit"], seeds=[0, 1], results_dir=results, workers=1,
                    progress=False)
     assert sorted(ran) == sorted(e.key for e in pending)          # the finished two were not re-run
