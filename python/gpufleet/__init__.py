@@ -27,6 +27,7 @@ try:
     from gpufleet.replay import ReplayResult, replay_many, replay_openb
     from gpufleet.scenario import Scenario, load_scenario
     from gpufleet.sim import SimResult, simulate
+    from gpufleet.sweep import SweepError, sweep
 except ModuleNotFoundError as e:
     if e.name != "gpufleet._core":
         raise
@@ -46,6 +47,7 @@ __all__ = [
     "ReplayResult",
     "Scenario",
     "SimResult",
+    "SweepError",
     "format_bytes",
     "load_scenario",
     "parse_milli",
@@ -57,6 +59,7 @@ __all__ = [
     "simulate",
     "strategies",
     "strategy_description",
+    "sweep",
 ]
 
 

@@ -1,7 +1,8 @@
 """Matplotlib figures for simulation results (notebooks, examples, reports).
 
 Each helper takes ``{label: SimResult}`` (or one result) and an optional ``ax``, draws, and
-returns the axes. matplotlib is imported lazily (``pip install gpufleet[plot]``).
+returns the axes; :func:`sweep_errorbars` takes the frame of a sweep (:func:`gpufleet.sweep`).
+matplotlib is imported lazily (``pip install gpufleet[plot]``).
 
 Log-scaled axes get readable ticks: :func:`log_time_axis` labels a seconds axis "10 s", "1 min",
 "1 h", "1 d"; :func:`log_number_axis` labels plain numbers "1", "10", "100" (or "2x" with a
@@ -275,5 +276,62 @@ def queue_length(results: Any, ax=None):
     return ax
 
 
+def sweep_errorbars(df: Any, metric: str, ax=None, *, error: str = "std", scale: float | None = None,
+                    published: Any = None, log: bool = False):
+    """The paper-style figure of a sweep (:func:`gpufleet.sweep`): for ``metric``, one bar per
+    policy with its mean over seeds and an error bar (``error``: ``"std"``, the standard deviation
+    over seeds, or ``"sem"``, the standard error), grouped by trace. ``scale`` multiplies the values
+    (default: 100 for openb ratios and shares, shown in percent). ``published`` (a frame with
+    ``trace``, ``policy``, ``published`` in the plotted unit, as
+    :func:`gpufleet.sweep.load_published_alloc` returns) adds the published figures as black
+    crosses. ValueError when ``metric`` is missing or when other options vary (filter the frame to
+    one value of each option first). Returns the axes."""
+    if error not in ("std", "sem"):
+        raise ValueError(f"error must be 'std' or 'sem', got {error!r}")
+    rows = df[df["metric"] == metric]
+    if rows.empty:
+        raise ValueError(f"sweep_errorbars: no metric {metric!r} in the frame; it has "
+                         f"{', '.join(sorted(set(df['metric'])))}")
+    options = [c for c in rows.columns if c not in ("kind", "trace", "policy", "seed", "metric", "value")]
+    varying = [c for c in options if rows[c].nunique(dropna=False) > 1]
+    if varying:
+        raise ValueError(f"sweep_errorbars: options {', '.join(varying)} take several values; pick one "
+                         f"of each (df[df[{varying[0]!r}] == ...]) so each bar is one setting")
+    if scale is None:
+        openb = bool((rows["kind"] == "openb").all())
+        scale = 100.0 if openb and ("ratio" in metric or "share" in metric) else 1.0
+    traces = list(dict.fromkeys(rows["trace"]))
+    policies = list(dict.fromkeys(rows["policy"]))
+    stats = rows.groupby(["trace", "policy"], sort=False)["value"].agg(["mean", "std", "count"])
+    ax = _axes(ax)
+    width = 0.8 / len(policies)
+    x = np.arange(len(traces))
+    for i, policy in enumerate(policies):
+        mean = np.array([stats["mean"].get((t, policy), np.nan) for t in traces]) * scale
+        spread = np.array([stats["std"].get((t, policy), np.nan) for t in traces]) * scale
+        if error == "sem":
+            spread = spread / np.sqrt([max(1, stats["count"].get((t, policy), 1)) for t in traces])
+        offset = x - 0.4 + width * (i + 0.5)
+        ax.bar(offset, mean, width, yerr=np.nan_to_num(spread), capsize=2, label=policy)
+        if published is not None:
+            pub = {(r.trace, r.policy): r.published for r in published.itertuples()}
+            ys = [pub.get((t, policy), np.nan) for t in traces]
+            ax.plot(offset, ys, "x", color="black", markersize=5,
+                    label="published" if i == 0 else None)
+    ax.set_xticks(x, traces, rotation=30 if len(traces) > 3 else 0,
+                  ha="right" if len(traces) > 3 else "center")
+    ax.set_ylabel(f"{metric} (%)" if scale == 100.0 else metric)
+    if log:
+        (log_time_axis if metric.endswith(("_jct", "_delay")) or metric == "makespan" else log_number_axis)(ax, "y")
+    else:
+        finite = (stats["mean"] * scale).replace([np.inf, -np.inf], np.nan).dropna()
+        if len(finite) and scale == 100.0:
+            lo = float(finite.min())
+            ax.set_ylim(max(0.0, lo - 0.1 * (100 - lo) - 2), 100)  # the differences, not the common base
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(ncol=min(len(policies) + (published is not None), 4), fontsize="small")
+    return ax
+
+
 __all__ = ["MAX_LOG_TICKS", "format_number", "format_seconds", "jct_cdf", "log_number_axis",
-           "log_time_axis", "queue_length", "summary_bars", "utilization"]
+           "log_time_axis", "queue_length", "summary_bars", "sweep_errorbars", "utilization"]

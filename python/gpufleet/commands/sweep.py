@@ -1,0 +1,186 @@
+"""`gpufleet sweep`: a grid of experiments (traces x policies x seeds x options) run in parallel,
+locally or on a Ray cluster, resumable through ``--results DIR``; prints a summary table (mean and
+standard deviation over seeds per trace, policy and options; for openb replays each policy's mean
+next to the published one). ``-o wide`` prints every metric, ``-o json|yaml`` the summary document;
+``--csv`` writes the tidy per-experiment table, ``--plot`` the figure. See docs/sweep.md."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from gpufleet.commands._output import add_output_options, emit, is_document, number, table
+
+# The metric the default table shows per kind; openb ratios are printed in percent.
+HEADLINE = {"openb": "alloc_ratio_at_100", "sim": "avg_jct"}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Adds the ``sweep`` subcommand to ``sub``."""
+    p = sub.add_parser("sweep", help="run traces x policies x seeds x options in parallel and summarise",
+                       description=__doc__.split("\n\n")[0].replace("`", ""))
+    p.add_argument("--trace", nargs="+", required=True, metavar="TRACE",
+                   help="trace files (format from the name or header, or --format), FORMAT:PATH, or "
+                        "'synthetic'; openb pod lists are replayed, job traces simulated")
+    p.add_argument("--policy", nargs="+", required=True, metavar="POLICY",
+                   help="job-time policy specs (job traces) or placement strategies (openb), e.g. "
+                        "'dlas-gpu(queue_limits=[3250,7200])' or fgd")
+    seeds = p.add_mutually_exclusive_group()
+    seeds.add_argument("--seeds", type=int, default=None, metavar="N", help="seeds 0..N-1 (default 3)")
+    seeds.add_argument("--seed", type=int, nargs="+", metavar="SEED", help="these seeds")
+    p.add_argument("--option", action="append", default=[], metavar="KEY=V1,V2",
+                   help="an option of simulate/replay_openb and its alternatives, comma-separated, each "
+                        "read as JSON when it parses (--option restore_delay=0,30); repeatable")
+    p.add_argument("--format", help="format of traces given as bare paths (see `simulate --format`)")
+    p.add_argument("--nodes", help="openb node list CSV (default: openb_node_list_gpu_node.csv beside "
+                                   "each pod list)")
+    p.add_argument("--cluster", help="GPUs for job traces: 'N', 'v100:4,k80:4', a Tiresias cluster CSV "
+                                     "or a Gavel cluster-spec JSON")
+    p.add_argument("--throughputs", help="Gavel throughput JSON (gavel traces)")
+    p.add_argument("--num-jobs", type=int, default=500, help="jobs per generated synthetic trace")
+    p.add_argument("--results", metavar="DIR",
+                   help="keep one result file per experiment here; a rerun skips what is recorded")
+    p.add_argument("--workers", type=int, default=None,
+                   help="local worker processes (default: the CPU count); with --ray, Ray's CPUs "
+                        "when it starts a local instance")
+    p.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
+                   help="run on Ray: the cluster at ADDRESS ('auto', 'ray://host:10001'), or a local "
+                        "instance without ADDRESS (needs the ray extra)")
+    p.add_argument("--metric", nargs="+", metavar="METRIC",
+                   help=f"metrics of the table (default: {', '.join(HEADLINE.values())})")
+    p.add_argument("--published", metavar="CSV",
+                   help="the FGD study's per-seed results (fgd_expected_alloc.csv) to compare openb "
+                        "means with (default: the paper's default-trace figures)")
+    p.add_argument("--csv", metavar="FILE", help="also write the tidy table (one row per experiment and metric)")
+    p.add_argument("--plot", metavar="FILE", help="also draw the figure (mean per policy, error bars "
+                                                  "over seeds, grouped by trace) for the first metric")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_output_options(p, default="a summary table of the headline metrics (wide: every metric)")
+    p.set_defaults(func=run)
+
+
+def _value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def parse_options(items: list[str]) -> dict[str, list[Any]]:
+    """``["restore_delay=0,30", "placement=binpack"]`` -> ``{"restore_delay": [0, 30], ...}``;
+    ValueError names an item without ``=`` or an option given twice."""
+    from gpufleet.sweep import split_top_level
+    out: dict[str, list[Any]] = {}
+    for item in items:
+        key, sep, values = item.partition("=")
+        key = key.strip()
+        if not sep or not key or not values.strip():
+            raise ValueError(f"--option {item!r}: expected KEY=VALUE[,VALUE...]")
+        if key in out:
+            raise ValueError(f"--option {key!r} given twice; list its values once: {key}=V1,V2")
+        out[key] = [_value(v) for v in split_top_level(values)]
+    return out
+
+
+def _published(path: str | None):
+    import pandas as pd
+
+    from gpufleet.sweep import load_published_alloc
+    if path:
+        return load_published_alloc(path)
+    from gpufleet.replay import PUBLISHED_ALLOC_AT_100
+    return pd.DataFrame([{"trace": "default", "policy": p, "published": v}
+                         for p, v in PUBLISHED_ALLOC_AT_100.items()])
+
+
+def _summary_rows(summary, published, option_names: list[str]) -> list[dict[str, Any]]:
+    """The summary as plain rows; openb ratio and share metrics in percent, with the published
+    allocation ratio and the difference where one is known."""
+    pub = {(r.trace, r.policy): float(r.published) for r in published.itertuples()}
+    rows = []
+    for r in summary.to_dict("records"):
+        row = {k: r[k] for k in ("kind", "trace", "policy", *option_names, "metric")}
+        scale = 100.0 if r["kind"] == "openb" and ("ratio" in r["metric"] or "share" in r["metric"]) else 1.0
+        row["unit"] = "%" if scale == 100.0 else ""
+        row.update(mean=_num(r["mean"] * scale), std=_num(r["std"] * scale), runs=int(r["runs"]))
+        if r["kind"] == "openb" and r["metric"] == "alloc_ratio_at_100" and (r["trace"], r["policy"]) in pub:
+            row["published"] = pub[(r["trace"], r["policy"])]
+            row["difference"] = None if row["mean"] is None else row["mean"] - row["published"]
+        rows.append(row)
+    return rows
+
+
+def _num(v: Any) -> float | None:
+    v = float(v)
+    return v if v == v else None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Runs ``gpufleet sweep``; returns 0, 1 (bad trace, policy, option or a failed experiment)
+    or 2 (usage)."""
+    from gpufleet.sweep import summarize, sweep
+    seeds = args.seed if args.seed is not None else range(3 if args.seeds is None else args.seeds)
+    if args.seeds is not None and args.seeds < 1:
+        print("gpufleet sweep: --seeds must be at least 1", file=sys.stderr)
+        return 2
+    if args.workers is not None and args.workers < 1:
+        print("gpufleet sweep: --workers must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        options = parse_options(args.option)
+        df = sweep(args.trace, args.policy, seeds, options, format=args.format, cluster=args.cluster,
+                   nodes=args.nodes, throughputs=args.throughputs, num_jobs=args.num_jobs,
+                   results_dir=args.results, workers=args.workers,
+                   executor="ray" if args.ray else "process",
+                   ray_address=None if args.ray in (None, "local") else args.ray,
+                   progress=not args.no_progress)
+        metrics = args.metric or [m for m in HEADLINE.values() if m in set(df["metric"])]
+        summary = summarize(df, None if args.output in ("wide", "json", "yaml") else metrics)
+        published = _published(args.published)
+    except (KeyError, ValueError, OSError) as e:
+        msg = e.args[0] if isinstance(e, KeyError) and e.args else e
+        print(f"gpufleet sweep: {msg}", file=sys.stderr)
+        return 1
+    option_names = [c for c in df.columns if c not in ("kind", "trace", "policy", "seed", "metric", "value")]
+    if args.csv:
+        df.to_csv(args.csv, index=False)
+    if args.plot:
+        from gpufleet.plots import sweep_errorbars
+        import matplotlib.pyplot as plt
+        ax = sweep_errorbars(df, metrics[0], published=published if metrics[0] == "alloc_ratio_at_100" else None)
+        ax.figure.savefig(args.plot, dpi=120, bbox_inches="tight")
+        plt.close(ax.figure)
+    rows = _summary_rows(summary, published, option_names)
+    attrs = df.attrs
+    print(f"gpufleet sweep: {attrs['experiments']} experiments: {attrs['ran']} run, {attrs['reused']} "
+          f"reused{' from ' + attrs['results_dir'] if attrs['results_dir'] else ''}", file=sys.stderr)
+    if is_document(args.output):
+        emit({"experiments": attrs["experiments"], "ran": attrs["ran"], "reused": attrs["reused"],
+              "results_dir": attrs["results_dir"], "summary": rows}, args.output)
+        return 0
+    has_pub = any("published" in r for r in rows)
+    header = ["KIND", "TRACE", "POLICY", *[o.upper() for o in option_names], "METRIC", "MEAN", "STD", "RUNS"]
+    header += ["PUBLISHED", "DIFF"] if has_pub else []
+    out = []
+    for r in rows:
+        unit = r["unit"]
+        cells = [r["kind"], r["trace"], r["policy"], *[_opt(r[o]) for o in option_names],
+                 r["metric"] + (" (%)" if unit else ""), _fmt(r["mean"]), _fmt(r["std"]), r["runs"]]
+        if has_pub:
+            cells += [_fmt(r.get("published")), _fmt(r.get("difference"), sign=True)]
+        out.append(cells)
+    print(table(out, header, right=["MEAN", "STD", "RUNS", "PUBLISHED", "DIFF"]))
+    return 0
+
+
+def _opt(v: Any) -> str:
+    return "-" if v is None or v != v else str(v)
+
+
+def _fmt(v: Any, sign: bool = False) -> str:
+    if v is None:
+        return "-"
+    if abs(v) < 1e4:
+        return f"{v:+.2f}" if sign else f"{v:.2f}"
+    return number(v)
