@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Python test suite against the oldest supported dependencies (tests/min-versions.txt, the
 # floors in pyproject.toml): the wheel from scripts/release.sh is installed with --no-deps into
-# .venv-min, the dependencies of the plot, k8s, node, ray and test extras are installed constrained to
+# .venv-min, the dependencies of the plot, k8s, node and test extras are installed constrained to
 # those floors, and pytest runs there. The environment is rebuilt only when the pins change.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +16,7 @@ if [ ! -f "$stamp" ]; then
 import tomllib
 p = tomllib.load(open("pyproject.toml", "rb"))["project"]
 deps = list(p["dependencies"])
-for extra in ("plot", "k8s", "node", "ray", "test"):
+for extra in ("plot", "k8s", "node", "test"):
     deps += p["optional-dependencies"][extra]
 print("\n".join(sorted(set(deps))))
 PYEOF
