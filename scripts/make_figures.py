@@ -6,7 +6,7 @@
 Figures (about 15 s on two cores):
 
 * ``policy_jct.png``: the main job's job-time policies (examples/compare_policies.py) on Gavel's
-  msr trace ``0e4a51`` (984 jobs with measured throughputs; Narayanan et al., OSDI 2020,
+  msr trace ``0e4a51`` (all 1,181 jobs with measured throughputs; Narayanan et al., OSDI 2020,
   github.com/stanford-futuredata/gavel) on 48 K80 + 48 P100 + 48 V100 with a 30-s restore delay,
   as in docs/simulator.md and notebook 04: average JCT per policy, mean over SEEDS simulation
   seeds with min-max bars (the agnostic policies draw GPU models at random), and the JCT
@@ -70,8 +70,7 @@ def policy_jct(data: Path, out: Path) -> Path:
     from gpufleet.plots import jct_cdf
     from gpufleet.sim import compare
 
-    jobs = T.gavel_as_jobs(T.load_gavel_trace(_need(data, GAVEL_TRACE)), _need(data, GAVEL_THROUGHPUTS),
-                           missing="drop")
+    jobs = T.gavel_as_jobs(T.load_gavel_trace(_need(data, GAVEL_TRACE)), _need(data, GAVEL_THROUGHPUTS))
     results: dict = {}  # each policy's run with the first seed, for the CDFs
     table = compare(jobs, GAVEL_CLUSTER, POLICIES, seeds=SEEDS, workers=2, results=results, restore_delay=30,
                     placement=None)

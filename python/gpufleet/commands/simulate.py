@@ -69,7 +69,7 @@ def _jobs(args: argparse.Namespace):
     if args.format == "gavel":
         if not args.throughputs:
             raise ValueError("--format gavel needs --throughputs FILE (Gavel's simulation_throughputs.json)")
-        return T.gavel_as_jobs(T.load_gavel_trace(args.trace), args.throughputs, missing="drop")
+        return T.gavel_as_jobs(T.load_gavel_trace(args.trace), args.throughputs)
     return T.to_jobs(T.load_trace(args.trace, args.format), args.format)
 
 
