@@ -200,3 +200,71 @@ TEST(PlacerTest, SummariesFollowEveryMutation) {
 
 }  // namespace
 }  // namespace gpufleet
+
+namespace gpufleet {
+namespace {
+
+// A cached entry reads only the nodes a state's change log names since it last looked. One
+// placer serves a state and a copy of it in turn (each with its own log), and between some
+// placements so many changes happen elsewhere that the log drops the entries the cache would
+// need: every answer must still be the reference's.
+TEST(PlacerTest, CachedAnswersFollowChangeLogsAcrossCopiesAndDroppedEntries) {
+  auto binpack = test::StrategyOrDie("binpack");
+  std::mt19937 rng(21);
+  ClusterState a;
+  for (int i = 0; i < 16; ++i) ASSERT_OK(a.AddNode(MakeNode(MixedNodeJson(i, rng))));
+  ClusterState b = a;
+  EXPECT_NE(a.changes().id(), b.changes().id()) << "a copy keeps a log of its own";
+  Placer placer;
+  const std::vector<std::string> shapes = MixedShapes();
+  int placed = 0;
+  for (int step = 0; step < 240; ++step) {
+    ClusterState& s = step % 3 == 0 ? b : a;
+    if (step % 40 == 39) {
+      // Far more changes than the log keeps: a card of every node taken out and back in.
+      const uint64_t before = s.changes().end();
+      for (int k = 0; k < 100; ++k)
+        for (int i = 0; i < s.num_nodes(); ++i) {
+          const Node& n = s.node(i);
+          if (n.devices.empty() || !n.devices[0].healthy) continue;
+          ASSERT_OK(s.SetDeviceHealth(n.name, n.devices[0].type, n.devices[0].minor, false));
+          ASSERT_OK(s.SetDeviceHealth(n.name, n.devices[0].type, n.devices[0].minor, true));
+        }
+      EXPECT_GT(s.changes().begin(), before) << "the log dropped entries the cache had not read";
+    }
+    Pod pod = MixedShapePod(shapes[rng() % shapes.size()], step);
+    const int expect = ReferenceBest(s, pod, *binpack);
+    PlaceResult r = placer.Place(s, pod, *binpack);
+    ASSERT_EQ(r.placed, expect >= 0) << "step " << step << ": " << r.reason;
+    if (r.placed) {
+      EXPECT_EQ(r.allocation.node, s.node(expect).name) << "step " << step;
+      ++placed;
+      if (rng() % 2) ASSERT_OK(s.Release(pod.name));
+    }
+  }
+  EXPECT_GT(placed, 40);
+  ASSERT_OK(a.CheckInvariants());
+  ASSERT_OK(b.CheckInvariants());
+}
+
+TEST(PlacerTest, ChangeLogNamesChangedNodesAndRestartsWhenIndicesShift) {
+  ClusterState s;
+  ASSERT_OK(s.AddNode(MakeNode(R"({"name":"a","cpu":"8","memory":"32Gi"})")));
+  ASSERT_OK(s.AddNode(MakeNode(R"({"name":"b","cpu":"8","memory":"32Gi"})")));
+  const uint64_t id = s.changes().id();
+  const uint64_t from = s.changes().end();
+  Placer placer;
+  auto binpack = test::StrategyOrDie("binpack");
+  PlaceResult r = placer.Place(s, MakePod(R"({"name":"p","requests":{"cpu":"1"}})"), *binpack);
+  ASSERT_TRUE(r.placed);
+  const int node = s.FindNode(r.allocation.node);
+  ASSERT_GT(s.changes().end(), from);
+  for (uint64_t p = from; p < s.changes().end(); ++p) EXPECT_EQ(s.changes().at(p), node);
+  ASSERT_OK(s.Release("p"));
+  EXPECT_EQ(s.changes().id(), id);
+  ASSERT_OK(s.RemoveNode("b"));
+  EXPECT_NE(s.changes().id(), id) << "positions taken before a removal must not be read after";
+}
+
+}  // namespace
+}  // namespace gpufleet

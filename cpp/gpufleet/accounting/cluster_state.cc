@@ -89,6 +89,7 @@ absl::Status ClusterState::RemoveNode(const std::string& name) {
   usage_.erase(usage_.begin() + index);
   summaries_.Erase(index);
   node_version_.erase(node_version_.begin() + index);
+  changes_.Restart();
   first_device_.erase(first_device_.begin() + index);
   for (size_t i = index; i < first_device_.size(); ++i) first_device_[i] -= (end - begin);
   node_index_.erase(name);
@@ -123,6 +124,8 @@ std::atomic<uint64_t> node_stamps{0};
 
 void ClusterState::RefreshUsage(int i) {
   node_version_[i] = node_stamps.fetch_add(1, std::memory_order_relaxed) + 1;
+  // Bounded by a few passes' worth of entries: a reader further behind compares versions.
+  changes_.Record(i, 4 * nodes_.size() + 1024);
   usage_[i] = SummaryOf(i);
   summaries_.Set(i, usage_[i]);
 }

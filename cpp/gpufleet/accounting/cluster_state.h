@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "gpufleet/accounting/allocation.h"
+#include "gpufleet/accounting/change_log.h"
 #include "gpufleet/accounting/fit.h"
 #include "gpufleet/accounting/node_summaries.h"
 #include "gpufleet/accounting/node_view.h"
@@ -90,6 +91,8 @@ class ClusterState {
   // (a copy shares its original's stamps until either changes). Never 0.
   uint64_t node_version(int i) const { return node_version_[i]; }
   const uint64_t* node_versions() const { return node_version_.data(); }
+  // The nodes whose version changed, in order (a copy of the state starts its own log).
+  const ChangeLog& changes() const { return changes_; }
   // Every node's totals as dense arrays, for scans over many nodes.
   const NodeSummaries& summaries() const { return summaries_; }
 
@@ -127,6 +130,7 @@ class ClusterState {
   std::vector<int64_t> capacity_memory_;
   std::vector<uint8_t> healthy_gpu_;  // 1 for a healthy GPU, 0 for anything else
   std::vector<uint64_t> node_version_;
+  ChangeLog changes_;
   NodeSummaries summaries_;
   absl::flat_hash_map<std::string, Allocation> allocations_;
   std::function<int64_t()> clock_;

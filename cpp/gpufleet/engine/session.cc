@@ -282,55 +282,39 @@ int Session::TargetJob() const {
   return -1;
 }
 
+namespace {
+
+// The session's predicates and node scores for one task, as the Placer's terms.
+class TaskTerms : public PlacementTerms {
+ public:
+  TaskTerms(const Session& session, const TaskInfo& task, bool classes)
+      : session_(session), task_(task), classes_(classes) {}
+  FitResult Filter(const Pod&, int node) const override { return session_.Predicate(task_, node); }
+  double Score(const Pod&, int node) const override { return session_.NodeScore(task_, node); }
+  bool UsesNodeClasses() const override { return classes_; }
+
+ private:
+  const Session& session_;
+  const TaskInfo& task_;
+  bool classes_;
+};
+
+}  // namespace
+
 absl::StatusOr<int> Session::BestNode(const TaskInfo& task, Allocation* plan) {
   if (fit_cache_enabled_) {
-    auto it = misses_.find(task.request_key);
-    if (it != misses_.end()) return absl::FailedPreconditionError(it->second.reason);
+    if (const std::string* why = misses_.Find(task.request_key))
+      return absl::FailedPreconditionError(*why);
   }
   absl::StatusOr<int> best = FindBestNode(task, plan);
   if (!best.ok() && fit_cache_enabled_)
-    misses_[task.request_key] = CachedMiss{std::string(best.status().message()), version_};
+    misses_.Record(task.request_key, std::string(best.status().message()), version_);
   return best;
 }
 
 absl::StatusOr<int> Session::FindBestNode(const TaskInfo& task, Allocation* plan) {
-  if (classes_enabled_ && classes_ == nullptr) classes_ = std::make_unique<NodeClasses>(state_);
-  const Pod& pod = *task.pod;
-  int best = -1;
-  double best_score = -std::numeric_limits<double>::infinity();
-  auto consider = [&](int i) {
-    if (!QuickMayFit(pod, state_.usage(i))) return;
-    if (!Predicate(task, i).ok()) return;
-    double score = NodeScore(task, i);
-    if (score > best_score || (score == best_score && i < best)) {
-      best_score = score;
-      best = i;
-    }
-  };
-  if (classes_enabled_) {
-    for (int c : classes_->live()) consider(classes_->representative(c));
-  } else {
-    for (int i = 0; i < state_.num_nodes(); ++i) consider(i);
-  }
-  if (best >= 0) {
-    FitResult f = PlanOnNode(state_, pod, best, *strategy_, plan);
-    if (f.ok()) return best;
-    return absl::FailedPreconditionError(f.reason);
-  }
-  // Only now pay for exact reasons.
-  std::map<std::string, int> counts;
-  auto count = [&](int i, int weight) {
-    FitResult f = Predicate(task, i);
-    if (f.ok()) f = state_.Filter(pod, i);
-    counts[f.ok() ? std::string("no devices satisfy the request") : f.reason] += weight;
-  };
-  if (classes_enabled_) {
-    for (int c : classes_->live())
-      count(classes_->representative(c), static_cast<int>(classes_->members(c).size()));
-  } else {
-    for (int i = 0; i < state_.num_nodes(); ++i) count(i, 1);
-  }
-  return absl::FailedPreconditionError(NodesUnavailable(state_.num_nodes(), counts));
+  const TaskTerms terms(*this, task, classes_enabled_);
+  return placer_.ChooseWithTerms(state_, *task.pod, *strategy_, terms, plan);
 }
 
 void Session::OnAllocate(TaskInfo& task, int node) {
@@ -341,11 +325,9 @@ void Session::OnAllocate(TaskInfo& task, int node) {
   ++job.occupied;
   queues_[job.queue].allocated += task.request;
   ++version_;
-  if (classes_ != nullptr && node >= 0) classes_->Update(node);
 }
 
 void Session::OnDeallocate(TaskInfo& task, TaskStatus back_to) {
-  const int node = task.node;
   task.status = back_to;
   task.node = -1;
   JobInfo& job = jobs_[task.job];
@@ -353,14 +335,11 @@ void Session::OnDeallocate(TaskInfo& task, TaskStatus back_to) {
   --job.occupied;
   queues_[job.queue].allocated -= task.request;
   ++version_;
-  if (classes_ != nullptr && node >= 0) classes_->Update(node);
 }
 
-void Session::OnDiscard(uint64_t opened_at) {
-  absl::erase_if(misses_, [&](const auto& kv) { return kv.second.version > opened_at; });
-}
+void Session::OnDiscard(uint64_t opened_at) { misses_.ForgetSince(opened_at); }
 
-void Session::OnRelease() { misses_.clear(); }
+void Session::OnRelease() { misses_.ForgetAll(); }
 
 void Session::RecordBind(const TaskInfo& task) { bound_.push_back(task.id); }
 

@@ -24,9 +24,10 @@
 #include "absl/status/statusor.h"
 #include "gpufleet/accounting/cluster_state.h"
 #include "gpufleet/engine/decisions.h"
-#include "gpufleet/engine/node_classes.h"
 #include "gpufleet/engine/reservation_ledger.h"
 #include "gpufleet/engine/session_types.h"
+#include "gpufleet/placement/miss_cache.h"
+#include "gpufleet/placement/placer.h"
 #include "gpufleet/placement/strategy.h"
 
 namespace gpufleet::engine {
@@ -106,7 +107,7 @@ class Session {
   // plugins) turns off the per-cycle infeasibility cache.
   void DisableFitCache() { fit_cache_enabled_ = false; }
   // A plugin whose predicates or scores look at more than a node's spec and usage (its name, the
-  // job's other tasks) turns off node equivalence classes (node_classes.h).
+  // job's other tasks) turns off node equivalence classes (placement/node_classes.h).
   void DisableNodeClasses() { classes_enabled_ = false; }
 
   // After plugins registered: asks job-valid, marks invalid jobs with their reason, and sets each
@@ -135,7 +136,8 @@ class Session {
   // --- Node choice ------------------------------------------------------------------------------
   // The best node for a task among those passing every predicate, with its planned devices; when
   // none fits, FailedPrecondition with a Kubernetes-style reason ("0/8 nodes are available: 3
-  // Insufficient cpu, ..."). A miss is cached per request key until resources are freed.
+  // Insufficient cpu, ..."). The Placer chooses (Placer::ChooseWithTerms), with the predicates
+  // and node scores as its terms. A miss is cached per request key until resources are freed.
   absl::StatusOr<int> BestNode(const TaskInfo& task, Allocation* plan);
   // The same scan without the per-request miss cache, for a task whose pod differs from the one
   // its request key was made from (the jobtime action restricts a task to one GPU model).
@@ -189,14 +191,10 @@ class Session {
   std::vector<TargetJobFn> target_job_;
   std::unique_ptr<PlacementStrategy> strategy_;
 
-  struct CachedMiss {
-    std::string reason;
-    uint64_t version;
-  };
   bool fit_cache_enabled_ = true;
   bool classes_enabled_ = true;
-  std::unique_ptr<NodeClasses> classes_;  // built on first use
-  absl::flat_hash_map<int, CachedMiss> misses_;  // request key -> why nothing fits
+  Placer placer_;      // node choice, with node classes of state_
+  MissCache misses_;   // request key -> why nothing fits
   uint64_t version_ = 0;
 
   ReservationLedger reservations_;

@@ -34,6 +34,8 @@ NodeScoreCache::Entry& NodeScoreCache::Get(uint64_t strategy_id, const Pod& pod,
                                  });
       found->score.clear();
       found->seen.clear();
+      found->best = BestScoreTree();
+      found->log_id = 0;
     }
     found->strategy_id = strategy_id;
     found->shape = pod;

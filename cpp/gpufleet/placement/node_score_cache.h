@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gpufleet/core/pod.h"
+#include "gpufleet/placement/best_score_tree.h"
 
 namespace gpufleet {
 
@@ -25,6 +26,9 @@ class NodeScoreCache {
     Pod shape;                     // a pod of this shape (its name is not part of the key)
     std::vector<double> score;     // per node; kInfeasible when it does not fit
     std::vector<uint64_t> seen;    // the node version `score` was computed at; 0 = never
+    BestScoreTree best;            // over `score`; rebuilt when its size is not the node count
+    // Where this entry stopped reading a state's ChangeLog (log id 0: read no log yet).
+    uint64_t log_id = 0, log_position = 0;
     uint64_t last_use = 0;
   };
 

@@ -1,6 +1,7 @@
 #include "gpufleet/placement/placer.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include "absl/strings/str_format.h"
@@ -263,15 +264,18 @@ inline double SummaryScore(const SummaryColumns& m, int i, const SummaryRequest&
 
 // SummaryScore for every node: the dense loop of the full scan. The request's figures are
 // copied to locals and every condition is computed as a 0/1 mask, so the compiler sees a loop
-// without branches and vectorises it.
-template <bool kGpuPod, bool kWhole, bool kMost, bool kMasked>
-void ScanAllNodes(const NodeSummaries& summaries, const SummaryRequest& q,
-                  const double* __restrict memory_extra, const uint8_t* __restrict allowed,
-                  double* __restrict out) {
+// without branches and vectorises it. `memory_extra` is per node only for GPU memory asked in
+// percent (kPerNodeExtra); otherwise the pod adds the same bytes everywhere.
+template <bool kGpuPod, bool kWhole, bool kMost, bool kMasked, bool kPerNodeExtra>
+[[gnu::always_inline]] inline void ScanAllNodesBody(const NodeSummaries& summaries,
+                                                    const SummaryRequest& q,
+                                                    const double* __restrict memory_extra,
+                                                    const uint8_t* __restrict allowed,
+                                                    double* __restrict out) {
   const SummaryColumns m(summaries);
   const int n = summaries.size();
   const double cpu = q.cpu, memory = q.memory, count = q.count, core = q.core, bytes = q.bytes;
-  const double core_extra = q.core_extra;
+  const double core_extra = q.core_extra, same_extra = q.memory_extra;
   for (int i = 0; i < n; ++i) {
     int ok = (cpu <= m.free_cpu[i]) & (memory <= m.free_memory[i]) & (1.0 <= m.free_pods[i]);
     if constexpr (kMasked) ok &= allowed[i];
@@ -283,8 +287,9 @@ void ScanAllNodes(const NodeSummaries& summaries, const SummaryRequest& q,
         ok &= (count <= m.shared_gpus[i]) & (core <= m.max_free_core[i]) &
               (bytes <= m.max_free_memory[i]);
       }
+      const double extra = kPerNodeExtra ? memory_extra[i] : same_extra;
       fraction = 0.5 * (Fraction(m.gpu_core_used[i], core_extra, m.gpu_core_capacity[i]) +
-                        Fraction(m.gpu_memory_used[i], memory_extra[i], m.gpu_memory_capacity[i]));
+                        Fraction(m.gpu_memory_used[i], extra, m.gpu_memory_capacity[i]));
     } else {
       fraction = 0.5 * (Fraction(m.cpu_used[i], cpu, m.cpu_capacity[i]) +
                         Fraction(m.memory_used[i], memory, m.memory_capacity[i]));
@@ -294,19 +299,69 @@ void ScanAllNodes(const NodeSummaries& summaries, const SummaryRequest& q,
   }
 }
 
+// The same loop compiled twice: for any x86-64 and, picked at run time, with AVX2 (four doubles
+// per division instead of two). Both use only correctly rounded IEEE operations (no fused
+// multiply-add is enabled), so they compute identical doubles.
+template <bool kGpuPod, bool kWhole, bool kMost, bool kMasked, bool kPerNodeExtra>
+void ScanAllNodes(const NodeSummaries& m, const SummaryRequest& q, const double* memory_extra,
+                  const uint8_t* allowed, double* out) {
+  ScanAllNodesBody<kGpuPod, kWhole, kMost, kMasked, kPerNodeExtra>(m, q, memory_extra, allowed,
+                                                                   out);
+}
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define GPUFLEET_SCAN_AVX2 1
+template <bool kGpuPod, bool kWhole, bool kMost, bool kMasked, bool kPerNodeExtra>
+[[gnu::target("avx2")]] void ScanAllNodesAvx2(const NodeSummaries& m, const SummaryRequest& q,
+                                               const double* memory_extra,
+                                               const uint8_t* allowed, double* out) {
+  ScanAllNodesBody<kGpuPod, kWhole, kMost, kMasked, kPerNodeExtra>(m, q, memory_extra, allowed,
+                                                                   out);
+}
+
+bool HasAvx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+#endif
+
+template <bool kGpuPod, bool kWhole, bool kMost, bool kMasked, bool kPerNodeExtra>
+void ScanOn(const NodeSummaries& m, const SummaryRequest& q, const double* memory_extra,
+            const uint8_t* allowed, double* out) {
+#ifdef GPUFLEET_SCAN_AVX2
+  if (HasAvx2()) {
+    ScanAllNodesAvx2<kGpuPod, kWhole, kMost, kMasked, kPerNodeExtra>(m, q, memory_extra, allowed,
+                                                                     out);
+    return;
+  }
+#endif
+  ScanAllNodes<kGpuPod, kWhole, kMost, kMasked, kPerNodeExtra>(m, q, memory_extra, allowed, out);
+}
+
+template <bool kGpuPod, bool kWhole, bool kMost>
+void ScanWithExtra(const NodeSummaries& m, const SummaryRequest& q, const double* memory_extra,
+                   const uint8_t* allowed, double* out) {
+  const bool per_node = kGpuPod && memory_extra != nullptr;
+  if (allowed != nullptr) {
+    if (per_node)
+      ScanOn<kGpuPod, kWhole, kMost, true, true>(m, q, memory_extra, allowed, out);
+    else
+      ScanOn<kGpuPod, kWhole, kMost, true, false>(m, q, memory_extra, allowed, out);
+  } else if (per_node) {
+    ScanOn<kGpuPod, kWhole, kMost, false, true>(m, q, memory_extra, allowed, out);
+  } else {
+    ScanOn<kGpuPod, kWhole, kMost, false, false>(m, q, memory_extra, allowed, out);
+  }
+}
+
+// `memory_extra`: per node, or null when the pod adds q.memory_extra everywhere.
 template <bool kGpuPod, bool kWhole>
 void ScanAll(const NodeSummaries& m, const SummaryRequest& q, const double* memory_extra,
              const uint8_t* allowed, bool most, double* out) {
-  if (allowed != nullptr) {
-    if (most)
-      ScanAllNodes<kGpuPod, kWhole, true, true>(m, q, memory_extra, allowed, out);
-    else
-      ScanAllNodes<kGpuPod, kWhole, false, true>(m, q, memory_extra, allowed, out);
-  } else if (most) {
-    ScanAllNodes<kGpuPod, kWhole, true, false>(m, q, memory_extra, allowed, out);
-  } else {
-    ScanAllNodes<kGpuPod, kWhole, false, false>(m, q, memory_extra, allowed, out);
-  }
+  if (most)
+    ScanWithExtra<kGpuPod, kWhole, true>(m, q, memory_extra, allowed, out);
+  else
+    ScanWithExtra<kGpuPod, kWhole, false>(m, q, memory_extra, allowed, out);
 }
 
 template <bool kGpuPod, bool kWhole>
@@ -348,16 +403,14 @@ bool SummaryScanApplies(const ClusterState& state, const PlacementStrategy& stra
          state.summaries().oversized == 0;
 }
 
-// Fills `memory_extra` (the pod's GPU memory per node) and reports whether every value is exact.
+// Fills `memory_extra` (the pod's GPU memory per node) when it differs by node (GPU memory in
+// percent of the node's card) and reports whether every value is exact.
 bool FillMemoryExtra(const NodeSummaries& m, const SummaryRequest& q,
                      std::vector<double>* memory_extra) {
+  if (!q.gpu || !q.by_percent) return true;  // the same q.memory_extra on every node
   const int n = m.size();
   memory_extra->resize(n);
   double* out = memory_extra->data();
-  if (!q.gpu || !q.by_percent) {
-    std::fill(out, out + n, q.memory_extra);
-    return true;
-  }
   // Nodes of one kind share an average: compute once per run of equal averages.
   int64_t last_average = -1;
   double last = 0;
@@ -472,6 +525,25 @@ int BestThatFits(const ClusterState& state, const Pod& pod, const PodShapeFacts&
   }
 }
 
+// BestThatFits over a cached entry: the tree names the best node, a miss is replayed up the
+// tree, and the sweep after a few misses rebuilds it. The same answer as FirstBest's.
+int BestThatFitsTree(const ClusterState& state, const Pod& pod, const PodShapeFacts& shape,
+                     double* score, BestScoreTree* tree, int n) {
+  constexpr int kMissesBeforeSweep = 8;
+  for (int misses = 0;; ++misses) {
+    if (misses == kMissesBeforeSweep) {
+      for (int i = 0; i < n; ++i)
+        if (score[i] != kNoNode && !NodeFits(state, pod, i, shape)) score[i] = kNoNode;
+      tree->Build(score, n);
+    }
+    const int best = tree->Best();
+    if (best < 0 || !(score[best] > -1.0)) return -1;
+    if (misses >= kMissesBeforeSweep || NodeFits(state, pod, best, shape)) return best;
+    score[best] = kNoNode;
+    tree->Update(score, best);
+  }
+}
+
 }  // namespace
 
 int Placer::ChooseAmong(const ClusterState& state, const Pod& pod,
@@ -500,12 +572,13 @@ int Placer::ChooseScanning(const ClusterState& state, const Pod& pod,
   const bool most = strategy.AllocationScoreSign() > 0;
   scores_.resize(n);
   double* score = scores_.data();
+  const double* extra = q.gpu && q.by_percent ? memory_extra_.data() : nullptr;
   if (!q.gpu)
-    ScanAll<false, false>(m, q, memory_extra_.data(), allowed, most, score);
+    ScanAll<false, false>(m, q, extra, allowed, most, score);
   else if (q.whole)
-    ScanAll<true, true>(m, q, memory_extra_.data(), allowed, most, score);
+    ScanAll<true, true>(m, q, extra, allowed, most, score);
   else
-    ScanAll<true, false>(m, q, memory_extra_.data(), allowed, most, score);
+    ScanAll<true, false>(m, q, extra, allowed, most, score);
   if (SummaryScanApplies(state, strategy, shape, q)) {
     *have_plan = false;
     return BestThatFits(state, pod, shape, score, n);
@@ -527,38 +600,59 @@ int Placer::ChooseCached(const ClusterState& state, const Pod& pod,
   const uint64_t* version = state.node_versions();
   uint64_t* seen = e.seen.data();
   double* score = e.score.data();
+  // The nodes changed since this entry last looked: from the state's change log when the entry
+  // read this very log and its position is still there, else by comparing every version.
+  const ChangeLog& log = state.changes();
+  const bool from_log =
+      e.log_id == log.id() && e.log_position >= log.begin() && e.best.size() == n;
   changed_.clear();
-  for (int i = 0; i < n; ++i) {
-    if (seen[i] != version[i]) {
-      changed_.push_back(i);
-      seen[i] = version[i];
+  if (from_log) {
+    for (uint64_t p = e.log_position; p < log.end(); ++p) {
+      const int i = log.at(p);
+      if (seen[i] != version[i]) {
+        changed_.push_back(i);
+        seen[i] = version[i];
+      }
+    }
+  } else {
+    for (int i = 0; i < n; ++i) {
+      if (seen[i] != version[i]) {
+        changed_.push_back(i);
+        seen[i] = version[i];
+      }
     }
   }
+  e.log_id = log.id();
+  e.log_position = log.end();
   // Scores from the summaries are kept as they are (maybe feasible) and checked against the
   // devices when they come out on top; a node found not to fit keeps kNoNode until it changes.
   const bool from_summaries = SummaryScanApplies(state, strategy, shape, q);
   const bool most = strategy.AllocationScoreSign() > 0;
   Allocation scratch;
   for (int i : changed_) {
+    double s;
     if (from_summaries) {
       const int64_t percent_bytes =
           q.gpu && q.by_percent ? q.PercentBytes(m.gpu_memory_average[i]) : 0;
       if (percent_bytes >= NodeSummaries::kExactLimit) {
-        score[i] = ExactScore(state, pod, i, strategy, shape, &scratch);
-        continue;
+        s = ExactScore(state, pod, i, strategy, shape, &scratch);
+      } else {
+        const double extra =
+            q.gpu && q.by_percent ? static_cast<double>(percent_bytes) : q.memory_extra;
+        const bool allowed = !(shape.check_constraints || m.has_taints[i]) ||
+                             FitsNodeConstraints(pod, state.node(i)).ok();
+        s = ScoreFromSummaries(m, i, q, extra, most, allowed);
       }
-      const double extra =
-          q.gpu && q.by_percent ? static_cast<double>(percent_bytes) : q.memory_extra;
-      const bool allowed =
-          !(shape.check_constraints || m.has_taints[i]) ||
-          FitsNodeConstraints(pod, state.node(i)).ok();
-      score[i] = ScoreFromSummaries(m, i, q, extra, most, allowed);
     } else {
-      score[i] = ExactScore(state, pod, i, strategy, shape, &scratch);
+      s = ExactScore(state, pod, i, strategy, shape, &scratch);
     }
+    // A NaN never wins the scan (FirstBest); stored as kNoNode it never wins the tree either.
+    score[i] = s == s ? s : kNoNode;
+    if (from_log) e.best.Update(score, i);
   }
+  if (!from_log) e.best.Build(score, n);
   // Exact scores pass the device check at once; summary scores are checked here.
-  return BestThatFits(state, pod, shape, score, n);
+  return BestThatFitsTree(state, pod, shape, score, &e.best, n);
 }
 
 absl::StatusOr<int> Placer::Choose(const ClusterState& state, const Pod& pod,
@@ -582,6 +676,53 @@ absl::StatusOr<int> Placer::Choose(const ClusterState& state, const Pod& pod,
     if (!f.ok()) return absl::FailedPreconditionError(f.reason);
   }
   return best;
+}
+
+const NodeClasses& Placer::ClassesFor(const ClusterState& state) {
+  std::unique_ptr<NodeClasses>& c = classes_.classes;
+  if (c == nullptr || !c->Follows(state) || !c->Sync()) c = std::make_unique<NodeClasses>(state);
+  return *c;
+}
+
+absl::StatusOr<int> Placer::ChooseWithTerms(const ClusterState& state, const Pod& pod,
+                                            const PlacementStrategy& strategy,
+                                            const PlacementTerms& terms, Allocation* plan) {
+  const NodeClasses* classes = terms.UsesNodeClasses() ? &ClassesFor(state) : nullptr;
+  int best = -1;
+  double best_score = -std::numeric_limits<double>::infinity();
+  auto consider = [&](int i) {
+    if (!QuickMayFit(pod, state.usage(i))) return;
+    if (!terms.Filter(pod, i).ok()) return;
+    const double score = terms.Score(pod, i);
+    if (score > best_score || (score == best_score && i < best)) {
+      best_score = score;
+      best = i;
+    }
+  };
+  if (classes != nullptr) {
+    for (int c : classes->live()) consider(classes->representative(c));
+  } else {
+    for (int i = 0; i < state.num_nodes(); ++i) consider(i);
+  }
+  if (best >= 0) {
+    FitResult f = PlanOnNode(state, pod, best, strategy, plan);
+    if (f.ok()) return best;
+    return absl::FailedPreconditionError(f.reason);
+  }
+  // Only now pay for exact reasons: every class counts as many nodes as it has.
+  std::map<std::string, int> counts;
+  auto count = [&](int i, int weight) {
+    FitResult f = terms.Filter(pod, i);
+    if (f.ok()) f = state.Filter(pod, i);
+    counts[f.ok() ? std::string("no devices satisfy the request") : f.reason] += weight;
+  };
+  if (classes != nullptr) {
+    for (int c : classes->live())
+      count(classes->representative(c), static_cast<int>(classes->members(c).size()));
+  } else {
+    for (int i = 0; i < state.num_nodes(); ++i) count(i, 1);
+  }
+  return absl::FailedPreconditionError(NodesUnavailable(state.num_nodes(), counts));
 }
 
 PlaceResult Placer::Place(ClusterState& state, const Pod& pod, const PlacementStrategy& strategy,

@@ -3,7 +3,8 @@
 // everything about choosing: feasibility, scoring, the per-shape score cache and the no-fit
 // reason; only Place's final reserve (and commit) writes to the state. The simulator's device
 // ledger and openb replay, the Kubernetes adapters (through GuardedCluster) and the bindings place
-// through it; the engine's session plans with PlanOnNode after its own scan over node classes.
+// through it, and the engine's session chooses through ChooseWithTerms (its plugins' predicates
+// and scores as PlacementTerms, nodes asked once per equivalence class).
 //
 // The full scan is two steps. First every node is checked against its compact summaries and, for
 // strategies that score by allocation (binpack, spread, topology), scored, in one branch-free
@@ -14,6 +15,7 @@
 #define GPUFLEET_PLACEMENT_PLACER_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,7 +24,9 @@
 #include "gpufleet/accounting/cluster_state.h"
 #include "gpufleet/accounting/fit.h"
 #include "gpufleet/core/pod.h"
+#include "gpufleet/placement/node_classes.h"
 #include "gpufleet/placement/node_score_cache.h"
+#include "gpufleet/placement/placement_terms.h"
 #include "gpufleet/placement/strategy.h"
 
 namespace gpufleet {
@@ -50,6 +54,16 @@ class Placer {
                              const PlacementStrategy& strategy, const std::vector<int>* candidates,
                              Allocation* plan);
 
+  // The node for `pod` by a host's terms (the engine's plugins): among the nodes whose totals may
+  // hold the pod and that pass `terms.Filter`, the one with the highest `terms.Score`, ties to
+  // the earlier node; `strategy` then plans its devices into `plan`. Nodes alike in spec and
+  // usage are asked once (NodeClasses) when the terms allow it. When none passes,
+  // FailedPrecondition with "0/N nodes are available: ..." (terms' reasons first, then the
+  // node's own Filter); when the winner's devices do not serve the request, that reason.
+  absl::StatusOr<int> ChooseWithTerms(const ClusterState& state, const Pod& pod,
+                                      const PlacementStrategy& strategy,
+                                      const PlacementTerms& terms, Allocation* plan);
+
   // Choose, then reserve the plan (and commit it when `commit`).
   PlaceResult Place(ClusterState& state, const Pod& pod, const PlacementStrategy& strategy,
                     bool commit = true, const std::vector<int>* candidates = nullptr);
@@ -69,6 +83,23 @@ class Placer {
   int ChooseAmong(const ClusterState& state, const Pod& pod, const PlacementStrategy& strategy,
                   const std::vector<int>* candidates, Allocation* plan, bool* have_plan);
 
+  // Node classes of the last state ChooseWithTerms served, kept current through its change log.
+  const NodeClasses& ClassesFor(const ClusterState& state);
+
+  // Built on first use; a copied Placer starts without (the classes name their state).
+  struct ClassesSlot {
+    std::unique_ptr<NodeClasses> classes;
+    ClassesSlot() = default;
+    ClassesSlot(const ClassesSlot&) {}
+    ClassesSlot& operator=(const ClassesSlot&) {
+      classes.reset();
+      return *this;
+    }
+    ClassesSlot(ClassesSlot&&) = default;
+    ClassesSlot& operator=(ClassesSlot&&) = default;
+  };
+
+  ClassesSlot classes_;
   NodeScoreCache score_cache_;
   bool score_cache_enabled_ = true;
   std::vector<double> scores_, memory_extra_;  // scratch, per node

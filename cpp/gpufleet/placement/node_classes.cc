@@ -1,9 +1,9 @@
-#include "gpufleet/engine/node_classes.h"
+#include "gpufleet/placement/node_classes.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
-namespace gpufleet::engine {
+namespace gpufleet {
 namespace {
 
 std::string SpecSignature(const Node& n) {
@@ -34,6 +34,27 @@ NodeClasses::NodeClasses(const ClusterState& state) : state_(state) {
     spec_id_[i] = it->second;
   }
   for (int i = 0; i < n; ++i) Insert(i);
+  seen_.assign(state.node_versions(), state.node_versions() + n);
+  log_id_ = state.changes().id();
+  log_position_ = state.changes().end();
+}
+
+bool NodeClasses::Sync() {
+  const ChangeLog& log = state_.changes();
+  const int n = state_.num_nodes();
+  if (log.id() != log_id_ || n != static_cast<int>(seen_.size())) return false;
+  auto refile = [&](int node) {
+    if (seen_[node] == state_.node_version(node)) return;  // filed at this version already
+    seen_[node] = state_.node_version(node);
+    Update(node);
+  };
+  if (log_position_ >= log.begin()) {
+    for (uint64_t p = log_position_; p < log.end(); ++p) refile(log.at(p));
+  } else {
+    for (int i = 0; i < n; ++i) refile(i);  // the log no longer reaches back: compare versions
+  }
+  log_position_ = log.end();
+  return true;
 }
 
 std::vector<int64_t> NodeClasses::Key(int node) const {
@@ -41,8 +62,10 @@ std::vector<int64_t> NodeClasses::Key(int node) const {
   std::vector<int64_t> key = {spec_id_[node], u.cpu_used, u.memory_used, u.pods_used};
   const int first = state_.first_device(node);
   const int count = static_cast<int>(state_.node(node).devices.size());
+  const std::vector<Device>& devices = state_.node(node).devices;
   for (int d = 0; d < count; ++d) {
-    key.push_back(state_.used_core()[first + d]);
+    // Health is part of the spec signature too, but that was taken when the classes were built.
+    key.push_back(state_.used_core()[first + d] * 2 + (devices[d].healthy ? 1 : 0));
     key.push_back(state_.used_memory()[first + d]);
   }
   return key;
@@ -79,4 +102,4 @@ void NodeClasses::Update(int node) {
   Insert(node);
 }
 
-}  // namespace gpufleet::engine
+}  // namespace gpufleet

@@ -4,10 +4,12 @@
 // member the same answer, so node choice asks one representative per class (its lowest index,
 // which also keeps the full scan's tie rule: the earliest node wins). This is the idea behind the
 // equivalence classes of the early Kubernetes scheduler, applied exactly: a class is split the
-// moment one member's usage changes. Plugins whose answers depend on more (a node's name, where a
-// job's other tasks are) turn it off.
-#ifndef GPUFLEET_ENGINE_NODE_CLASSES_H_
-#define GPUFLEET_ENGINE_NODE_CLASSES_H_
+// moment one member's usage changes. The classes follow the state through its change log
+// (Sync re-files the nodes changed since the last call). Terms whose answers depend on more (a
+// node's name, where a job's other tasks are) say so (PlacementTerms::UsesNodeClasses), and the
+// Placer then asks every node.
+#ifndef GPUFLEET_PLACEMENT_NODE_CLASSES_H_
+#define GPUFLEET_PLACEMENT_NODE_CLASSES_H_
 
 #include <cstdint>
 #include <set>
@@ -17,11 +19,19 @@
 #include "absl/container/flat_hash_map.h"
 #include "gpufleet/accounting/cluster_state.h"
 
-namespace gpufleet::engine {
+namespace gpufleet {
 
 class NodeClasses {
  public:
   explicit NodeClasses(const ClusterState& state);
+  // True when these classes were built from `state` (the same object and change log).
+  bool Follows(const ClusterState& state) const {
+    return &state == &state_ && state.changes().id() == log_id_;
+  }
+  // Re-files the nodes changed since the last call (those the state's change log names, or every
+  // node whose version moved when the log no longer reaches back). False when nodes were added
+  // or removed since: build anew from the state then.
+  bool Sync();
   // Re-files one node after its usage changed.
   void Update(int node);
   // Live classes; members are node indices in ascending order.
@@ -39,6 +49,8 @@ class NodeClasses {
     int live_pos = -1;
   };
   const ClusterState& state_;
+  uint64_t log_id_ = 0, log_position_ = 0;  // how far Sync has read the state's change log
+  std::vector<uint64_t> seen_;  // per node: the version it was filed at
   std::vector<int> spec_id_;   // per node: interned spec without the name
   std::vector<int> class_of_;  // per node
   std::vector<Class> classes_;
@@ -46,6 +58,6 @@ class NodeClasses {
   absl::flat_hash_map<std::vector<int64_t>, int> index_;
 };
 
-}  // namespace gpufleet::engine
+}  // namespace gpufleet
 
-#endif  // GPUFLEET_ENGINE_NODE_CLASSES_H_
+#endif  // GPUFLEET_PLACEMENT_NODE_CLASSES_H_

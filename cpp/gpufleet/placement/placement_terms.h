@@ -1,0 +1,28 @@
+// What a host adds to node choice: the engine's plugins filter nodes (predicates) and order them
+// (node scores) on top of the node's own fit. Placer::ChooseWithTerms runs one scan that asks the
+// terms, so node choice (scan, node classes, the no-fit reason) stays in placement/ while the
+// plugins stay in engine/.
+#ifndef GPUFLEET_PLACEMENT_PLACEMENT_TERMS_H_
+#define GPUFLEET_PLACEMENT_PLACEMENT_TERMS_H_
+
+#include "gpufleet/accounting/fit.h"
+#include "gpufleet/core/pod.h"
+
+namespace gpufleet {
+
+class PlacementTerms {
+ public:
+  virtual ~PlacementTerms() = default;
+  // OK, or why `node` may not take `pod`. Asked for nodes whose totals may hold the pod; the
+  // no-fit reason asks it for every node, before the node's own Filter.
+  virtual FitResult Filter(const Pod& pod, int node) const = 0;
+  // The node's score for `pod`: the highest wins, ties to the earlier node.
+  virtual double Score(const Pod& pod, int node) const = 0;
+  // True when Filter and Score look only at a node's spec (apart from its name) and usage, so
+  // that nodes alike in both may be asked once (NodeClasses).
+  virtual bool UsesNodeClasses() const = 0;
+};
+
+}  // namespace gpufleet
+
+#endif  // GPUFLEET_PLACEMENT_PLACEMENT_TERMS_H_
