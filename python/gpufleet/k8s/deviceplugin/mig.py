@@ -30,10 +30,12 @@ STRATEGIES = ("none", "mixed", "single")
 
 
 def instance_minor(parent_minor: int, start: int) -> int:
+    """The device minor of the instance at `start` on GPU `parent_minor` (the core's numbering)."""
     return parent_minor * MEMORY_SLOTS + start
 
 
 def has_mig(devices: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether any of the device entries is a GPU in MIG mode with instances."""
     return any(d.get("mig") for d in devices)
 
 
