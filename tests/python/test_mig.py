@@ -149,7 +149,7 @@ def test_planner_proposes_valid_layouts_for_idle_gpus_only():
                       "gpus": {"count": 3, "model": "A100-80GB", "memory": "80Gi"}})
     cluster.add_node({"name": "h", "cpu": "64", "memory": "256Gi", "mig_strategy": "single",
                       "gpus": {"count": 1, "model": "H100-80GB", "mig": [{"profile": "7g.80gb", "start": 0}]}})
-    busy, _ = cluster.place({"name": "busy", "requests": {"nvidia.com/gpu": 1}})
+    busy, _ = cluster.place({"name": "busy", "requests": {"nvidia.com/gpu": 1}}, nodes=["a"])
     busy_minor = busy.devices[0].minor
     queue = [{"name": "p1", "requests": {"nvidia.com/mig-3g.40gb": 1}},
              {"name": "p2", "requests": {"nvidia.com/mig-3g.40gb": 1, "nvidia.com/mig-2g.20gb": 1}},
