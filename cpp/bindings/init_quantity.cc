@@ -1,10 +1,12 @@
-// Bindings for the facts the core defines once: Kubernetes quantities and the wire keys.
+// Bindings for the facts the core defines once: Kubernetes quantities, the wire keys and the MIG
+// geometry.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <map>
 #include <string>
 
+#include "gpufleet/core/mig.h"
 #include "gpufleet/core/quantity.h"
 #include "gpufleet/core/request_parser.h"
 #include "gpufleet/io/annotations.h"
@@ -27,6 +29,7 @@ void InitQuantity(py::module_& m) {
               {"koord_rdma", kKoordRdma},
               {"koord_fpga", kKoordFpga},
               {"aliyun_gpu_mem", kAliyunGpuMem},
+              {"nvidia_mig_prefix", kNvidiaMigPrefix},
               {"device_allocated", kDeviceAllocatedAnnotation},
               {"gpushare_idx", kGpushareIdx},
               {"gpushare_pod", kGpusharePod},
@@ -37,6 +40,39 @@ void InitQuantity(py::module_& m) {
         },
         "The Kubernetes resource and annotation names the core reads and writes, by short name "
         "(gpufleet.k8s.keys holds the same names for Python).");
+  m.def("mig_geometry",
+        [] {
+          py::list models;
+          for (const MigModel& mm : mig_data::kModels) {
+            py::list profiles, aliases;
+            for (const MigProfile& p : mm.profiles) {
+              py::list starts;
+              for (int k = 0; k < mig_data::kMemorySlots; ++k)
+                if (p.start_slots & (1u << k)) starts.append(k);
+              py::dict d;
+              d["name"] = std::string(p.name);
+              d["nvml_profile_id"] = p.nvml_profile_id;
+              d["compute_slices"] = p.compute_slices;
+              d["memory_slices"] = p.memory_slices;
+              d["max_instances"] = p.max_instances;
+              d["start_slots"] = starts;
+              profiles.append(d);
+            }
+            for (std::string_view a : mm.aliases)
+              if (!a.empty()) aliases.append(std::string(a));
+            py::dict d;
+            d["model"] = std::string(mm.name);
+            d["aliases"] = aliases;
+            d["memory_gib"] = mm.memory_gib;
+            d["compute_slices"] = mig_data::kComputeSlices;
+            d["memory_slots"] = mig_data::kMemorySlots;
+            d["profiles"] = profiles;
+            models.append(d);
+          }
+          return models;
+        },
+        "NVIDIA MIG geometry per GPU model (from NVIDIA's MIG user guide): profiles with their "
+        "compute and memory slices, instance limits and allowed start slots.");
   m.def("parse_quantity", [](const std::string& s) { return Unwrap(ParseQuantity(s)); },
         py::arg("quantity"),
         "Kubernetes quantity -> integer (bytes or count), rounded up like Kubernetes; ValueError "

@@ -80,3 +80,25 @@ ax.set_title("Per-GPU usage after placement")
 ax.legend()
 fig.tight_layout()
 assert mem.max() <= 100 and core.max() <= 100
+
+# %% [markdown]
+# ## MIG: GPUs split into instances
+# `examples/scenarios/mig.yaml` declares an A100 80GB split into 3g.40gb + 2g.20gb + 1g.10gb
+# (NVIDIA's *mixed* strategy: each instance is requested as `nvidia.com/mig-<profile>`) beside a
+# whole A100, and two H100s split into seven 1g.10gb each (the *single* strategy: the instances
+# are the node's `nvidia.com/gpu`). The geometry (profiles, sizes, start slots) is NVIDIA's
+# published table, `gpufleet._core.mig_geometry()`; a layout it does not allow is refused.
+
+# %%
+mig = gpufleet.load_scenario(root / "examples" / "scenarios" / "mig.yaml")
+for pod in mig.pending:
+    allocation, reason = mig.cluster.place(pod)
+    where = ", ".join(f"{g.type}/{g.minor}" for g in allocation.devices) if allocation else reason
+    print(f"{pod.name:12s} {allocation.node if allocation else '-':12s} {where}")
+a100 = {p["name"]: p["start_slots"] for p in gpufleet._core.mig_geometry()[1]["profiles"]}
+print("A100-80GB start slots:", a100)
+try:
+    mig.cluster.add_node({"name": "bad", "devices": [{"type": "gpu", "minor": 0, "model": "A100-80GB",
+                                                      "mig": [{"profile": "3g.40gb", "start": 2}]}]})
+except ValueError as e:
+    print("refused:", e)

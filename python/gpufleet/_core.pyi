@@ -890,6 +890,10 @@ def maximize_lp(a: collections.abc.Sequence[collections.abc.Sequence[typing.Supp
     """
     Maximises c.x subject to a x <= b, x >= 0 with COIN-OR CLP (the solver behind gavel-lp); `a` is a list of rows (or a 2-D array). Returns (objective, x). ValueError for bad shapes, non-finite or too large entries, and infeasible or unbounded LPs; RuntimeError when max_iterations is reached.
     """
+def mig_geometry() -> list:
+    """
+    NVIDIA MIG geometry per GPU model (from NVIDIA's MIG user guide): profiles with their compute and memory slices, instance limits and allowed start slots.
+    """
 def parse_milli(quantity: str) -> int:
     """
     Kubernetes quantity -> milli-units (cpu); ValueError if malformed.

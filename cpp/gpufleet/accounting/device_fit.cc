@@ -78,7 +78,9 @@ FitResult FitDeviceRequest(const NodeView& v, const Pod& pod, const DeviceReques
                                                    Plural(r.type), r.count));
   if (r.type == kGpu) {
     if (n.gpu_sharing == GpuSharing::kWholeOnly && !r.whole())
-      return FitResult::Unresolvable("node allows whole GPUs only");
+      return FitResult::Unresolvable(n.mig_strategy == MigStrategy::kSingle
+                                         ? "node's GPUs are MIG instances, handed out whole only"
+                                         : "node allows whole GPUs only");
     if (n.gpu_sharing == GpuSharing::kSharedOnly && r.whole())
       return FitResult::Unresolvable("node allows shared GPUs only");
   }

@@ -21,6 +21,19 @@ struct DeviceTopology {
   bool operator==(const DeviceTopology&) const = default;
 };
 
+// A device that is one instance of a GPU in MIG mode (core/mig.h): its profile ("3g.40gb"), the
+// GPU it is carved from, and the first memory slot it spans. An empty profile means "not MIG".
+// The parent's memory is kept so the GPU can be written back as it was declared.
+struct MigSlot {
+  std::string profile;
+  int parent_minor = -1;
+  std::string parent_id;  // the parent GPU's uuid
+  int start = -1;         // memory slot 0..7
+  int64_t parent_memory_bytes = 0;
+  bool active() const { return !profile.empty(); }
+  bool operator==(const MigSlot&) const = default;
+};
+
 // Capacities use the core's fixed units: `core` is percent of one device (100 = whole), memory is
 // bytes. Devices without memory (RDMA, FPGA) have memory_bytes = 0 and are shared by `core`.
 struct Device {
@@ -32,6 +45,7 @@ struct Device {
   int64_t core = 100;
   int64_t memory_bytes = 0;
   DeviceTopology topology;
+  MigSlot mig;  // set on MIG instances only
   bool operator==(const Device&) const = default;
 };
 

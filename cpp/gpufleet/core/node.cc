@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "gpufleet/core/mig.h"
 
 namespace gpufleet {
 namespace {
@@ -51,6 +52,8 @@ absl::Status ValidateNode(const Node& node) {
           "taints[%d] (%s): effect \"%s\" is not one of NoSchedule, PreferNoSchedule, NoExecute",
           i, t.key, t.effect));
   }
+  // MIG first: its messages name the GPU and instance where the generic ones would not.
+  if (absl::Status mig = ValidateMig(node); !mig.ok()) return mig;
   std::set<std::string> ids;
   std::set<std::pair<std::string, int>> seen;
   std::set<int> gpu_minors;
@@ -109,6 +112,19 @@ const char* GpuSharingName(GpuSharing mode) {
     case GpuSharing::kSharedOnly: return "shared";
   }
   return "mixed";
+}
+
+const char* MigStrategyName(MigStrategy strategy) {
+  return strategy == MigStrategy::kSingle ? "single" : "mixed";
+}
+
+absl::Status ParseMigStrategy(const std::string& text, MigStrategy* out) {
+  if (text == "mixed" || text.empty()) *out = MigStrategy::kMixed;
+  else if (text == "single") *out = MigStrategy::kSingle;
+  else
+    return absl::InvalidArgumentError(
+        absl::StrFormat("mig strategy \"%s\" is not one of mixed, single", text));
+  return absl::OkStatus();
 }
 
 absl::Status ParseGpuSharing(const std::string& text, GpuSharing* out) {

@@ -28,6 +28,11 @@ inline constexpr int kMaxNodeListEntries = 1024;  // labels, taints, NVLink grou
 
 enum class GpuSharing { kMixed = 0, kWholeOnly = 1, kSharedOnly = 2 };
 
+// How MIG instances are offered, as in NVIDIA's device plugin: kMixed gives each instance the
+// device type "mig-<profile>" (resource nvidia.com/mig-<profile>) beside the node's whole GPUs;
+// kSingle makes the instances the node's "gpu" devices (all GPUs split, all one profile).
+enum class MigStrategy { kMixed = 0, kSingle = 1 };
+
 struct Taint {
   std::string key;
   std::string value;
@@ -50,16 +55,19 @@ struct Node {
   // When present, a multi-GPU request must take exactly one group of its size.
   std::vector<std::vector<int>> nvlink_groups;
   GpuSharing gpu_sharing = GpuSharing::kMixed;
+  MigStrategy mig_strategy = MigStrategy::kMixed;
   bool operator==(const Node&) const = default;
 };
 
 // Checks what a user can get wrong: empty name, duplicate (type, minor) or device id, negative
 // capacities, more devices or list entries than the limits above, GPU core not 100, NVLink groups naming unknown
-// minors or overlapping without nesting, unknown taint effects. The message names the node and
-// field.
+// minors or overlapping without nesting, unknown taint effects, and MIG geometry (ValidateMig in
+// core/mig.h). The message names the node and field.
 absl::Status ValidateNode(const Node& node);
 
 const char* GpuSharingName(GpuSharing mode);
+const char* MigStrategyName(MigStrategy strategy);
+absl::Status ParseMigStrategy(const std::string& text, MigStrategy* out);
 absl::Status ParseGpuSharing(const std::string& text, GpuSharing* out);
 
 }  // namespace gpufleet

@@ -8,7 +8,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "gpufleet/core/device.h"
+#include "gpufleet/core/mig.h"
 #include "gpufleet/core/node.h"
 #include "gpufleet/core/quantity.h"
 #include "gpufleet/core/status_macros.h"
@@ -162,6 +164,30 @@ absl::StatusOr<std::optional<DeviceRequest>> ParseGpu(const std::map<std::string
   return std::optional<DeviceRequest>(g);
 }
 
+// nvidia.com/mig-<profile>: whole instances of one profile, counted like nvidia.com/gpu.
+absl::StatusOr<DeviceRequest> MigRequest(const std::string& name, const std::string& value) {
+  const std::string profile = name.substr(sizeof(kNvidiaMigPrefix) - 1);
+  if (!IsKnownMigProfile(profile)) {
+    std::vector<std::string> all;
+    for (const MigModel& m : mig_data::kModels) all.push_back(MigProfileNames(m));
+    return Rule(absl::StrFormat("request %s: \"%s\" is not a MIG profile of any known GPU (%s)",
+                                name, profile, absl::StrJoin(all, "; ")));
+  }
+  auto v = ParseResourceQuantity(name, value);
+  if (!v.ok()) return absl::InvalidArgumentError(absl::StrCat("request ", v.status().message()));
+  if (*v <= 0)
+    return Rule(absl::StrFormat("request %s=%s: give a positive number of instances", name, value));
+  RETURN_IF_ERROR(CheckCount(name.c_str(), *v));
+  DeviceRequest r;
+  r.type = MigDeviceType(profile);
+  r.count = static_cast<int>(*v);
+  r.core = 100;
+  r.memory_ratio = 100;
+  return r;
+}
+
+bool IsMigResource(const std::string& name) { return absl::StartsWith(name, kNvidiaMigPrefix); }
+
 }  // namespace
 
 absl::Status ParseRequests(const std::map<std::string, std::string>& requests, Pod* pod,
@@ -170,7 +196,7 @@ absl::Status ParseRequests(const std::map<std::string, std::string>& requests, P
     bool known = name == kNvidiaGpu || name == kKoordGpu || name == kKoordGpuCore ||
                  name == kKoordGpuMemory || name == kKoordGpuMemoryRatio ||
                  name == kKoordGpuShared || name == kKoordRdma || name == kKoordFpga ||
-                 name == kAliyunGpuMem;
+                 name == kAliyunGpuMem || IsMigResource(name);
     // A misspelt name in a vocabulary we manage is an error, not a silently ignored resource.
     bool ours = absl::StartsWith(name, "koordinator.sh/gpu") ||
                 absl::StartsWith(name, "koordinator.sh/rdma") ||
@@ -205,6 +231,11 @@ absl::Status ParseRequests(const std::map<std::string, std::string>& requests, P
     ASSIGN_OR_RETURN(int64_t pct, Count(requests, name));
     if (pct == 0) continue;
     ASSIGN_OR_RETURN(DeviceRequest r, PercentRequest(type, name, pct));
+    devices.push_back(r);
+  }
+  for (const auto& [name, value] : requests) {
+    if (!IsMigResource(name)) continue;
+    ASSIGN_OR_RETURN(DeviceRequest r, MigRequest(name, value));
     devices.push_back(r);
   }
   std::sort(devices.begin(), devices.end(),

@@ -4,6 +4,8 @@
 //   koordinator.sh/gpu-core / gpu-memory / gpu-memory-ratio / gpu.shared
 //   aliyun.com/gpu-mem                       gpushare memory units (MiB by default, GiB selectable)
 //   koordinator.sh/rdma, koordinator.sh/fpga percent of one device, like koordinator.sh/gpu
+//   nvidia.com/mig-<profile>: N              N MIG instances of that profile (device type
+//                                            "mig-<profile>", NVIDIA's mixed strategy)
 // Koordinator's validation rules are applied; each violation is an InvalidArgument naming the rule.
 #ifndef GPUFLEET_CORE_REQUEST_PARSER_H_
 #define GPUFLEET_CORE_REQUEST_PARSER_H_
@@ -25,6 +27,7 @@ inline constexpr char kKoordGpuShared[] = "koordinator.sh/gpu.shared";
 inline constexpr char kKoordRdma[] = "koordinator.sh/rdma";
 inline constexpr char kKoordFpga[] = "koordinator.sh/fpga";
 inline constexpr char kAliyunGpuMem[] = "aliyun.com/gpu-mem";
+inline constexpr char kNvidiaMigPrefix[] = "nvidia.com/mig-";
 
 struct RequestParseOptions {
   // gpushare's memory unit for aliyun.com/gpu-mem: 1 MiB (its default) or 1 GiB.

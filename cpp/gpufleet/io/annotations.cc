@@ -46,6 +46,8 @@ std::string DeviceAllocatedJson(const Allocation& a, const Node& node) {
           std::to_string(RatioOf(g.memory_bytes, d ? d->memory_bytes : 0));
     } else {
       resources[absl::StrCat("koordinator.sh/", g.type)] = std::to_string(g.core);
+      // Devices with memory of their own (MIG instances) record it, so a restore is exact.
+      if (g.memory_bytes != 0) resources[kKoordGpuMemory] = FormatBytes(g.memory_bytes);
     }
     out[g.type].push_back({{"minor", g.minor}, {"resources", resources}});
   }

@@ -1,11 +1,13 @@
 #include "gpufleet/io/spec_json.h"
 
 #include <limits>
+#include <map>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "gpufleet/core/mig.h"
 #include "gpufleet/core/quantity.h"
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/io/strict_json.h"
@@ -91,7 +93,7 @@ absl::StatusOr<std::map<std::string, std::string>> StringMap(const Json& j, cons
 absl::StatusOr<Device> DeviceFromJson(const Json& j, const std::string& owner) {
   if (!j.is_object()) return FieldError(owner, "device", "expected an object");
   RETURN_IF_ERROR(
-      CheckKnownKeys(j, owner, {"type", "minor", "id", "model", "health", "resources", "topology", "memory"}));
+      CheckKnownKeys(j, owner, {"type", "minor", "id", "model", "health", "resources", "topology", "memory", "mig"}));
   Device d;
   ASSIGN_OR_RETURN(d.type, Typed<std::string>(j, "type", kGpu, owner));
   ASSIGN_OR_RETURN(d.minor, Typed<int>(j, "minor", 0, owner));
@@ -129,6 +131,76 @@ absl::StatusOr<Device> DeviceFromJson(const Json& j, const std::string& owner) {
   return d;
 }
 
+
+// Instance minors are 8 x the GPU's minor + slot; this keeps them inside int.
+constexpr int kMaxMigParentMinor = std::numeric_limits<int>::max() / mig_data::kMemorySlots - 1;
+
+// One MIG instance entry: {"profile", "start", "id", "health", "memory"}; memory defaults to
+// the profile's share of the GPU (NVML reports a little less, and the inventory records that).
+struct MigEntry {
+  std::string profile;
+  int start = -1;
+  std::string id;
+  bool healthy = true;
+  int64_t memory_bytes = 0;
+};
+
+absl::StatusOr<std::vector<MigEntry>> MigEntries(const Json& list, const std::string& owner) {
+  if (!list.is_array()) return FieldError(owner, "mig", "expected a list of instances");
+  if (list.size() > static_cast<size_t>(mig_data::kMemorySlots))
+    return FieldError(owner, "mig",
+                      absl::StrFormat("%d instances is more than the %d a GPU may hold",
+                                      list.size(), mig_data::kMemorySlots));
+  if (list.empty())
+    return FieldError(owner, "mig", "lists no instances (a GPU in MIG mode with none is not "
+                                    "schedulable; leave \"mig\" out to offer it whole)");
+  std::vector<MigEntry> out;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string where = absl::StrFormat("%s mig[%d]", owner, i);
+    if (!list[i].is_object()) return FieldError(where, "instance", "expected an object");
+    RETURN_IF_ERROR(
+        CheckKnownKeys(list[i], where, {"profile", "start", "id", "health", "memory"}));
+    MigEntry e;
+    ASSIGN_OR_RETURN(e.profile, Typed<std::string>(list[i], "profile", "", where));
+    if (e.profile.empty()) return FieldError(where, "profile", "is missing (e.g. \"3g.40gb\")");
+    if (!list[i].contains("start"))
+      return FieldError(where, "start", "is missing (the first memory slot, 0..7)");
+    ASSIGN_OR_RETURN(e.start, Typed<int>(list[i], "start", -1, where));
+    if (e.start < 0 || e.start >= mig_data::kMemorySlots)
+      return FieldError(where, "start", absl::StrFormat("%d is not a memory slot (0..%d)", e.start,
+                                                        mig_data::kMemorySlots - 1));
+    ASSIGN_OR_RETURN(e.id, Typed<std::string>(list[i], "id", "", where));
+    ASSIGN_OR_RETURN(e.healthy, Typed<bool>(list[i], "health", true, where));
+    ASSIGN_OR_RETURN(e.memory_bytes, QuantityField(list[i], "memory", kKoordGpuMemory, 0, where));
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+// A GPU in MIG mode becomes its instances; the strategy names their type and
+// ValidateNode checks the geometry.
+void AppendMigInstances(const Device& gpu, const std::vector<MigEntry>& entries,
+                        MigStrategy strategy, std::vector<Device>* out) {
+  const MigModel* model = FindMigModel(gpu.model);
+  int64_t parent_memory = gpu.memory_bytes;
+  if (parent_memory == 0 && model != nullptr) parent_memory = model->memory_gib << 30;
+  for (const MigEntry& e : entries) {
+    Device d;
+    d.type = strategy == MigStrategy::kSingle ? std::string(kGpu) : MigDeviceType(e.profile);
+    d.minor = MigInstanceMinor(gpu.minor, e.start);
+    d.id = e.id;
+    d.model = gpu.model;
+    d.healthy = gpu.healthy && e.healthy;
+    d.topology = gpu.topology;
+    const MigProfile* p = model ? FindMigProfile(*model, e.profile) : nullptr;
+    d.memory_bytes = e.memory_bytes > 0 ? e.memory_bytes
+                     : p ? parent_memory / mig_data::kMemorySlots * p->memory_slices
+                         : 0;
+    d.mig = MigSlot{e.profile, gpu.minor, gpu.id, e.start, parent_memory};
+    out->push_back(std::move(d));
+  }
+}
+
 }  // namespace
 
 const std::vector<std::string>& PodFields() {
@@ -145,7 +217,7 @@ absl::StatusOr<Node> NodeFromJson(const Json& j) {
   const std::string owner = "node " + n.name;
   RETURN_IF_ERROR(CheckKnownKeys(j, owner,
                                  {"name", "cpu", "memory", "pods", "labels", "taints", "gpu_sharing",
-                                  "nvlink_groups", "devices", "gpus"}));
+                                  "nvlink_groups", "devices", "gpus", "mig_strategy"}));
   ASSIGN_OR_RETURN(n.cpu_milli, QuantityField(j, "cpu", "cpu", 0, owner));
   ASSIGN_OR_RETURN(n.memory_bytes, QuantityField(j, "memory", "memory", 0, owner));
   ASSIGN_OR_RETURN(n.max_pods, QuantityField(j, "pods", "pods", 110, owner));
@@ -167,6 +239,15 @@ absl::StatusOr<Node> NodeFromJson(const Json& j) {
   {
     absl::Status s = ParseGpuSharing(sharing, &n.gpu_sharing);
     if (!s.ok()) return FieldError(owner, "gpu_sharing", std::string(s.message()));
+  }
+  {
+    std::string strategy;
+    ASSIGN_OR_RETURN(strategy, Typed<std::string>(j, "mig_strategy", "mixed", owner));
+    absl::Status s = ParseMigStrategy(strategy, &n.mig_strategy);
+    if (!s.ok()) return FieldError(owner, "mig_strategy", std::string(s.message()));
+    // Single-strategy instances are the node's GPUs and are only ever handed out whole.
+    if (n.mig_strategy == MigStrategy::kSingle && !j.contains("gpu_sharing"))
+      n.gpu_sharing = GpuSharing::kWholeOnly;
   }
   if (auto t = j.find("taints"); t != j.end() && !t->is_null()) {
     if (!t->is_array()) return FieldError(owner, "taints", "expected a list");
@@ -211,14 +292,26 @@ absl::StatusOr<Node> NodeFromJson(const Json& j) {
                         absl::StrFormat("%d devices is more than the %d a node may have", d->size(),
                                         kMaxDevicesPerNode));
     for (size_t i = 0; i < d->size(); ++i) {
-      ASSIGN_OR_RETURN(Device dev, DeviceFromJson((*d)[i], absl::StrFormat("%s devices[%d]", owner, i)));
-      n.devices.push_back(dev);
+      const std::string where = absl::StrFormat("%s devices[%d]", owner, i);
+      ASSIGN_OR_RETURN(Device dev, DeviceFromJson((*d)[i], where));
+      auto mig = (*d)[i].find("mig");
+      if (mig == (*d)[i].end() || mig->is_null()) {
+        n.devices.push_back(dev);
+        continue;
+      }
+      if (dev.type != kGpu) return FieldError(where, "mig", "only a gpu can be in MIG mode");
+      if (dev.minor > kMaxMigParentMinor)
+        return FieldError(where, "minor",
+                          absl::StrFormat("a GPU in MIG mode has a minor of at most %d",
+                                          kMaxMigParentMinor));
+      ASSIGN_OR_RETURN(std::vector<MigEntry> entries, MigEntries(*mig, where));
+      AppendMigInstances(dev, entries, n.mig_strategy, &n.devices);
     }
   }
   if (auto g = j.find("gpus"); g != j.end() && !g->is_null()) {
     if (!g->is_object()) return FieldError(owner, "gpus", "expected {count, model, memory}");
     const std::string where = owner + " gpus";
-    RETURN_IF_ERROR(CheckKnownKeys(*g, where, {"count", "model", "memory"}));
+    RETURN_IF_ERROR(CheckKnownKeys(*g, where, {"count", "model", "memory", "mig"}));
     int count;
     ASSIGN_OR_RETURN(count, Typed<int>(*g, "count", 0, where));
     if (count < 0) return FieldError(where, "count", "must not be negative");
@@ -232,15 +325,27 @@ absl::StatusOr<Node> NodeFromJson(const Json& j) {
     ASSIGN_OR_RETURN(model, Typed<std::string>(*g, "model", "", where));
     int64_t memory;
     ASSIGN_OR_RETURN(memory, QuantityField(*g, "memory", kKoordGpuMemory, 0, where));
+    std::vector<MigEntry> layout;  // the same MIG instances on every GPU
+    bool split = false;
+    if (auto m = g->find("mig"); m != g->end() && !m->is_null()) {
+      ASSIGN_OR_RETURN(layout, MigEntries(*m, where));
+      split = true;
+    }
     int next_minor = 0;
-    for (const Device& dev : n.devices)
-      if (dev.type == kGpu) next_minor = std::max(next_minor, dev.minor + 1);
+    for (const Device& dev : n.devices) {
+      if (dev.type == kGpu && !dev.mig.active()) next_minor = std::max(next_minor, dev.minor + 1);
+      if (dev.mig.active()) next_minor = std::max(next_minor, dev.mig.parent_minor + 1);
+    }
+    if (split && next_minor + count - 1 > kMaxMigParentMinor)
+      return FieldError(where, "count", absl::StrFormat("GPUs in MIG mode have minors of at most %d",
+                                                        kMaxMigParentMinor));
     for (int k = 0; k < count; ++k) {
       Device dev;
       dev.minor = next_minor + k;
       dev.model = model;
       dev.memory_bytes = memory;
-      n.devices.push_back(dev);
+      if (split) AppendMigInstances(dev, layout, n.mig_strategy, &n.devices);
+      else n.devices.push_back(dev);
     }
   }
   RETURN_IF_ERROR(ValidateNode(n));
@@ -260,7 +365,27 @@ Json NodeToJson(const Node& n) {
   j["taints"] = taints;
   j["nvlink_groups"] = n.nvlink_groups;
   Json devices = Json::array();
+  // A GPU in MIG mode is written once, where its first instance is, with its instances.
+  std::map<int, size_t> mig_parent_entry;  // parent minor -> index in `devices`
+  bool any_mig = false;
   for (const Device& d : n.devices) {
+    if (d.mig.active()) {
+      any_mig = true;
+      Json instance = {{"profile", d.mig.profile}, {"start", d.mig.start}, {"id", d.id},
+                       {"health", d.healthy}, {"memory", FormatBytes(d.memory_bytes)}};
+      auto [it, fresh] = mig_parent_entry.emplace(d.mig.parent_minor, devices.size());
+      if (fresh) {
+        Json topo = {{"socketID", d.topology.socket},
+                     {"nodeID", d.topology.numa_node},
+                     {"pcieID", d.topology.pcie_switch},
+                     {"busID", d.topology.bus_id}};
+        devices.push_back({{"type", kGpu}, {"minor", d.mig.parent_minor}, {"id", d.mig.parent_id},
+                           {"model", d.model}, {"memory", FormatBytes(d.mig.parent_memory_bytes)},
+                           {"topology", topo}, {"mig", Json::array()}});
+      }
+      devices[it->second]["mig"].push_back(instance);
+      continue;
+    }
     Json resources;
     if (d.type == kGpu) {
       resources[kKoordGpuCore] = std::to_string(d.core);
@@ -278,6 +403,7 @@ Json NodeToJson(const Node& n) {
                        {"health", d.healthy}, {"resources", resources}, {"topology", topo}});
   }
   j["devices"] = devices;
+  if (any_mig) j["mig_strategy"] = MigStrategyName(n.mig_strategy);
   return j;
 }
 

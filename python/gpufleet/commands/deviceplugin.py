@@ -40,13 +40,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "limits (e.g. /tmp/nvidia-mps; the MPS daemon must run on the node)")
     p.add_argument("--health-interval", type=float, default=10.0,
                    help="seconds between NVML health probes (0: off)")
+    p.add_argument("--mig-strategy", choices=["none", "mixed", "single"], default="mixed",
+                   help="GPUs in MIG mode: mixed serves nvidia.com/mig-<profile> per profile (and "
+                        "nvidia.com/gpu for the other GPUs), single serves the instances as "
+                        "nvidia.com/gpu, none refuses them (default %(default)s)")
     p.add_argument("--metrics-listen", metavar="HOST:PORT",
                    help="serve Prometheus metrics at http://HOST:PORT/metrics (default: off)")
     logs.add_arguments(p)
     p.set_defaults(func=handler)
 
 
-def _health_loop(server: Any, nvml: Any, stop: threading.Event, interval: float) -> None:
+def _health_loop(servers: list[Any], nvml: Any, stop: threading.Event, interval: float) -> None:
     from gpufleet.node.inventory import probe_health
     handles = {}
     for i in range(nvml.nvmlDeviceGetCount()):
@@ -56,11 +60,13 @@ def _health_loop(server: Any, nvml: Any, stop: threading.Event, interval: float)
         except Exception:
             handles[i] = h
     while not stop.wait(interval):
-        for minor, h in handles.items():
-            try:
-                server.set_health(minor, probe_health(nvml, h))
-            except KeyError:
-                pass
+        health = {minor: probe_health(nvml, h) for minor, h in handles.items()}
+        for server in servers:
+            # A MIG instance follows its GPU ("parent_minor"); a whole GPU is its own.
+            for minor, spec in server.table.specs.items():
+                parent = int(spec.get("parent_minor", minor))
+                if parent in health:
+                    server.set_health(minor, health[parent])
 
 
 def handler(args: argparse.Namespace) -> int:
@@ -86,9 +92,19 @@ def handler(args: argparse.Namespace) -> int:
                 kw["replicas"] = args.replicas
             else:
                 kw["memory_unit_bytes"] = parse_quantity(args.memory_unit) if args.memory_unit else GIB
-        pods = KubernetesPodSource(args.node_name) if args.mode == "shared" and args.node_name else None
-        server = DevicePluginServer(args.resource_name, inv.devices, args.mode, pods, args.socket_dir,
-                                    nvlink_groups=inv.nvlink_groups, mps_pipe_dir=args.mps_pipe_dir, **kw)
+        from gpufleet.k8s.deviceplugin.mig import has_mig, mig_resources
+        if has_mig(inv.devices):
+            # One server per resource; instances are handed out whole, by MIG UUID.
+            if args.mode != "whole":
+                raise ValueError("GPUs in MIG mode are served whole only (--mode whole)")
+            servers = [DevicePluginServer(name, devs, "whole", None, args.socket_dir)
+                       for name, devs in sorted(mig_resources(inv.devices, args.mig_strategy).items())]
+        else:
+            pods = KubernetesPodSource(args.node_name) if args.mode == "shared" and args.node_name else None
+            servers = [DevicePluginServer(args.resource_name, inv.devices, args.mode, pods, args.socket_dir,
+                                          nvlink_groups=inv.nvlink_groups, mps_pipe_dir=args.mps_pipe_dir,
+                                          **kw)]
+        server = servers[0]
     except (NvmlUnavailable, OSError, ValueError, ImportError) as e:
         print(f"gpufleet deviceplugin: {e}", file=sys.stderr)
         return 2
@@ -107,7 +123,13 @@ def handler(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     if nvml is not None and args.health_interval > 0:
-        threading.Thread(target=_health_loop, args=(server, nvml, stop, args.health_interval),
+        threading.Thread(target=_health_loop, args=(servers, nvml, stop, args.health_interval),
                          daemon=True).start()
+    others = [threading.Thread(target=serve, args=(s, stop, args.kubelet_socket), daemon=True)
+              for s in servers[1:]]
+    for t in others:
+        t.start()
     serve(server, stop, args.kubelet_socket)
+    for t in others:
+        t.join()
     return 0

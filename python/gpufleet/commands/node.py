@@ -68,6 +68,10 @@ def _inventory_table(doc: dict[str, Any]) -> str:
                      res.get(RES_GPU_MEMORY, "-"), "yes" if d.get("health", True) else "no",
                      topo.get("nodeID", "-"), topo.get("socketID", "-"), topo.get("pcieID") or "-",
                      topo.get("busID") or "-", group.get(d.get("minor"), "-"), d.get("id") or "-"])
+        for m in d.get("mig") or []:  # a GPU in MIG mode: one row per instance, minor/slot
+            rows.append([f"{d.get('minor')}/{m.get('start')}", f"mig {m.get('profile')}", d.get("model") or "-",
+                         m.get("memory", "-"), "yes" if m.get("health", True) else "no", "", "", "", "", "",
+                         m.get("id") or "-"])
     text = table(rows, ["MINOR", "TYPE", "MODEL", "MEMORY", "HEALTHY", "NUMA", "SOCKET", "PCIE", "BUS",
                         "NVLINK GROUP", "ID"])
     if doc.get("driver_version"):

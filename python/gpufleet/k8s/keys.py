@@ -22,6 +22,8 @@ RES_RDMA = "koordinator.sh/rdma"
 RES_FPGA = "koordinator.sh/fpga"
 RES_ALIYUN_GPU_MEM = "aliyun.com/gpu-mem"               # gpushare: GPU memory in its unit
 RES_ALIYUN_GPU_COUNT = "aliyun.com/gpu-count"           # gpushare: cards on a node (node side)
+# NVIDIA device plugin, MIG "mixed" strategy: one resource per profile, nvidia.com/mig-3g.40gb.
+RES_NVIDIA_MIG_PREFIX = "nvidia.com/mig-"
 
 # --- Pod annotations recording an allocation ---------------------------------------------------
 KOORD_DEVICE_ALLOCATED = "scheduling.koordinator.sh/device-allocated"
@@ -58,6 +60,7 @@ CORE_NAMES = {
     "koord_rdma": RES_RDMA,
     "koord_fpga": RES_FPGA,
     "aliyun_gpu_mem": RES_ALIYUN_GPU_MEM,
+    "nvidia_mig_prefix": RES_NVIDIA_MIG_PREFIX,
     "device_allocated": KOORD_DEVICE_ALLOCATED,
     "gpushare_idx": GPUSHARE_IDX,
     "gpushare_pod": GPUSHARE_POD,

@@ -16,6 +16,11 @@ from gpufleet.k8s.keys import RES_GPU_CORE, RES_GPU_MEMORY, RES_GPU_MEMORY_RATIO
 _TOPOLOGY_MULTIPLE = 20  # NVML_TOPOLOGY_MULTIPLE: common ancestor is a PCIe switch (or closer)
 _ERROR_GPU_IS_LOST = 15
 _NVLINK_LINKS = 18  # NVLink links per GPU on Hopper/Blackwell; older parts have fewer
+_MIG_ENABLE = 1     # NVML_DEVICE_MIG_ENABLE
+_MIG_PROFILE = re.compile(r"\bMIG\s+(\d+g\.\d+gb(?:\+me)?)\s*$")
+# Nominal sizes (GiB) of the MIG-capable models, to name a GPU the way the core's MIG geometry
+# does ("A100-80GB"): NVML's names do not always carry the size ("NVIDIA H200").
+_MIG_SIZES_GIB = {"A100": (40, 80), "H100": (80,), "H200": (141,)}
 
 
 class NvmlUnavailable(RuntimeError):
@@ -63,6 +68,50 @@ def normalize_bus_id(bus_id: Any) -> str:
     s = _text(bus_id).strip().lower()
     dom, _, rest = s.partition(":")
     return f"{dom[-4:]}:{rest}" if rest else s
+
+
+def mig_model(name: str, memory_bytes: int | None) -> str:
+    """The MIG geometry's model name: "NVIDIA A100-SXM4-80GB" -> "A100-80GB", "NVIDIA H200" with
+    140 GiB -> "H200-141GB" (the nearest nominal size); other GPUs keep normalize_model's name."""
+    family = normalize_model(name)
+    sizes = _MIG_SIZES_GIB.get(family)
+    if not sizes:
+        return family
+    m = re.search(r"(\d+)\s*GB", name, re.IGNORECASE)
+    if m and int(m.group(1)) in sizes:
+        return f"{family}-{int(m.group(1))}GB"
+    if memory_bytes:
+        gib = memory_bytes / (1 << 30)
+        return f"{family}-{min(sizes, key=lambda s: abs(s - gib))}GB"
+    return f"{family}-{sizes[0]}GB"
+
+
+def _mig_instances(nvml: Any, handle: Any, minor: int) -> list[dict[str, Any]] | None:
+    """The GPU's MIG instances, or None when MIG is off or unsupported. Each: profile (from the
+    MIG device's name, "... MIG 3g.40gb"), start slot (the GPU instance's placement), MIG UUID and
+    memory."""
+    mode = _try(nvml, "nvmlDeviceGetMigMode", handle)
+    if mode is None or int(mode[0]) != _MIG_ENABLE:
+        return None
+    out = []
+    for index in range(int(nvml.nvmlDeviceGetMaxMigDeviceCount(handle))):
+        mig = _try(nvml, "nvmlDeviceGetMigDeviceHandleByIndex", handle, index)
+        if mig is None:  # NVML_ERROR_NOT_FOUND: no instance at this index
+            continue
+        name = _text(nvml.nvmlDeviceGetName(mig))
+        m = _MIG_PROFILE.search(name)
+        if m is None:
+            raise NvmlUnavailable(f"GPU minor {minor}: MIG device {index} is named {name!r}, "
+                                  "which names no MIG profile")
+        gi = nvml.nvmlDeviceGetGpuInstanceById(handle, nvml.nvmlDeviceGetGpuInstanceId(mig))
+        info = nvml.nvmlGpuInstanceGetInfo(gi)
+        entry: dict[str, Any] = {"profile": m.group(1), "start": int(info.placement.start),
+                                 "id": _text(nvml.nvmlDeviceGetUUID(mig))}
+        mem = _try(nvml, "nvmlDeviceGetMemoryInfo", mig)
+        if mem is not None:
+            entry["memory"] = format_bytes(int(mem.total))
+        out.append(entry)
+    return sorted(out, key=lambda e: e["start"])
 
 
 def load_nvml() -> Any:
@@ -214,7 +263,7 @@ def _read(nvml: Any, sysfs: str) -> NodeInventory:
         bus = normalize_bus_id(nvml.nvmlDeviceGetPciInfo(h).busId)
         handles[minor] = h
         mem = _try(nvml, "nvmlDeviceGetMemoryInfo", h)  # fails on a lost GPU
-        raw[minor] = {"uuid": _text(nvml.nvmlDeviceGetUUID(h)),
+        raw[minor] = {"uuid": _text(nvml.nvmlDeviceGetUUID(h)), "mig": _mig_instances(nvml, h, minor),
                       "name": _text(nvml.nvmlDeviceGetName(h)),
                       "memory": int(mem.total) if mem is not None else None, "bus": bus,
                       "numa": _numa_node(nvml, h, bus, sysfs), "health": probe_health(nvml, h)}
@@ -234,11 +283,17 @@ def _read(nvml: Any, sysfs: str) -> NodeInventory:
         res = {RES_GPU_CORE: "100", RES_GPU_MEMORY_RATIO: "100"}
         if r["memory"] is not None:
             res[RES_GPU_MEMORY] = format_bytes(r["memory"])
-        devices.append({"type": "gpu", "minor": minor, "id": r["uuid"],
-                        "model": normalize_model(r["name"]), "health": r["health"],
-                        "resources": {k: res[k] for k in (RES_GPU_CORE, RES_GPU_MEMORY,
-                                                          RES_GPU_MEMORY_RATIO) if k in res},
-                        "topology": topo})
+        entry = {"type": "gpu", "minor": minor, "id": r["uuid"],
+                 "model": normalize_model(r["name"]), "health": r["health"],
+                 "resources": {k: res[k] for k in (RES_GPU_CORE, RES_GPU_MEMORY,
+                                                   RES_GPU_MEMORY_RATIO) if k in res},
+                 "topology": topo}
+        if r["mig"] is not None:
+            # A GPU in MIG mode is its instances (the scenario's "mig" list); an empty list
+            # means MIG is on but no instance exists yet.
+            entry["model"] = mig_model(r["name"], r["memory"])
+            entry["mig"] = r["mig"]
+        devices.append(entry)
     driver = _try(nvml, "nvmlSystemGetDriverVersion")
     return NodeInventory(devices, _nvlink_groups(nvml, handles, bus_of),
                          _text(driver) if driver is not None else None)

@@ -9,7 +9,11 @@ Lets the inventory, health and profiler code run on machines without a GPU (CI) 
                   "numa_node": 0,                       # null: query not supported
                   "remapped_rows": [0, 0, false, false], # (corrected, uncorrected, pending, failed)
                   "retired_pages_pending": null, "lost": false,
-                  "nvlinks": [{"link": 0, "remote_bus_id": "00000000:05:00.0"}]}],
+                  "nvlinks": [{"link": 0, "remote_bus_id": "00000000:05:00.0"}],
+                  "mig_mode": 1,                        # absent: MIG not supported
+                  "mig_devices": [{"uuid": "MIG-...", "name": "NVIDIA A100-SXM4-80GB MIG 3g.40gb",
+                                   "gpu_instance_id": 2, "profile_id": 9, "start": 0, "size": 4,
+                                   "memory_total": 42346610688}]}],
      "topology_common_ancestor": [[0, 10, ...], ...]}   # NVML_TOPOLOGY_* level per GPU pair
 """
 from __future__ import annotations
@@ -19,7 +23,11 @@ from typing import Any
 
 NVML_ERROR_INVALID_ARGUMENT = 2
 NVML_ERROR_NOT_SUPPORTED = 3
+NVML_ERROR_NOT_FOUND = 6
 NVML_ERROR_GPU_IS_LOST = 15
+NVML_DEVICE_MIG_DISABLE = 0
+NVML_DEVICE_MIG_ENABLE = 1
+MAX_MIG_DEVICES = 7  # what NVML reports for A100/H100/H200
 
 
 class NVMLError(Exception):
@@ -31,6 +39,14 @@ class NVMLError(Exception):
 class _Obj:
     def __init__(self, **kw: Any) -> None:
         self.__dict__.update(kw)
+
+
+class _MigHandle:
+    """A MIG device handle: the recorded instance and its parent GPU's index."""
+
+    def __init__(self, parent: int, entry: dict[str, Any]) -> None:
+        self.parent = parent
+        self.entry = entry
 
 
 class ReplayNvml:
@@ -46,7 +62,9 @@ class ReplayNvml:
         with open(path) as f:
             return cls(json.load(f))
 
-    def _dev(self, handle: int, *, lost_ok: bool = False) -> dict[str, Any]:
+    def _dev(self, handle: Any, *, lost_ok: bool = False) -> dict[str, Any]:
+        if isinstance(handle, _MigHandle):
+            return handle.entry
         if not isinstance(handle, int) or not 0 <= handle < len(self.devices):
             raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
         d = self.devices[handle]
@@ -126,3 +144,50 @@ class ReplayNvml:
         if entry is None:
             raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
         return _Obj(busId=entry["remote_bus_id"])
+
+    # --- MIG ---
+    def _mig_devices(self, h: int) -> list[dict[str, Any]]:
+        d = self._dev(h)
+        if d.get("mig_mode") is None:
+            raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+        return list(d.get("mig_devices") or [])
+
+    def nvmlDeviceGetMigMode(self, h: int) -> list[int]:
+        mode = self._dev(h).get("mig_mode")
+        if mode is None:
+            raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+        return [int(mode), int(mode)]  # (current, pending)
+
+    def nvmlDeviceGetMaxMigDeviceCount(self, h: int) -> int:
+        self._mig_devices(h)
+        return MAX_MIG_DEVICES
+
+    def nvmlDeviceGetMigDeviceHandleByIndex(self, h: int, index: int) -> _MigHandle:
+        migs = self._mig_devices(h)
+        if not 0 <= index < MAX_MIG_DEVICES:
+            raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+        if index >= len(migs):
+            raise NVMLError(NVML_ERROR_NOT_FOUND)
+        return _MigHandle(h, migs[index])
+
+    def nvmlDeviceIsMigDeviceHandle(self, h: Any) -> int:
+        return int(isinstance(h, _MigHandle))
+
+    def nvmlDeviceGetDeviceHandleFromMigDeviceHandle(self, h: _MigHandle) -> int:
+        return h.parent
+
+    def nvmlDeviceGetGpuInstanceId(self, h: _MigHandle) -> int:
+        if not isinstance(h, _MigHandle):
+            raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+        return int(h.entry["gpu_instance_id"])
+
+    def nvmlDeviceGetGpuInstanceById(self, h: int, gi_id: int) -> _Obj:
+        for m in self._mig_devices(h):
+            if int(m["gpu_instance_id"]) == gi_id:
+                return _Obj(entry=m, parent=h)
+        raise NVMLError(NVML_ERROR_NOT_FOUND)
+
+    def nvmlGpuInstanceGetInfo(self, gi: _Obj) -> _Obj:
+        m = gi.entry
+        return _Obj(device=gi.parent, id=int(m["gpu_instance_id"]), profileId=int(m["profile_id"]),
+                    placement=_Obj(start=int(m["start"]), size=int(m["size"])))
