@@ -1,7 +1,7 @@
-// Simulator throughput (issue 4 targets): the 60-job Tiresias trace replicated 160 times (9,600
-// jobs) on 1,280 GPUs with dlas-gpu (target < 0.3 s; Tiresias' own simulator: 33.8 s), and
-// 1,000,000 synthetic jobs on 10,000 GPUs with LAS (target < 60 s on one core). FIFO on the same
-// inputs is the in-run baseline. Data: $GPUFLEET_SHARED_DATA or ../shared/data.
+// Simulator throughput: the 60-job Tiresias trace replicated 160 times (9,600 jobs) on 1,280 GPUs
+// with dlas-gpu (Tiresias' own simulator: 33.8 s); synthetic jobs up to 10,000,000 on 100,000
+// GPUs with LAS; and heterogeneity-aware LAS on three GPU models. FIFO on the same inputs is the
+// in-run baseline. Data: $GPUFLEET_SHARED_DATA or ../shared/data.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -65,11 +65,35 @@ std::vector<JobSpec> Synthetic(int n, int gpus, uint64_t seed, double load) {
   return jobs;
 }
 
+// Three GPU models in equal thirds (K80, P100, V100, first-fit order) and eight kinds of job whose
+// speed on each model is the model's mean speed-up (0.25, 0.6, 1.0 of a V100, as the synthetic
+// traces of gpufleet.traces) times lognormal noise per kind. The offered load is relative to the
+// speed-weighted capacity (sum over models of GPUs x mean speed).
+std::vector<JobSpec> SyntheticHetero(int n, int gpus, uint64_t seed, double load) {
+  const double mean_speed[] = {0.25, 0.6, 1.0};
+  std::mt19937_64 kinds_rng(seed + 1000);
+  std::lognormal_distribution<double> noise(0.0, 0.25);
+  std::vector<std::vector<double>> kind_speed(8);
+  for (auto& k : kind_speed)
+    for (int m = 0; m < 3; ++m) k.push_back(m == 2 ? 1.0 : mean_speed[m] * noise(kinds_rng));
+  const double capacity = gpus / 3.0 * (mean_speed[0] + mean_speed[1] + mean_speed[2]);
+  std::vector<JobSpec> jobs = Synthetic(n, static_cast<int>(capacity), seed, load);
+  std::uniform_int_distribution<int> kind(0, 7);
+  for (JobSpec& j : jobs) j.speed = kind_speed[kind(kinds_rng)];
+  return jobs;
+}
+
+jobtime::GpuPool HeteroPool(int gpus) {
+  return GpuPool::FromJson(Json::array({{{"name", "k80"}, {"count", gpus / 3}},
+                                        {{"name", "p100"}, {"count", gpus / 3}},
+                                        {{"name", "v100"}, {"count", gpus - 2 * (gpus / 3)}}}))
+      .value();
+}
+
 // `devices`: give every start real devices (the default DeviceLedger with binpack) or count GPUs
 // only; the timing of the simulated jobs is the same, so the difference is the ledger's cost.
-void RunPolicy(benchmark::State& state, const std::vector<JobSpec>& jobs, int gpus,
+void RunPolicy(benchmark::State& state, const std::vector<JobSpec>& jobs, const GpuPool& pool,
                const std::string& policy, double interval = 0, bool devices = true) {
-  GpuPool pool = GpuPool::FromJson({{"gpu", gpus}}).value();
   SimOptions o;
   o.record_timeseries = false;
   o.scheduling_interval = interval;
@@ -94,7 +118,8 @@ void BM_Tiresias9600(benchmark::State& state, const char* policy) {
     state.SkipWithError("60_job.csv not found (set GPUFLEET_SHARED_DATA)");
     return;
   }
-  RunPolicy(state, jobs, 1280, policy, 0, state.range(0) != 0);
+  RunPolicy(state, jobs, GpuPool::FromJson({{"gpu", 1280}}).value(), policy, 0,
+            state.range(0) != 0);
 }
 BENCHMARK_CAPTURE(BM_Tiresias9600, fifo, "fifo")->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Tiresias9600, dlas_gpu, "dlas-gpu")->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
@@ -112,7 +137,25 @@ void BM_Synthetic(benchmark::State& state, const char* policy) {
     cached_n = n;
     cached_load = load;
   }
-  RunPolicy(state, jobs, gpus, policy, static_cast<double>(state.range(2)), state.range(4) != 0);
+  RunPolicy(state, jobs, GpuPool::FromJson({{"gpu", gpus}}).value(), policy,
+            static_cast<double>(state.range(2)), state.range(4) != 0);
+  state.counters["load_pct"] = load;
+}
+
+// Same arguments as BM_Synthetic, on three GPU models (SyntheticHetero).
+void BM_Hetero(benchmark::State& state, const char* policy) {
+  const int n = static_cast<int>(state.range(0));
+  const int gpus = static_cast<int>(state.range(1));
+  const int load = static_cast<int>(state.range(3));
+  static std::vector<JobSpec> jobs;
+  static int cached_n = -1, cached_load = -1;
+  if (cached_n != n || cached_load != load) {
+    jobs = SyntheticHetero(n, gpus, 1, load / 100.0);
+    cached_n = n;
+    cached_load = load;
+  }
+  RunPolicy(state, jobs, HeteroPool(gpus), policy, static_cast<double>(state.range(2)),
+            state.range(4) != 0);
   state.counters["load_pct"] = load;
 }
 #define GPUFLEET_SYNTH(name, policy)                                                          \
@@ -126,6 +169,18 @@ void BM_Synthetic(benchmark::State& state, const char* policy) {
 GPUFLEET_SYNTH(fifo, "fifo");
 GPUFLEET_SYNTH(las, "las");
 GPUFLEET_SYNTH(dlas_gpu, "dlas-gpu");
+// The largest single-model run: 10,000,000 jobs on 100,000 GPUs.
+BENCHMARK_CAPTURE(BM_Synthetic, las, "las")
+    ->Args({10000000, 100000, 0, 90, 1})->Unit(benchmark::kSecond)->Iterations(1);
+
+#define GPUFLEET_HETERO(name, policy)                                                         \
+  BENCHMARK_CAPTURE(BM_Hetero, name, policy)                                                  \
+      ->Args({10000, 120, 0, 90, 1})->Args({100000, 1200, 0, 90, 1})                        \
+      ->Args({1000000, 10000, 0, 90, 1})->Args({1000000, 10000, 60, 90, 1})                 \
+      ->Unit(benchmark::kSecond)->Iterations(1)
+GPUFLEET_HETERO(fifo, "fifo");
+GPUFLEET_HETERO(las, "las");
+GPUFLEET_HETERO(hetero_las, "hetero-las");
 
 }  // namespace
 }  // namespace gpufleet::sim

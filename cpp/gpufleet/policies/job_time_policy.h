@@ -33,6 +33,10 @@ struct JobTimeView {
   double now = 0;
   bool tiresias_compat = false;
   double restore_delay = 0;  // the host's checkpoint/restore delay, for cost-aware moves
+  // True when the host applies every plan exactly and changes jobs only through plans, arrivals
+  // and finishes (the simulator): a policy may then keep what it derived from jobs between
+  // points. False (the engine, where other actions and updates move jobs too): re-read them.
+  bool exact_host = false;
 
   const Job& job(int i) const { return (*jobs)[i]; }
   // Seconds since the job's counters were last brought up to date (0 unless running).

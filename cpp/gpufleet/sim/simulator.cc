@@ -77,6 +77,7 @@ class Run {
     view_.running = &running_;
     view_.tiresias_compat = options.tiresias_compat;
     view_.restore_delay = options.restore_delay;
+    view_.exact_host = true;
   }
 
   absl::StatusOr<SimResult> Go() {
