@@ -11,6 +11,8 @@
 #include <sstream>
 
 #include "gpufleet/sim/simulator.h"
+// The straightforward hetero-las the policy replaced, as the in-run baseline.
+#include "../../tests/cpp/reference/hetero_las_reference.h"
 
 namespace gpufleet::sim {
 
@@ -181,6 +183,29 @@ BENCHMARK_CAPTURE(BM_Synthetic, las, "las")
 GPUFLEET_HETERO(fifo, "fifo");
 GPUFLEET_HETERO(las, "las");
 GPUFLEET_HETERO(hetero_las, "hetero-las");
+
+// The reference (pre-incremental) hetero-las on the smaller inputs, same jobs and pool.
+void BM_HeteroReference(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const int gpus = static_cast<int>(state.range(1));
+  std::vector<JobSpec> jobs = SyntheticHetero(n, gpus, 1, state.range(3) / 100.0);
+  GpuPool pool = HeteroPool(gpus);
+  SimOptions o;
+  o.record_timeseries = false;
+  o.scheduling_interval = static_cast<double>(state.range(2));
+  o.placement = state.range(4) != 0 ? "binpack" : "";
+  double avg = 0;
+  for (auto _ : state) {
+    jobtime::reference::HeteroLasReference p(2.0, 4.0, true, true, true);
+    auto r = Simulate(pool, jobs, p, o);
+    if (!r.ok()) state.SkipWithError(std::string(r.status().message()).c_str());
+    else avg = r->summary.avg_jct;
+  }
+  state.counters["avg_jct"] = avg;
+}
+BENCHMARK(BM_HeteroReference)
+    ->Args({10000, 120, 0, 90, 1})->Args({100000, 1200, 0, 90, 1})
+    ->Args({1000000, 10000, 60, 90, 1})->Unit(benchmark::kSecond)->Iterations(1);
 
 }  // namespace
 }  // namespace gpufleet::sim
