@@ -13,6 +13,7 @@
 #include "gpufleet/sim/simulator.h"
 // The straightforward hetero-las the policy replaced, as the in-run baseline.
 #include "../../tests/cpp/reference/hetero_las_reference.h"
+#include "../../tests/cpp/reference/las_reference.h"
 
 namespace gpufleet::sim {
 
@@ -183,6 +184,29 @@ BENCHMARK_CAPTURE(BM_Synthetic, las, "las")
 GPUFLEET_HETERO(fifo, "fifo");
 GPUFLEET_HETERO(las, "las");
 GPUFLEET_HETERO(hetero_las, "hetero-las");
+
+// The reference (pre-incremental) LAS on the single-model synthetic inputs, same jobs and pool.
+void BM_LasReference(benchmark::State& state) {
+  const int gpus = static_cast<int>(state.range(1));
+  std::vector<JobSpec> jobs = Synthetic(static_cast<int>(state.range(0)), gpus, 1,
+                                        state.range(3) / 100.0);
+  GpuPool pool = GpuPool::FromJson({{"gpu", gpus}}).value();
+  SimOptions o;
+  o.record_timeseries = false;
+  o.scheduling_interval = static_cast<double>(state.range(2));
+  o.placement = state.range(4) != 0 ? "binpack" : "";
+  double avg = 0;
+  for (auto _ : state) {
+    jobtime::reference::LasReference p(true);
+    auto r = Simulate(pool, jobs, p, o);
+    if (!r.ok()) state.SkipWithError(std::string(r.status().message()).c_str());
+    else avg = r->summary.avg_jct;
+  }
+  state.counters["avg_jct"] = avg;
+}
+BENCHMARK(BM_LasReference)
+    ->Args({100000, 1000, 0, 98, 1})->Args({1000000, 10000, 0, 98, 1})
+    ->Unit(benchmark::kSecond)->Iterations(1);
 
 // The reference (pre-incremental) hetero-las on the smaller inputs, same jobs and pool.
 void BM_HeteroReference(benchmark::State& state) {

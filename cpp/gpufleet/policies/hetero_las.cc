@@ -27,70 +27,18 @@
 // same comparison on the same numbers as the straightforward algorithm (a test compares the two).
 #include <algorithm>
 #include <cstdint>
-#include <map>
 #include <queue>
-#include <set>
 #include <tuple>
 #include <vector>
 
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/policies/job_time_policy.h"
+#include "gpufleet/policies/wait_queue.h"
 
 namespace gpufleet::jobtime {
 namespace {
 
-// Priority of a job inside its queue: (service, submit time, index), smaller first.
-struct Key {
-  double service;
-  double submit;
-  int job;
-  bool operator<(const Key& o) const {
-    return std::tie(service, submit, job) < std::tie(o.service, o.submit, o.job);
-  }
-};
-
-// Waiting jobs of one queue, ordered by Key, one set per GPU count.
-class WaitQueue {
- public:
-  void Insert(int gpus, const Key& k) { by_gpus_[gpus].insert(k); }
-  void Erase(int gpus, const Key& k) {
-    auto it = by_gpus_.find(gpus);
-    it->second.erase(k);
-    if (it->second.empty()) by_gpus_.erase(it);
-  }
-  void Clear() { by_gpus_.clear(); }
-
-  // Visits the jobs in Key order, leaving out those asking for more GPUs than `limit()` (the most
-  // free GPUs of any model, re-read after each visit): they could not be placed at their turn.
-  // Stops when `visit` returns false. `visit` must not change the queue.
-  template <class Limit, class Visit>
-  void Walk(Limit limit, Visit visit) const {
-    struct Cursor {
-      int gpus;
-      std::set<Key>::const_iterator it, end;
-    };
-    std::vector<Cursor> cursors;
-    for (const auto& [gpus, keys] : by_gpus_) cursors.push_back({gpus, keys.begin(), keys.end()});
-    const Key* last = nullptr;
-    while (true) {
-      const int lim = limit();
-      Cursor* best = nullptr;
-      for (Cursor& c : cursors) {
-        if (c.gpus > lim) break;  // ascending GPU counts
-        if (last != nullptr)
-          while (c.it != c.end && !(*last < *c.it)) ++c.it;  // passed while it could not fit
-        if (c.it != c.end && (best == nullptr || *c.it < *best->it)) best = &c;
-      }
-      if (best == nullptr) return;
-      last = &*best->it;
-      ++best->it;
-      if (!visit(last->job)) return;
-    }
-  }
-
- private:
-  std::map<int, std::set<Key>> by_gpus_;
-};
+using Key = WaitKey;
 
 enum Where : uint8_t { kNowhere, kWaitQ1, kWaitQ2, kRunQ1, kRunQ2 };
 
@@ -165,8 +113,8 @@ class HeteroLas : public JobTimePolicy {
       for (int m = 0; m < num_models_; ++m) most = std::max(most, fill.free(m));
       return most;
     };
-    q1_.Walk(most_free, [&](int i) {
-      if (fill.TryPlace(i, choice) >= 0 && swap_) TrySwap(view, fill, plan, plan->size() - 1);
+    q1_.Walk(most_free, [&](const Key& k) {
+      if (fill.TryPlace(k.job, choice) >= 0 && swap_) TrySwap(view, fill, plan, plan->size() - 1);
       return fill.total_free() > 0;
     });
     // 4. Q2: its running jobs first (each keeps its model while it fits), then its waiting ones.
@@ -177,8 +125,8 @@ class HeteroLas : public JobTimePolicy {
       }
     }
     if (fill.total_free() > 0)
-      q2_.Walk(most_free, [&](int i) {
-        fill.TryPlace(i, choice);
+      q2_.Walk(most_free, [&](const Key& k) {
+        fill.TryPlace(k.job, choice);
         return fill.total_free() > 0;
       });
     if (!aware_) KeepModels(view, ModelChoice::kFirstFit, plan);
