@@ -63,8 +63,9 @@ struct JobTimeView {
 
 struct Assignment {
   int job;
-  int model;
+  int model;  // kStop: in a plan of changes only, preempt this running job
 };
+inline constexpr int kStop = -1;
 
 class JobTimePolicy {
  public:
@@ -136,7 +137,8 @@ class Filler {
 
 // The checks every plan passes before it applies, in the simulator and in the engine's jobtime
 // action: assignments in range, to active jobs, each job once, on a model it can run on, and no
-// model over-committed (with `keep_unlisted`, running jobs left out keep their GPUs). On success
+// model over-committed (with `keep_unlisted`, running jobs left out keep their GPUs, and a
+// running job listed with kStop gives its GPUs back; a kStop entry stays -1 in `planned`). On success
 // `planned` (per job, -1 = not listed; the caller sizes it and resets the listed entries after
 // use) holds each listed job's model; on error it is left as it was. `used` is scratch. Errors
 // name a job through `label`.

@@ -31,6 +31,7 @@ class Las : public OrderedPolicy {
     // Tiresias' tie order (stable sorts of its list) is kept by the straightforward path.
     incremental_ = view.exact_host && !view.tiresias_compat;
     if (!incremental_) return OrderedPolicy::Init(view);
+    single_ = view.pool->num_models() == 1;
     Resize(view);
     return absl::OkStatus();
   }
@@ -46,6 +47,7 @@ class Las : public OrderedPolicy {
   void OnFinish(int job, const JobTimeView& view) override {
     if (!incremental_) return OrderedPolicy::OnFinish(job, view);
     demand_ -= gpus_[job];  // a finished job leaves the running lists lazily
+    done_[job] = 1;
   }
   void Schedule(const JobTimeView& view, std::vector<Assignment>* plan) override {
     if (!incremental_) return OrderedPolicy::Schedule(view, plan);
@@ -65,7 +67,10 @@ class Las : public OrderedPolicy {
     if (n <= key_.size()) return;
     key_.resize(n, 0);
     submit_.resize(n, 0);
+    base_.resize(n, 0);
+    since_.resize(n, 0);
     gpus_.resize(n, 0);
+    done_.resize(n, 0);
   }
 
   WaitKey KeyOf(int i) const { return WaitKey{key_[i], submit_[i], i}; }
@@ -83,7 +88,7 @@ class Las : public OrderedPolicy {
     for (size_t k = 0; all && k < arrived_.size(); ++k)
       all = fill.TryPlace(arrived_[k], ModelChoice::kFirstFit) >= 0;
     if (!all) return false;
-    for (const Assignment& a : *plan) started_.push_back(a.job);
+    for (const Assignment& a : *plan) Started(view, a.job);
     queue_.Clear();
     arrived_.clear();
     KeepUnlistedRunning();
@@ -95,11 +100,14 @@ class Las : public OrderedPolicy {
     for (int i : arrived_) queue_.Insert(gpus_[i], KeyOf(i));
     arrived_.clear();
     // Running jobs: the last point's order plus the jobs started since, with their keys now.
+    // On one model a running job's counters stay as they were at its start (no migrations), so
+    // its key is computed from copies in compact arrays, exactly as JobTimeView computes it.
     auto refresh = [&](std::vector<int>* list) {
       size_t kept = 0;
       for (int i : *list) {
-        if (view.job(i).state != JobState::kRunning) continue;  // finished
-        key_[i] = Key(view, i);
+        if (done_[i]) continue;
+        key_[i] = single_ ? base_[i] + (view.now - since_[i]) * (gputime_ ? gpus_[i] : 1)
+                          : Key(view, i);
         (*list)[kept++] = i;
       }
       list->resize(kept);
@@ -114,6 +122,7 @@ class Las : public OrderedPolicy {
                        [&](int a, int b) { return Less(a, b); });
     started_.clear();
 
+    if (single_) return FillChanges(view, plan);
     Filler fill(view, plan);
     placed_.clear();
     stopped_.clear();
@@ -152,6 +161,63 @@ class Las : public OrderedPolicy {
     KeepModels(view, ModelChoice::kFirstFit, plan);
   }
 
+  void Started(const JobTimeView& view, int i) {
+    const Job& j = view.job(i);
+    base_[i] = gputime_ ? j.gpu_time : j.run_time;
+    since_[i] = view.now;  // the host starts it now
+    started_.push_back(i);
+  }
+
+  // One model: the same greedy fill with GPU counts only (every active job fits the model, so it
+  // is placed iff its GPUs are left at its turn), answered as a plan of changes: the waiting jobs
+  // it starts and, with kStop, the running jobs it preempts.
+  void FillChanges(const JobTimeView& view, std::vector<Assignment>* plan) {
+    int room = view.pool->total_gpus();
+    placed_.clear();
+    stopped_.clear();
+    leaving_.clear();
+    size_t r = 0;
+    auto run_until = [&](const WaitKey* bound) {
+      for (; r < running_.size(); ++r) {
+        const int i = running_[r];
+        if (bound != nullptr && !(KeyOf(i) < *bound)) return;
+        if (gpus_[i] <= room) {
+          room -= gpus_[i];
+          placed_.push_back(i);
+        } else {
+          stopped_.push_back(i);
+        }
+      }
+    };
+    queue_.Walk([&] { return room; }, [&](const WaitKey& k) {
+      run_until(&k);
+      if (gpus_[k.job] <= room) {
+        room -= gpus_[k.job];
+        placed_.push_back(k.job);
+        leaving_.push_back(k);
+      }
+      return room > 0;
+    });
+    run_until(nullptr);
+    Filler fill(view, plan, /*from_current=*/true);
+    for (int i : stopped_) {
+      plan->push_back({i, kStop});
+      fill.Release(i, 0);
+      queue_.Insert(gpus_[i], KeyOf(i));  // preempted: its key is fixed now
+    }
+    for (const WaitKey& k : leaving_) {
+      queue_.Erase(gpus_[k.job], k);
+      fill.TryPlace(k.job, ModelChoice::kFirstFit);  // fits: the fill above counted it
+    }
+    running_.swap(placed_);
+    for (const WaitKey& k : leaving_) {
+      const Job& j = view.job(k.job);
+      base_[k.job] = gputime_ ? j.gpu_time : j.run_time;
+      since_[k.job] = view.now;
+    }
+    KeepUnlistedRunning();
+  }
+
   // Insertion sort: O(n + moves) on a list sorted at the last point but for the running jobs'
   // key increases; too many moves (a long gap between points) fall back to a full sort.
   void SortNearlySorted(std::vector<int>* list) const {
@@ -176,8 +242,11 @@ class Las : public OrderedPolicy {
 
   bool gputime_;
   bool incremental_ = false;
+  bool single_ = false;  // one GPU model: plans of changes, keys from cached counters
   std::vector<double> key_, submit_;  // per job: key when last computed, submit time
+  std::vector<double> base_, since_;  // per running job: service and time at its start
   std::vector<int> gpus_;
+  std::vector<uint8_t> done_;
   int64_t demand_ = 0;          // GPUs asked by the active jobs
   WaitQueue queue_;             // pending jobs as of the last point, by their fixed keys
   std::vector<int> arrived_;    // arrivals since the last point, in arrival order
