@@ -170,6 +170,17 @@ TEST(SimSimulator, CheckPlanRejectsBadPlansAndLeavesNothingMarked) {
   EXPECT_FALSE(CheckPlan({{1, 0}}, jobs, pool, busy, true, label, &planned, &used).ok());
   planned.assign(4, -1);
   EXPECT_TRUE(CheckPlan({{1, 1}}, jobs, pool, busy, true, label, &planned, &used).ok());
+  planned.assign(4, -1);
+  // kStop gives a running job's GPUs back inside a plan of changes, and only there.
+  EXPECT_TRUE(CheckPlan({{0, jobtime::kStop}, {1, 0}}, jobs, pool, busy, true, label, &planned,
+                        &used).ok());
+  EXPECT_EQ(planned[0], -1) << "a stopped job is not planned";
+  planned.assign(4, -1);
+  EXPECT_FALSE(CheckPlan({{0, jobtime::kStop}}, jobs, pool, busy, false, label, &planned, &used)
+                   .ok());
+  EXPECT_FALSE(CheckPlan({{1, jobtime::kStop}}, jobs, pool, busy, true, label, &planned, &used)
+                   .ok()) << "job 1 is not running";
+  EXPECT_EQ(planned, std::vector<int>(4, -1));
 }
 
 }  // namespace

@@ -17,14 +17,30 @@
 //     restore delay; otherwise a job swapped onto a slow model would stay there to the end.
 // Migrations and resumes pay the simulator's restore_delay. aware=false is the ablation: same
 // queues, plain GPU-seconds, first-fit models, no swaps.
+// Cost of a scheduling point: the structures below are kept between points (the simulator reports
+// every change through the plan it applies, OnArrival and OnFinish; JobTimeView::exact_host), so a
+// point reads only the jobs whose state changed since the last one. Waiting jobs sit in ordered
+// sets per GPU count with their (fixed) priority, so the scans of steps 3 and 4 visit only jobs that
+// can still fit; starving Q2 jobs come from a heap of the times their ratio crosses the threshold;
+// running jobs carry their counters in compact arrays, and their order (service grows while they
+// run) is restored by an insertion sort of the last point's order. Every decision is taken by the
+// same comparison on the same numbers as the straightforward algorithm (a test compares the two).
 #include <algorithm>
+#include <cstdint>
+#include <queue>
 #include <tuple>
+#include <vector>
 
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/policies/job_time_policy.h"
+#include "gpufleet/policies/wait_queue.h"
 
 namespace gpufleet::jobtime {
 namespace {
+
+using Key = WaitKey;
+
+enum Where : uint8_t { kNowhere, kWaitQ1, kWaitQ2, kRunQ1, kRunQ2 };
 
 class HeteroLas : public JobTimePolicy {
  public:
@@ -33,84 +49,273 @@ class HeteroLas : public JobTimePolicy {
         aware_(aware), upgrade_(upgrade && aware) {}
 
   absl::Status Init(const JobTimeView& view) override {
-    size_t n = view.jobs->size();
-    low_.assign(n, false);
-    service_offset_.assign(n, 0);
-    time_offset_.assign(n, 0);
+    Resize(view);
     return absl::OkStatus();
   }
   void OnArrival(int job, const JobTimeView& view) override {
-    if (job >= static_cast<int>(low_.size())) {  // the engine's ledger grows with arrivals
-      size_t n = view.jobs->size();
-      low_.resize(n, false);
-      service_offset_.resize(n, 0);
-      time_offset_.resize(n, 0);
-    }
+    Resize(view);  // the engine's ledger grows with arrivals
+    active_pos_[job] = static_cast<int>(active_.size());
     active_.push_back(job);
+    CacheSpec(view, job);
+    Touch(job);
   }
   void OnFinish(int job, const JobTimeView&) override {
-    active_.erase(std::find(active_.begin(), active_.end(), job));
+    Remove(job);
+    const int p = active_pos_[job];
+    active_[p] = active_.back();
+    active_pos_[active_[p]] = p;
+    active_.pop_back();
+    active_pos_[job] = -1;
   }
 
   void Schedule(const JobTimeView& view, std::vector<Assignment>* plan) override {
-    // 1. Demote running jobs far above the running mean.
+    const double now = view.now;
+    if (!view.exact_host || num_models_ != view.pool->num_models()) {
+      Rebuild(view);
+    } else {
+      for (int i : touched_) {
+        touched_flag_[i] = 0;
+        Remove(i);
+        Place(view, i);
+      }
+      touched_.clear();
+    }
+    // 1. Demote running jobs far above the running mean (summed in the host's running order).
     double mean = 0;
-    for (int i : *view.running) mean += Service(view, i);
-    if (!view.running->empty()) mean /= view.running->size();
-    std::vector<bool>& stopped = stopped_;
-    stopped.assign(view.jobs->size(), false);
     for (int i : *view.running) {
-      if (!low_[i] && Service(view, i) > mean * priority_ratio_ && mean > 0) {
+      service_now_[i] = RunningService(i, now);
+      mean += service_now_[i];
+    }
+    if (!view.running->empty()) mean /= view.running->size();
+    for (int i : *view.running) {
+      if (!low_[i] && service_now_[i] > mean * priority_ratio_ && mean > 0) {
         low_[i] = true;
-        stopped[i] = true;
+        Remove(i);
+        // Waits in Q2 for this point (still running: it keeps its GPUs if nobody needs them).
+        where_[i] = kWaitQ2;
+        wait_key_[i] = Key{service_now_[i], submit_[i], i};
+        q2_.Insert(gpus_[i], wait_key_[i]);
+        Touch(i);
       }
     }
     // 2. Promote starving Q2 jobs with their history forgotten.
-    for (int i : active_) {
-      const Job& j = view.job(i);
-      if (!low_[i] || j.state != JobState::kPending) continue;
-      double ran = view.RunTime(i) - time_offset_[i];
-      if (ran <= 0 || (view.now - j.wait_since) / ran > starve_ratio_) {
-        low_[i] = false;
-        service_offset_[i] = aware_ ? view.Service(i) : view.GpuTime(i);
-        time_offset_[i] = view.RunTime(i);
+    Promote(view);
+    // Running jobs in queue order: Q1 by (service, submit), then Q2.
+    SortRunning(&run_q1_, kRunQ1);
+    SortRunning(&run_q2_, kRunQ2);
+
+    // 3. Running Q1 jobs keep their GPUs; then Q1's waiting jobs, each followed by a swap search.
+    Filler fill(view, plan);
+    for (int i : run_q1_) fill.Take(i, model_[i]);
+    const ModelChoice choice = aware_ ? ModelChoice::kFastest : ModelChoice::kFirstFit;
+    auto most_free = [&] {
+      int most = 0;
+      for (int m = 0; m < num_models_; ++m) most = std::max(most, fill.free(m));
+      return most;
+    };
+    q1_.Walk(most_free, [&](const Key& k) {
+      if (fill.TryPlace(k.job, choice) >= 0 && swap_) TrySwap(view, fill, plan, plan->size() - 1);
+      return fill.total_free() > 0;
+    });
+    // 4. Q2: its running jobs first (each keeps its model while it fits), then its waiting ones.
+    if (fill.total_free() > 0) {
+      for (int i : run_q2_) {
+        if (fill.total_free() == 0) break;
+        fill.TryPlace(i, choice);
       }
     }
-    // Order: Q1 by (service, submit); Q2 with running jobs first, then by (service, submit).
-    auto key = [&](int i) {
-      const Job& j = view.job(i);
-      bool waits = !(j.state == JobState::kRunning && !stopped[i]);
-      return std::make_tuple(low_[i], low_[i] && waits, Service(view, i), j.spec.submit_time, i);
-    };
-    std::sort(active_.begin(), active_.end(), [&](int a, int b) { return key(a) < key(b); });
-
-    Filler fill(view, plan);
-    // Running Q1 jobs keep their GPUs (only demotion stops them).
-    for (int i : active_)
-      if (!low_[i] && view.job(i).state == JobState::kRunning) fill.Take(i, view.job(i).model);
-    for (int i : active_) {
-      const Job& j = view.job(i);
-      if (!low_[i] && j.state == JobState::kRunning) continue;
-      if (fill.total_free() == 0) break;
-      int k = fill.TryPlace(i, aware_ ? ModelChoice::kFastest : ModelChoice::kFirstFit);
-      if (k >= 0 && !low_[i] && swap_ && j.state == JobState::kPending)
-        TrySwap(view, fill, plan, plan->size() - 1);
-    }
+    if (fill.total_free() > 0)
+      q2_.Walk(most_free, [&](const Key& k) {
+        fill.TryPlace(k.job, choice);
+        return fill.total_free() > 0;
+      });
     if (!aware_) KeepModels(view, ModelChoice::kFirstFit, plan);
     if (upgrade_) Upgrade(view, fill, plan);
+
+    // Jobs whose state the plan changes are read again on the next point.
+    for (const Assignment& a : *plan) {
+      planned_[a.job] = 1;
+      const Job& j = view.job(a.job);
+      if (j.state != JobState::kRunning || j.model != a.model) Touch(a.job);
+    }
+    for (int i : *view.running)
+      if (!planned_[i]) Touch(i);
+    for (const Assignment& a : *plan) planned_[a.job] = 0;
   }
 
  private:
-  // Aware: GPU-seconds x the model's perf factor; agnostic: plain GPU-seconds.
-  double Service(const JobTimeView& view, int i) const {
-    return (aware_ ? view.Service(i) : view.GpuTime(i)) - service_offset_[i];
+  void Resize(const JobTimeView& view) {
+    const size_t n = view.jobs->size();
+    if (n <= low_.size()) return;
+    low_.resize(n, false);
+    service_offset_.resize(n, 0);
+    time_offset_.resize(n, 0);
+    where_.resize(n, kNowhere);
+    listed_.resize(n, kNowhere);
+    touched_flag_.resize(n, 0);
+    planned_.resize(n, 0);
+    active_pos_.resize(n, -1);
+    gpus_.resize(n, 0);
+    submit_.resize(n, 0);
+    model_.resize(n, -1);
+    base_.resize(n, 0);
+    last_update_.resize(n, 0);
+    perf_.resize(n, 1);
+    service_now_.resize(n, 0);
+    wait_key_.resize(n);
+    stamp_.resize(n, 0);
+    num_models_ = view.pool->num_models();
+    speed_.resize(n * num_models_, 0);
   }
 
+  void CacheSpec(const JobTimeView& view, int i) {
+    const Job& j = view.job(i);
+    gpus_[i] = j.spec.num_gpu;
+    submit_[i] = j.spec.submit_time;
+    for (int m = 0; m < num_models_; ++m) speed_[i * num_models_ + m] = j.Speed(m);
+  }
+
+  void Touch(int i) {
+    if (touched_flag_[i]) return;
+    touched_flag_[i] = 1;
+    touched_.push_back(i);
+  }
+
+  // Takes a job out of the structures (running jobs leave their order list lazily).
+  void Remove(int i) {
+    if (where_[i] == kWaitQ1) q1_.Erase(gpus_[i], wait_key_[i]);
+    if (where_[i] == kWaitQ2) q2_.Erase(gpus_[i], wait_key_[i]);
+    where_[i] = kNowhere;
+    ++stamp_[i];
+  }
+
+  // Files an active job by its state in the view.
+  void Place(const JobTimeView& view, int i) {
+    const Job& j = view.job(i);
+    if (j.state == JobState::kRunning) {
+      base_[i] = aware_ ? j.service : j.gpu_time;
+      last_update_[i] = j.last_update;
+      model_[i] = j.model;
+      perf_[i] = view.pool->model(j.model).perf_factor;
+      const Where w = low_[i] ? kRunQ2 : kRunQ1;
+      where_[i] = w;
+      if (listed_[i] != w) {
+        listed_[i] = w;
+        (w == kRunQ1 ? run_q1_ : run_q2_).push_back(i);
+      }
+    } else if (j.state == JobState::kPending) {
+      // A waiting job's service does not move: its key is fixed until it runs again.
+      wait_key_[i] = Key{(aware_ ? view.Service(i) : view.GpuTime(i)) - service_offset_[i],
+                         submit_[i], i};
+      if (low_[i]) {
+        where_[i] = kWaitQ2;
+        q2_.Insert(gpus_[i], wait_key_[i]);
+        // It starves once (now - wait_since) / ran > starve_ratio: from about this time on.
+        const double ran = view.RunTime(i) - time_offset_[i];
+        const double at = ran <= 0 ? -kNever : j.wait_since + starve_ratio_ * ran;
+        starving_.push({at, i, stamp_[i]});
+      } else {
+        where_[i] = kWaitQ1;
+        q1_.Insert(gpus_[i], wait_key_[i]);
+      }
+    }
+  }
+
+  // Re-reads every active job (a host that does not report every change).
+  void Rebuild(const JobTimeView& view) {
+    num_models_ = view.pool->num_models();
+    speed_.assign(low_.size() * num_models_, 0);
+    q1_.Clear();
+    q2_.Clear();
+    starving_ = {};
+    run_q1_.clear();
+    run_q2_.clear();
+    for (int i : touched_) touched_flag_[i] = 0;
+    touched_.clear();
+    std::sort(active_.begin(), active_.end());
+    for (size_t p = 0; p < active_.size(); ++p) active_pos_[active_[p]] = static_cast<int>(p);
+    for (int i : active_) {
+      where_[i] = kNowhere;
+      listed_[i] = kNowhere;
+      CacheSpec(view, i);
+      Place(view, i);
+    }
+  }
+
+  // Aware: GPU-seconds x the model's perf factor; agnostic: plain GPU-seconds. Computed as
+  // JobTimeView::Service / GpuTime compute them, from the counters cached when the job started.
+  double RunningService(int i, double now) const {
+    const double e = now - last_update_[i];
+    if (aware_) return (e > 0 ? base_[i] + e * gpus_[i] * perf_[i] : base_[i]) - service_offset_[i];
+    return (base_[i] + e * gpus_[i]) - service_offset_[i];
+  }
+
+  void Promote(const JobTimeView& view) {
+    struct Entry {
+      double at;
+      int job;
+      uint32_t stamp;
+    };
+    std::vector<Entry> again;
+    const double horizon = view.now + 1e-9 * std::max(1.0, std::abs(view.now));
+    while (!starving_.empty() && starving_.top().at <= horizon) {
+      const auto e = starving_.top();
+      starving_.pop();
+      const int i = e.job;
+      if (where_[i] != kWaitQ2 || stamp_[i] != e.stamp) continue;  // stale
+      const Job& j = view.job(i);
+      const double ran = view.RunTime(i) - time_offset_[i];
+      if (ran <= 0 || (view.now - j.wait_since) / ran > starve_ratio_) {
+        Remove(i);
+        low_[i] = false;
+        service_offset_[i] = aware_ ? view.Service(i) : view.GpuTime(i);
+        time_offset_[i] = view.RunTime(i);
+        Place(view, i);
+      } else {
+        again.push_back({e.at, e.job, e.stamp});
+      }
+    }
+    for (const Entry& e : again) starving_.push({e.at, e.job, e.stamp});
+  }
+
+  // Drops jobs that left `kind`, then restores the (service, submit, index) order: services moved
+  // since the last point, so the old order is nearly sorted.
+  void SortRunning(std::vector<int>* list, Where kind) {
+    size_t kept = 0;
+    for (int i : *list) {
+      if (where_[i] == kind)
+        (*list)[kept++] = i;
+      else if (listed_[i] == kind)
+        listed_[i] = kNowhere;
+    }
+    list->resize(kept);
+    auto less = [&](int a, int b) {
+      return std::tie(service_now_[a], submit_[a], a) < std::tie(service_now_[b], submit_[b], b);
+    };
+    for (size_t k = 1; k < list->size(); ++k) {
+      const int x = (*list)[k];
+      size_t m = k;
+      while (m > 0 && less(x, (*list)[m - 1])) {
+        (*list)[m] = (*list)[m - 1];
+        --m;
+      }
+      (*list)[m] = x;
+    }
+  }
+
+  double Speed(int i, int m) const { return speed_[i * num_models_ + m]; }
+
   void Upgrade(const JobTimeView& view, Filler& fill, std::vector<Assignment>* plan) {
+    if (fill.total_free() == 0) return;
     const size_t n = plan->size();
-    for (size_t p = 0; p < n && fill.total_free() > 0; ++p) {
+    for (size_t p = 0; p < n; ++p) {
       const int i = (*plan)[p].job;
       const int from = (*plan)[p].model;
+      // Only a faster model with room can finish it sooner (times are left / speed).
+      bool any = false;
+      for (int m = 0; m < num_models_ && !any; ++m)
+        any = m != from && gpus_[i] <= fill.free(m) && Speed(i, m) > Speed(i, from);
+      if (!any) continue;
       const Job& j = view.job(i);
       const double left = view.RemainingWork(i);
       double best_time = left / j.Speed(from);
@@ -135,23 +340,23 @@ class HeteroLas : public JobTimePolicy {
   void TrySwap(const JobTimeView& view, Filler& fill, std::vector<Assignment>* plan, size_t s_pos) {
     const int s = (*plan)[s_pos].job;
     const int k = (*plan)[s_pos].model;
-    const Job& js = view.job(s);
-    const int ns = js.spec.num_gpu;
+    const int ns = gpus_[s];
+    const GpuModel& mk = view.pool->model(k);
+    const double mem_s = view.job(s).spec.memory_gib;
     double best_gain = 1e-12;
     size_t best = plan->size();
     for (size_t p = 0; p < s_pos; ++p) {
       const int i = (*plan)[p].job;
       const int j = (*plan)[p].model;
-      const Job& ji = view.job(i);
-      const int ni = ji.spec.num_gpu;
-      if (j == k || ji.state != JobState::kRunning || ni > ns) continue;
-      if (fill.free(j) + ni < ns || !ji.CanRunOn(k) || !js.CanRunOn(j)) continue;
+      const int ni = gpus_[i];
+      // Running jobs in the plan are the running Q1 jobs (waiting ones are kWaitQ1 here).
+      if (j == k || where_[i] != kRunQ1 || ni > ns) continue;
+      if (fill.free(j) + ni < ns || !(Speed(i, k) > 0) || !(Speed(s, j) > 0)) continue;
       const GpuModel& mj = view.pool->model(j);
-      const GpuModel& mk = view.pool->model(k);
-      if ((mj.memory_gib > 0 && js.spec.memory_gib > mj.memory_gib) ||
-          (mk.memory_gib > 0 && ji.spec.memory_gib > mk.memory_gib))
+      if ((mj.memory_gib > 0 && mem_s > mj.memory_gib) ||
+          (mk.memory_gib > 0 && view.job(i).spec.memory_gib > mk.memory_gib))
         continue;
-      double gain = ni * (ji.Speed(k) - ji.Speed(j)) + ns * (js.Speed(j) - js.Speed(k));
+      double gain = ni * (Speed(i, k) - Speed(i, j)) + ns * (Speed(s, j) - Speed(s, k));
       if (gain > best_gain) {
         best_gain = gain;
         best = p;
@@ -161,20 +366,38 @@ class HeteroLas : public JobTimePolicy {
     const int i = (*plan)[best].job;
     const int j = (*plan)[best].model;
     // Rebuild the two entries through the filler so its free counts stay right.
-    Assignment ai = (*plan)[best];
     plan->erase(plan->begin() + s_pos);
     plan->erase(plan->begin() + best);
-    fill.Release(ai.job, j);
+    fill.Release(i, j);
     fill.Release(s, k);
     fill.Take(i, k);
     fill.Take(s, j);
   }
 
+  struct Starving {
+    double at;
+    int job;
+    uint32_t stamp;
+    bool operator>(const Starving& o) const { return at > o.at; }
+  };
+
   double priority_ratio_, starve_ratio_;
   bool swap_, aware_, upgrade_;
-  std::vector<int> active_;
-  std::vector<bool> low_, stopped_;
+  int num_models_ = 0;
+  std::vector<int> active_, active_pos_;
+  // Per job: queue state, and what the structures were built from.
+  std::vector<bool> low_;
   std::vector<double> service_offset_, time_offset_;
+  std::vector<Where> where_, listed_;  // listed_: which running list holds it (lazily)
+  std::vector<uint8_t> touched_flag_, planned_;
+  std::vector<int> touched_;  // state may have changed since the last point
+  std::vector<int> gpus_, model_;
+  std::vector<double> submit_, base_, last_update_, perf_, service_now_, speed_;
+  std::vector<Key> wait_key_;
+  std::vector<uint32_t> stamp_;
+  WaitQueue q1_, q2_;
+  std::vector<int> run_q1_, run_q2_;  // running jobs per queue, in queue order after SortRunning
+  std::priority_queue<Starving, std::vector<Starving>, std::greater<Starving>> starving_;
 };
 
 GPUFLEET_REGISTER(JobTimePolicy,

@@ -126,6 +126,12 @@ absl::Status CheckPlan(const std::vector<Assignment>& plan, const std::vector<Jo
     return s;
   };
   for (const Assignment& a : plan) {
+    if (a.model == kStop && keep_unlisted && a.job >= 0 && a.job < static_cast<int>(jobs.size()) &&
+        jobs[a.job].state == JobState::kRunning) {
+      (*used)[jobs[a.job].model] -= jobs[a.job].spec.num_gpu;
+      ++listed;
+      continue;
+    }
     if (a.job < 0 || a.job >= static_cast<int>(jobs.size()) || a.model < 0 ||
         a.model >= pool.num_models())
       return fail(absl::InternalError(absl::StrFormat(

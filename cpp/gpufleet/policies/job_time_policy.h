@@ -37,6 +37,10 @@ struct JobTimeView {
   uint64_t seed = 0;
   bool tiresias_compat = false;
   double restore_delay = 0;  // the host's checkpoint/restore delay, for cost-aware moves
+  // True when the host applies every plan exactly and changes jobs only through plans, arrivals
+  // and finishes (the simulator): a policy may then keep what it derived from jobs between
+  // points. False (the engine, where other actions and updates move jobs too): re-read them.
+  bool exact_host = false;
 
   const Job& job(int i) const { return (*jobs)[i]; }
   // Seconds since the job's counters were last brought up to date (0 unless running).
@@ -63,8 +67,9 @@ struct JobTimeView {
 
 struct Assignment {
   int job;
-  int model;
+  int model;  // kStop: in a plan of changes only, preempt this running job
 };
+inline constexpr int kStop = -1;
 
 class JobTimePolicy {
  public:
@@ -146,7 +151,8 @@ class Filler {
 
 // The checks every plan passes before it applies, in the simulator and in the engine's jobtime
 // action: assignments in range, to active jobs, each job once, on a model it can run on, and no
-// model over-committed (with `keep_unlisted`, running jobs left out keep their GPUs). On success
+// model over-committed (with `keep_unlisted`, running jobs left out keep their GPUs, and a
+// running job listed with kStop gives its GPUs back; a kStop entry stays -1 in `planned`). On success
 // `planned` (per job, -1 = not listed; the caller sizes it and resets the listed entries after
 // use) holds each listed job's model; on error it is left as it was. `used` is scratch. Errors
 // name a job through `label`.

@@ -78,6 +78,7 @@ class Run {
     view_.tiresias_compat = options.tiresias_compat;
     view_.restore_delay = options.restore_delay;
     view_.seed = options.seed;
+    view_.exact_host = true;
   }
 
   absl::StatusOr<SimResult> Go() {
@@ -243,7 +244,7 @@ class Run {
     for (const Assignment& a : plan) {
       Job& j = jobs_[a.job];
       planned_[a.job] = -1;
-      if (j.state != JobState::kPending) continue;
+      if (j.state != JobState::kPending || a.model == jobtime::kStop) continue;
       j.state = JobState::kRunning;
       j.model = a.model;
       j.queueing_delay += view_.now - j.wait_since;

@@ -323,7 +323,8 @@ class Jobtime : public Action {
       }
     }
     for (const jobtime::Assignment& a : plan_) {
-      if (ledger_.job(a.job).state != jobtime::JobState::kPending) continue;
+      if (ledger_.job(a.job).state != jobtime::JobState::kPending || a.model == jobtime::kStop)
+        continue;
       JobInfo& job = s.job(session_job.at(ledger_.name(a.job)));
       if (FitResult placed = PlaceOnModel(s, job.id, models_.spellings(a.model)); placed.ok()) {
         ledger_.Start(a.job, a.model);
