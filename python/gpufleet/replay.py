@@ -24,7 +24,7 @@ from gpufleet._lazy import lazy
 np = lazy("numpy")
 pd = lazy("pandas")
 
-__all__ = ["POLICIES", "PUBLISHED_ALLOC_AT_100", "ReplayResult", "compare_with_published",
+__all__ = ["POLICIES", "PUBLISHED_ALLOC_AT_100", "TIES", "ReplayResult", "compare_with_published",
            "plot_alloc", "policy_names", "replay_many", "replay_openb"]
 
 #: The six policies of the study, in the paper's order (registered placement strategies).
@@ -36,6 +36,9 @@ PUBLISHED_ALLOC_AT_100: dict[str, float] = {
     "fgd": 95.2, "bestfit": 92.9, "gpu-packing": 91.8, "gpu-clustering": 91.7, "dotprod": 90.6,
     "random": 86.3,
 }
+
+#: How ties between equally scored nodes are broken (see :func:`replay_openb`).
+TIES: tuple[str, ...] = ("seeded", "name", "random")
 
 _NODE_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "model")
 _POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec")
@@ -93,20 +96,27 @@ def _spec(value: Any) -> list[str]:
 
 def replay_openb(nodes: pd.DataFrame, pods: pd.DataFrame, policy: str = "fgd", seed: int = 0,
                  stop_at: float = 1.3, *, coverage: float = 0.95, random_ties: bool = False,
-                 **params: Any) -> ReplayResult:
+                 ties: str = "seeded", **params: Any) -> ReplayResult:
     """Replay ``pods`` on ``nodes`` with placement strategy ``policy``; see the module doc.
 
     ``params`` go to the strategy (e.g. ``integer_scores=False`` for fgd's exact scores, or
     ``workload=[[cpu_milli, core_percent, gpu_count, weight], ...]`` to replace the trace's own
     typical pods). ``coverage`` is the share of pods the typical-pod workload covers (0.95 in the
-    paper). Equal scores go to the node with the smallest name, as in the paper's simulator;
-    ``random_ties=True`` sends them to a random node instead (upstream kube-scheduler).
+    paper). ``ties`` says which of several equally scored nodes a pod takes: ``"seeded"`` (default)
+    a random node order drawn once per run from ``seed``, as the study's simulator does (it gives
+    ties to the smallest node name after prefixing every name with a random rank); ``"name"`` the
+    smallest node name; ``"random"`` a fresh random node for every pod (upstream kube-scheduler).
+    ``random_ties=True`` is the same as ``ties="random"``.
     Bad rows raise ``ValueError`` naming the row and field; unknown policies raise ``KeyError``.
     """
     _columns(nodes, _NODE_COLUMNS, "nodes")
     _columns(pods, _POD_COLUMNS, "pods")
     if seed < 0:
         raise ValueError(f"seed must be >= 0, got {seed}")
+    if random_ties:
+        ties = "random"
+    if ties not in TIES:
+        raise ValueError(f"ties must be one of {', '.join(TIES)}, got {ties!r}")
     raw = _core._replay_openb(
         [str(n) for n in nodes["name"]], nodes["cpu_milli"].astype(np.int64).tolist(),
         nodes["memory_mib"].astype(np.int64).tolist(), nodes["num_gpu"].astype(np.int64).tolist(),
@@ -114,7 +124,7 @@ def replay_openb(nodes: pd.DataFrame, pods: pd.DataFrame, policy: str = "fgd", s
         [str(n) for n in pods["name"]], pods["cpu_milli"].astype(np.int64).tolist(),
         pods["memory_mib"].astype(np.int64).tolist(), pods["num_gpu"].astype(np.int64).tolist(),
         pods["gpu_milli"].astype(np.int64).tolist(), [_spec(s) for s in pods["gpu_spec"]],
-        policy, params or None, int(seed), float(stop_at), float(coverage), bool(random_ties))
+        policy, params or None, int(seed), float(stop_at), float(coverage), ties)
     node_names = np.asarray([str(n) for n in nodes["name"]], dtype=object)
     node_idx = raw["node"]
     where = np.where(node_idx >= 0, node_names[np.maximum(node_idx, 0)], None)
