@@ -24,8 +24,9 @@ from gpufleet._lazy import lazy
 np = lazy("numpy")
 pd = lazy("pandas")
 
-__all__ = ["POLICIES", "PUBLISHED_ALLOC_AT_100", "TIES", "ReplayResult", "compare_with_published",
-           "plot_alloc", "policy_names", "replay_many", "replay_openb"]
+__all__ = ["POLICIES", "PUBLISHED_ALLOC_AT_100", "STUDY_POLICY_NAMES", "TIES", "ReplayResult",
+           "compare_with_published", "load_published", "plot_alloc", "policy_names", "replay_many",
+           "replay_openb"]
 
 #: The six policies of the study, in the paper's order (registered placement strategies).
 POLICIES: tuple[str, ...] = ("random", "dotprod", "gpu-clustering", "gpu-packing", "bestfit", "fgd")
@@ -146,6 +147,19 @@ def replay_openb(nodes: pd.DataFrame, pods: pd.DataFrame, policy: str = "fgd", s
     return ReplayResult(summary=summary, timeseries=ts, workload=raw["workload"], cluster=raw["cluster"])
 
 
+def _window_mean(ts: pd.DataFrame, percent: int) -> float:
+    """Mean allocation over the arrivals whose arrived share rounds to ``percent`` (or, if none,
+    lies within one point of it): how the study reads its own curves at a given arrived load.
+    Without such arrivals (a run that stops short of it), the allocation at that load."""
+    arrived = np.round(100 * ts["arrived"].to_numpy())
+    rows = arrived == percent
+    if not rows.any():
+        rows = np.abs(arrived - percent) <= 1
+    if not rows.any():
+        return float(_row_at(ts, percent / 100)["allocated"])
+    return float(ts["allocated"].to_numpy()[rows].mean())
+
+
 def _summary(ts: pd.DataFrame, policy: str, seed: int, stop_at: float, gpus: int) -> dict[str, Any]:
     out: dict[str, Any] = {"policy": policy, "seed": int(seed), "stop_at": float(stop_at),
                            "cluster_gpus": int(gpus), "arrivals": int(len(ts))}
@@ -155,6 +169,7 @@ def _summary(ts: pd.DataFrame, policy: str, seed: int, stop_at: float, gpus: int
         row = _row_at(ts, level)
         out[f"arrived_at_{label}"] = float(row["arrived"])
         out[f"alloc_ratio_at_{label}"] = float(row["allocated"])
+        out[f"alloc_ratio_near_{label}"] = _window_mean(ts, int(label))
         out[f"frag_ratio_at_{label}"] = float(row["frag_ratio"])
         out[f"frag_gpus_at_{label}"] = float(row["fragmented"] * gpus)
     last = ts.iloc[-1]
@@ -187,6 +202,36 @@ def replay_many(nodes: pd.DataFrame, pods: pd.DataFrame, policies: Iterable[str]
     means = rows.groupby("policy", sort=False)[list(numeric)].mean()
     means.insert(0, "runs", rows.groupby("policy", sort=False).size())
     return means
+
+
+#: The study's policy folders (``sc_policy`` in its result tables) by replay policy name.
+STUDY_POLICY_NAMES: dict[str, str] = {
+    "random": "01-Random", "dotprod": "02-DotProd", "gpu-clustering": "03-GpuClustering",
+    "gpu-packing": "04-GpuPacking", "bestfit": "05-BestFit", "fgd": "06-FGD",
+}
+
+
+def load_published(path: Any, arrived: int = 100) -> pd.DataFrame:
+    """The study's own per-seed results (``analysis_allo_discrete.csv`` of its simulator's
+    repository, e.g. ``shared/data/openb/fgd_expected_alloc.csv``) at ``arrived`` percent.
+
+    Returns one row per (trace, policy) with index ``(trace, policy)`` (the trace as in
+    ``openb_pod_list_<trace>.csv``, the policy by replay name) and columns ``mean``, ``std``
+    (over seeds, in percent) and ``seeds``. Raises ``ValueError`` naming what is missing.
+    """
+    table = pd.read_csv(path)
+    column = str(arrived)
+    missing = [c for c in ("workload", "sc_policy", column) if c not in table.columns]
+    if missing:
+        raise ValueError(f"{path}: lacks column(s) {', '.join(missing)}")
+    by_study = {v: k for k, v in STUDY_POLICY_NAMES.items()}
+    unknown = sorted(set(table["sc_policy"]) - set(by_study))
+    if unknown:
+        raise ValueError(f"{path}: unknown sc_policy value(s) {', '.join(map(str, unknown))}")
+    table = table.assign(trace=table["workload"].str.replace("openb_pod_list_", "", regex=False),
+                         policy=table["sc_policy"].map(by_study))
+    out = table.groupby(["trace", "policy"], sort=True)[column].agg(["mean", "std", "count"])
+    return out.rename(columns={"count": "seeds"})
 
 
 def plot_alloc(results: dict[str, ReplayResult], ax=None, upto: float = 1.3):

@@ -152,14 +152,16 @@ class Fgd : public PlacementStrategy {
   // The paper's step: the score of the best GPU (shared tasks try each GPU they fit on; the first
   // GPU with the highest score wins) or of the whole-GPU placement.
   Answer Evaluate(const NodeView& v, const ShareTask& t, GpuSlots& s, int64_t cpu) const {
-    const double before = workload_.Fragmentation(v, s, cpu);
+    // Models stay with their GPUs while the shares below change: match them once.
+    const GpuWorkload::SlotMasks accepted = workload_.AcceptedSlots(v, s);
+    const double before = workload_.Fragmentation(s, cpu, accepted);
     const int64_t cpu_after = cpu - t.cpu_milli;
     Answer best;
     if (t.shared()) {
       for (int i = 0; i < s.n; ++i) {
         if (s.left[i] < t.core || !ModelAccepted(t, v, s.device[i])) continue;
         s.left[i] -= t.core;
-        const double score = Score(before, workload_.Fragmentation(v, s, cpu_after));
+        const double score = Score(before, workload_.Fragmentation(s, cpu_after, accepted));
         s.left[i] += t.core;
         if (best.slot < 0 || score > best.score) best = {score, i};
       }
@@ -170,7 +172,7 @@ class Fgd : public PlacementStrategy {
       if (!FirstFreeSlots(t, v, s, &take)) return best;
       for (int i : take) s.left[i] = 0;
     }
-    best.score = Score(before, workload_.Fragmentation(v, s, cpu_after));
+    best.score = Score(before, workload_.Fragmentation(s, cpu_after, accepted));
     best.slot = 0;
     return best;
   }

@@ -1,5 +1,10 @@
 #include "gpufleet/sim/openb_replay_chooser.h"
 
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
 #include "gpufleet/accounting/device_fit.h"
 #include "gpufleet/placement/placer.h"
 
@@ -19,19 +24,44 @@ bool ShapeChooser::Fits(const Pod& pod, int node) const {
   return state_.Filter(pod, node).ok();
 }
 
+const uint8_t* ShapeChooser::ModelMask(const Pod& pod) {
+  const DeviceRequest* gpu = pod.Find(kGpu);
+  const int count = gpu == nullptr ? 0 : gpu->count;
+  std::string key = absl::StrCat(count, ":", absl::StrJoin(pod.gpu_models, "|"));
+  auto [it, added] = model_masks_.try_emplace(std::move(key));
+  std::vector<uint8_t>& mask = it->second;
+  if (added) {
+    const int n = state_.num_nodes();
+    mask.assign(n, 1);
+    if (count > 0 && !pod.gpu_models.empty()) {
+      for (int i = 0; i < n; ++i) {
+        int accepted = 0;
+        for (const Device& d : state_.node(i).devices)
+          accepted += d.type == kGpu && std::find(pod.gpu_models.begin(), pod.gpu_models.end(),
+                                                  d.model) != pod.gpu_models.end();
+        mask[i] = accepted >= count;
+      }
+    }
+  }
+  return mask.data();
+}
+
 int ShapeChooser::Choose(const Pod& pod, int shape, Allocation* plan) {
   Entry& e = entries_[shape];
   const int n = state_.num_nodes();
   if (static_cast<int>(e.score.size()) != n) {
     e.score.assign(n, kInfeasible);
     e.seen.assign(n, 0);
+    e.models = ModelMask(pod);
   }
+  const uint8_t* models = e.models;
   const uint64_t* version = state_.node_versions();
   double* score = e.score.data();
   uint64_t* seen = e.seen.data();
   int best = -1;
   double best_score = kInfeasible;
   for (int i = 0; i < n; ++i) {
+    if (!models[i]) continue;
     if (seen[i] != version[i]) {
       seen[i] = version[i];
       if (!Fits(pod, i))

@@ -7,14 +7,17 @@
 //
 // Feasibility is the accounting's Filter plus the node constraints, scores are the strategy's own
 // ScoreNode (ScoreOnNode), and the winner's devices come from PlanOnNode: the same definitions
-// every host uses. A strategy that draws random numbers (Deterministic() == false) keeps only
+// every host uses. Nodes are assumed to keep their devices (the replay adds none and removes
+// none after the first pod). A strategy that draws random numbers (Deterministic() == false) keeps only
 // feasibility cached and is asked for a fresh score on every feasible node for every pod.
 #ifndef GPUFLEET_SIM_OPENB_REPLAY_CHOOSER_H_
 #define GPUFLEET_SIM_OPENB_REPLAY_CHOOSER_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "gpufleet/accounting/allocation.h"
 #include "gpufleet/accounting/cluster_state.h"
 #include "gpufleet/core/pod.h"
@@ -33,18 +36,24 @@ class ShapeChooser {
 
  private:
   struct Entry {
-    std::vector<double> score;    // per node; kInfeasible, or kFeasible for random strategies
-    std::vector<uint64_t> seen;   // the node version `score` belongs to; 0 = never
+    std::vector<double> score;     // per node; kInfeasible, or kFeasible for random strategies
+    std::vector<uint64_t> seen;    // the node version `score` belongs to; 0 = never
+    const uint8_t* models = nullptr;  // per node: 0 where too few GPUs have an accepted model
   };
   static constexpr double kInfeasible = -1e300;
   static constexpr double kFeasible = 0.0;
 
   bool Fits(const Pod& pod, int node) const;
+  // Per node, whether enough GPUs have a model the pod accepts: fixed for a node, so a pod that
+  // limits models never looks at the nodes of other models again (nor pays for their rejection
+  // reasons). Shared by every shape with the same GPU count and models.
+  const uint8_t* ModelMask(const Pod& pod);
 
   const ClusterState& state_;
   const PlacementStrategy& strategy_;
   const bool cache_scores_;
   std::vector<Entry> entries_;  // by shape, sized on first use
+  absl::flat_hash_map<std::string, std::vector<uint8_t>> model_masks_;
 };
 
 }  // namespace gpufleet
