@@ -43,7 +43,11 @@ PUBLISHED = "fgd_expected_alloc.csv"
 # Runs in the baseline's interpreter: times replay_openb per (trace, policy, seed), prints JSON.
 BASELINE_SCRIPT = r"""
 import json, sys, time
+# An editable install redirects `import gpufleet` to its checkout: drop that redirect so the
+# package on PYTHONPATH (the baseline) is the one imported.
+sys.meta_path[:] = [f for f in sys.meta_path if "gpufleet" not in type(f).__module__]
 from gpufleet import replay
+assert replay.__file__.startswith(sys.argv[2]), replay.__file__
 from gpufleet.traces import load_openb_nodes, load_openb_pods
 data, traces, policies, seeds = json.loads(sys.argv[1])
 nodes = load_openb_nodes(data + "/openb_node_list_gpu_node.csv")
@@ -166,8 +170,8 @@ def main() -> int:
     if args.baseline:
         env = dict(os.environ, PYTHONPATH=str(Path(args.baseline).resolve()))
         spec = json.dumps([str(DATA), traces, policies, seeds[:args.baseline_seeds]])
-        done = subprocess.run([sys.executable, "-c", BASELINE_SCRIPT, spec], env=env, check=True,
-                              capture_output=True, text=True)
+        done = subprocess.run([sys.executable, "-c", BASELINE_SCRIPT, spec, env["PYTHONPATH"]],
+                              env=env, check=True, capture_output=True, text=True)
         base = json.loads(done.stdout.strip().splitlines()[-1])
 
     head = "| trace | policy | mean @100% | std | published | difference | CPU s / experiment (max) |"
