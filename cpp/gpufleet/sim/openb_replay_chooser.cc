@@ -55,6 +55,11 @@ int ShapeChooser::Choose(const Pod& pod, int shape, Allocation* plan) {
     e.models = ModelMask(pod);
   }
   const uint8_t* models = e.models;
+  const bool by_plan = strategy_.ScoreNeedsPlan();
+  auto score_of = [&](int i) {
+    return by_plan ? ScoreOnNode(state_, pod, i, strategy_)
+                   : strategy_.ScoreNode(state_.View(i), pod, {});
+  };
   const uint64_t* version = state_.node_versions();
   double* score = e.score.data();
   uint64_t* seen = e.seen.data();
@@ -67,11 +72,11 @@ int ShapeChooser::Choose(const Pod& pod, int shape, Allocation* plan) {
       if (!Fits(pod, i))
         score[i] = kInfeasible;
       else
-        score[i] = cache_scores_ ? ScoreOnNode(state_, pod, i, strategy_) : kFeasible;
+        score[i] = cache_scores_ ? score_of(i) : kFeasible;
     }
     if (score[i] == kInfeasible) continue;
     // A random strategy draws for every feasible node, in node order, every time.
-    const double s = cache_scores_ ? score[i] : ScoreOnNode(state_, pod, i, strategy_);
+    const double s = cache_scores_ ? score[i] : score_of(i);
     if (best < 0 || s > best_score) {
       best = i;
       best_score = s;
@@ -80,7 +85,7 @@ int ShapeChooser::Choose(const Pod& pod, int shape, Allocation* plan) {
   if (best < 0) return -1;
   // Score the winner once more right before planning: a strategy may plan devices for the pod it
   // scored last (fgd does), and a cached score may have come from an earlier pod of this shape.
-  if (cache_scores_) ScoreOnNode(state_, pod, best, strategy_);
+  if (cache_scores_) score_of(best);
   if (!PlanOnNode(state_, pod, best, strategy_, plan).ok()) return -1;
   return best;
 }

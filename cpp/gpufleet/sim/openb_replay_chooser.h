@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
+#include "absl/container/node_hash_map.h"
 #include "gpufleet/accounting/allocation.h"
 #include "gpufleet/accounting/cluster_state.h"
 #include "gpufleet/core/pod.h"
@@ -53,7 +53,7 @@ class ShapeChooser {
   const PlacementStrategy& strategy_;
   const bool cache_scores_;
   std::vector<Entry> entries_;  // by shape, sized on first use
-  absl::flat_hash_map<std::string, std::vector<uint8_t>> model_masks_;
+  absl::node_hash_map<std::string, std::vector<uint8_t>> model_masks_;  // entries point here
 };
 
 }  // namespace gpufleet
