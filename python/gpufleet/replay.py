@@ -229,8 +229,9 @@ def load_published(path: Any, arrived: int = 100) -> pd.DataFrame:
     unknown = sorted(set(table["sc_policy"]) - set(by_study))
     if unknown:
         raise ValueError(f"{path}: unknown sc_policy value(s) {', '.join(map(str, unknown))}")
-    table = table.assign(trace=table["workload"].str.replace("openb_pod_list_", "", regex=False),
-                         policy=table["sc_policy"].map(by_study))
+    table = pd.DataFrame({
+        "trace": table["workload"].str.replace("openb_pod_list_", "", regex=False),
+        "policy": table["sc_policy"].map(by_study), column: table[column]})
     out = table.groupby(["trace", "policy"], sort=True)[column].agg(["mean", "std", "count"])
     return out.rename(columns={"count": "seeds"})
 
