@@ -116,7 +116,7 @@ def openb_alloc(data: Path, out: Path, seed: int = 0) -> Path:
     for color, (name, res) in zip(colors, runs.items()):
         ts = res.timeseries
         ax.plot(100 * ts["arrived"], 100 * ts["allocated"], color=color,
-                label=f"{name}: {100 * res.summary['alloc_ratio_at_100']:.1f}% at 100% arrived")
+                label=f"{name}: {100 * res.summary['alloc_ratio_near_100']:.1f}% at 100% arrived")
         published = replay.PUBLISHED_ALLOC_AT_100.get(name)
         if published is not None:
             ax.plot([100], [published], marker="x", color=color, markersize=8, linestyle="none")

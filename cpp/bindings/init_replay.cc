@@ -52,7 +52,7 @@ void InitReplay(py::module_& m) {
          const std::vector<int64_t>& pod_cpu, const std::vector<int64_t>& pod_memory,
          const std::vector<int64_t>& pod_gpus64, const std::vector<int64_t>& pod_milli64,
          const std::vector<std::vector<std::string>>& pod_spec, const std::string& policy,
-         py::object params, uint64_t seed, double stop_at, double coverage, bool random_ties) {
+         py::object params, uint64_t seed, double stop_at, double coverage, const std::string& ties) {
         const size_t nn = node_name.size(), np = pod_name.size();
         CheckLength(node_cpu, nn, "nodes", "cpu_milli");
         CheckLength(node_memory, nn, "nodes", "memory_mib");
@@ -84,7 +84,16 @@ void InitReplay(py::module_& m) {
         o.seed = seed;
         o.stop_at = stop_at;
         o.coverage = coverage;
-        o.random_ties = random_ties;
+        if (ties == "seeded") {
+          o.ties = OpenbTies::kSeededOrder;
+        } else if (ties == "name") {
+          o.ties = OpenbTies::kName;
+        } else if (ties == "random") {
+          o.ties = OpenbTies::kRandom;
+        } else {
+          throw py::value_error("replay: ties must be 'seeded', 'name' or 'random', got '" + ties +
+                                "'");
+        }
         absl::StatusOr<OpenbReplayResult> r;
         {
           py::gil_scoped_release release;
@@ -110,7 +119,7 @@ void InitReplay(py::module_& m) {
       py::arg("node_model"), py::arg("pod_name"), py::arg("pod_cpu"), py::arg("pod_memory"),
       py::arg("pod_gpus"), py::arg("pod_milli"), py::arg("pod_spec"), py::arg("policy"),
       py::arg("params"), py::arg("seed"), py::arg("stop_at"), py::arg("coverage"),
-      py::arg("random_ties"),
+      py::arg("ties"),
       "Native openb replay over column lists; use gpufleet.replay.replay_openb.");
 }
 

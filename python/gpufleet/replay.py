@@ -24,18 +24,23 @@ from gpufleet._lazy import lazy
 np = lazy("numpy")
 pd = lazy("pandas")
 
-__all__ = ["POLICIES", "PUBLISHED_ALLOC_AT_100", "ReplayResult", "compare_with_published",
-           "plot_alloc", "policy_names", "replay_many", "replay_openb"]
+__all__ = ["POLICIES", "PUBLISHED_ALLOC_AT_100", "STUDY_POLICY_NAMES", "TIES", "ReplayResult",
+           "compare_with_published", "load_published", "plot_alloc", "policy_names", "replay_many",
+           "replay_openb"]
 
 #: The six policies of the study, in the paper's order (registered placement strategies).
 POLICIES: tuple[str, ...] = ("random", "dotprod", "gpu-clustering", "gpu-packing", "bestfit", "fgd")
 
 #: GPU allocation ratio (%) at 100% arrived workload, mean of 10 seeds, default trace, as published
-#: by Weng et al. (USENIX ATC 2023).
+#: by Weng et al. (USENIX ATC 2023) in their simulator's result table (every trace:
+#: :func:`load_published`).
 PUBLISHED_ALLOC_AT_100: dict[str, float] = {
-    "fgd": 95.2, "bestfit": 92.9, "gpu-packing": 91.8, "gpu-clustering": 91.7, "dotprod": 90.6,
-    "random": 86.3,
+    "fgd": 95.23, "bestfit": 92.86, "gpu-packing": 91.78, "gpu-clustering": 91.65, "dotprod": 90.62,
+    "random": 86.30,
 }
+
+#: How ties between equally scored nodes are broken (see :func:`replay_openb`).
+TIES: tuple[str, ...] = ("seeded", "name", "random")
 
 _NODE_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "model")
 _POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec")
@@ -93,20 +98,27 @@ def _spec(value: Any) -> list[str]:
 
 def replay_openb(nodes: pd.DataFrame, pods: pd.DataFrame, policy: str = "fgd", seed: int = 0,
                  stop_at: float = 1.3, *, coverage: float = 0.95, random_ties: bool = False,
-                 **params: Any) -> ReplayResult:
+                 ties: str = "seeded", **params: Any) -> ReplayResult:
     """Replay ``pods`` on ``nodes`` with placement strategy ``policy``; see the module doc.
 
     ``params`` go to the strategy (e.g. ``integer_scores=False`` for fgd's exact scores, or
     ``workload=[[cpu_milli, core_percent, gpu_count, weight], ...]`` to replace the trace's own
     typical pods). ``coverage`` is the share of pods the typical-pod workload covers (0.95 in the
-    paper). Equal scores go to the node with the smallest name, as in the paper's simulator;
-    ``random_ties=True`` sends them to a random node instead (upstream kube-scheduler).
+    paper). ``ties`` says which of several equally scored nodes a pod takes: ``"seeded"`` (default)
+    a random node order drawn once per run from ``seed``, as the study's simulator does (it gives
+    ties to the smallest node name after prefixing every name with a random rank); ``"name"`` the
+    smallest node name; ``"random"`` a fresh random node for every pod (upstream kube-scheduler).
+    ``random_ties=True`` is the same as ``ties="random"``.
     Bad rows raise ``ValueError`` naming the row and field; unknown policies raise ``KeyError``.
     """
     _columns(nodes, _NODE_COLUMNS, "nodes")
     _columns(pods, _POD_COLUMNS, "pods")
     if seed < 0:
         raise ValueError(f"seed must be >= 0, got {seed}")
+    if random_ties:
+        ties = "random"
+    if ties not in TIES:
+        raise ValueError(f"ties must be one of {', '.join(TIES)}, got {ties!r}")
     raw = _core._replay_openb(
         [str(n) for n in nodes["name"]], nodes["cpu_milli"].astype(np.int64).tolist(),
         nodes["memory_mib"].astype(np.int64).tolist(), nodes["num_gpu"].astype(np.int64).tolist(),
@@ -114,7 +126,7 @@ def replay_openb(nodes: pd.DataFrame, pods: pd.DataFrame, policy: str = "fgd", s
         [str(n) for n in pods["name"]], pods["cpu_milli"].astype(np.int64).tolist(),
         pods["memory_mib"].astype(np.int64).tolist(), pods["num_gpu"].astype(np.int64).tolist(),
         pods["gpu_milli"].astype(np.int64).tolist(), [_spec(s) for s in pods["gpu_spec"]],
-        policy, params or None, int(seed), float(stop_at), float(coverage), bool(random_ties))
+        policy, params or None, int(seed), float(stop_at), float(coverage), ties)
     node_names = np.asarray([str(n) for n in nodes["name"]], dtype=object)
     node_idx = raw["node"]
     where = np.where(node_idx >= 0, node_names[np.maximum(node_idx, 0)], None)
@@ -136,6 +148,19 @@ def replay_openb(nodes: pd.DataFrame, pods: pd.DataFrame, policy: str = "fgd", s
     return ReplayResult(summary=summary, timeseries=ts, workload=raw["workload"], cluster=raw["cluster"])
 
 
+def _window_mean(ts: pd.DataFrame, percent: int) -> float:
+    """Mean allocation over the arrivals whose arrived share rounds to ``percent`` (or, if none,
+    lies within one point of it): how the study reads its own curves at a given arrived load.
+    Without such arrivals (a run that stops short of it), the allocation at that load."""
+    arrived = np.round(100 * ts["arrived"].to_numpy())
+    rows = arrived == percent
+    if not rows.any():
+        rows = np.abs(arrived - percent) <= 1
+    if not rows.any():
+        return float(_row_at(ts, percent / 100)["allocated"])
+    return float(ts["allocated"].to_numpy()[rows].mean())
+
+
 def _summary(ts: pd.DataFrame, policy: str, seed: int, stop_at: float, gpus: int) -> dict[str, Any]:
     out: dict[str, Any] = {"policy": policy, "seed": int(seed), "stop_at": float(stop_at),
                            "cluster_gpus": int(gpus), "arrivals": int(len(ts))}
@@ -145,6 +170,7 @@ def _summary(ts: pd.DataFrame, policy: str, seed: int, stop_at: float, gpus: int
         row = _row_at(ts, level)
         out[f"arrived_at_{label}"] = float(row["arrived"])
         out[f"alloc_ratio_at_{label}"] = float(row["allocated"])
+        out[f"alloc_ratio_near_{label}"] = _window_mean(ts, int(label))
         out[f"frag_ratio_at_{label}"] = float(row["frag_ratio"])
         out[f"frag_gpus_at_{label}"] = float(row["fragmented"] * gpus)
     last = ts.iloc[-1]
@@ -179,6 +205,37 @@ def replay_many(nodes: pd.DataFrame, pods: pd.DataFrame, policies: Iterable[str]
     return means
 
 
+#: The study's policy folders (``sc_policy`` in its result tables) by replay policy name.
+STUDY_POLICY_NAMES: dict[str, str] = {
+    "random": "01-Random", "dotprod": "02-DotProd", "gpu-clustering": "03-GpuClustering",
+    "gpu-packing": "04-GpuPacking", "bestfit": "05-BestFit", "fgd": "06-FGD",
+}
+
+
+def load_published(path: Any, arrived: int = 100) -> pd.DataFrame:
+    """The study's own per-seed results (``analysis_allo_discrete.csv`` of its simulator's
+    repository, e.g. ``shared/data/openb/fgd_expected_alloc.csv``) at ``arrived`` percent.
+
+    Returns one row per (trace, policy) with index ``(trace, policy)`` (the trace as in
+    ``openb_pod_list_<trace>.csv``, the policy by replay name) and columns ``mean``, ``std``
+    (over seeds, in percent) and ``seeds``. Raises ``ValueError`` naming what is missing.
+    """
+    table = pd.read_csv(path)
+    column = str(arrived)
+    missing = [c for c in ("workload", "sc_policy", column) if c not in table.columns]
+    if missing:
+        raise ValueError(f"{path}: lacks column(s) {', '.join(missing)}")
+    by_study = {v: k for k, v in STUDY_POLICY_NAMES.items()}
+    unknown = sorted(set(table["sc_policy"]) - set(by_study))
+    if unknown:
+        raise ValueError(f"{path}: unknown sc_policy value(s) {', '.join(map(str, unknown))}")
+    table = pd.DataFrame({
+        "trace": table["workload"].str.replace("openb_pod_list_", "", regex=False),
+        "policy": table["sc_policy"].map(by_study), column: table[column]})
+    out = table.groupby(["trace", "policy"], sort=True)[column].agg(["mean", "std", "count"])
+    return out.rename(columns={"count": "seeds"})
+
+
 def plot_alloc(results: dict[str, ReplayResult], ax=None, upto: float = 1.3):
     """GPU allocation ratio (%) against arrived GPU workload (%) per policy, with the diagonal."""
     import matplotlib.pyplot as plt
@@ -196,11 +253,17 @@ def plot_alloc(results: dict[str, ReplayResult], ax=None, upto: float = 1.3):
 
 def compare_with_published(nodes: pd.DataFrame, pods: pd.DataFrame, seeds: Iterable[int] = range(10),
                            **kwargs: Any) -> pd.DataFrame:
-    """Mean over ``seeds`` per policy next to the published allocation ratios at 100% (in %)."""
+    """Mean over ``seeds`` per policy next to the published allocation ratios at 100% (in %).
+
+    ``alloc_at_100`` and ``alloc_at_130`` are read as the study reads its curves (the mean over
+    the arrivals that round to that load: ``alloc_ratio_near_*``); ``published_at_100`` is the
+    default trace's published figure (:data:`PUBLISHED_ALLOC_AT_100`; other traces:
+    :func:`load_published`).
+    """
     df = replay_many(nodes, pods, POLICIES, seeds, per_run=True, **kwargs)
     table = df.groupby("policy", sort=False).agg(
-        alloc_at_100=("alloc_ratio_at_100", "mean"), std_at_100=("alloc_ratio_at_100", "std"),
-        alloc_at_130=("alloc_ratio_at_130", "mean"), frag_ratio_at_100=("frag_ratio_at_100", "mean"),
+        alloc_at_100=("alloc_ratio_near_100", "mean"), std_at_100=("alloc_ratio_near_100", "std"),
+        alloc_at_130=("alloc_ratio_near_130", "mean"), frag_ratio_at_100=("frag_ratio_at_100", "mean"),
         failed_pods=("failed_pods", "mean"))
     for c in ("alloc_at_100", "std_at_100", "alloc_at_130", "frag_ratio_at_100"):
         table[c] *= 100

@@ -3,11 +3,16 @@
 // determinism, invariants and input errors.
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <memory>
+#include <random>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gpufleet/accounting/cluster_state.h"
 #include "gpufleet/placement/fgd.h"
 #include "gpufleet/placement/fragmentation.h"
@@ -15,6 +20,7 @@
 #include "gpufleet/placement/strategy.h"
 #include "gpufleet/policies/gpu_pool.h"
 #include "gpufleet/sim/openb_replay.h"
+#include "gpufleet/sim/openb_replay_chooser.h"
 #include "gpufleet/placement/placer.h"
 #include "gtest/gtest.h"
 
@@ -236,6 +242,48 @@ TEST(Fgd, PrefersTheNodeWhereFragmentationGrowsLeast) {
   EXPECT_EQ(r.allocation.node, "half");
 }
 
+// Model limits are part of fgd's memo key: two nodes in the same state but with other GPU models
+// get their own answers, equal to those of an instance that never saw the other node.
+TEST(Fgd, ModelLimitsKeepTheMemoExact) {
+  // The expected tasks only run on T4: on a G2 node, every free share is a fragment for them.
+  auto w = GpuWorkload::FromJson(Json::parse(
+      R"([{"cpu_milli": 0, "core": 50, "gpu_count": 1, "weight": 1, "models": ["T4"]},
+          [0, 100, 1, 1]])"));
+  ASSERT_TRUE(w.ok()) << w.status();
+  ClusterState c = MakeCluster({{"t4", 64000, 65536, 2, "T4"}, {"g2", 64000, 65536, 2, "G2"}});
+  Occupy(c, "a", "t4", 1, 40);
+  Occupy(c, "b", "g2", 1, 40);
+  for (const OpenbPod& row : {OpenbPod{"p", 1000, 1024, 1, 200, {}},
+                              OpenbPod{"q", 1000, 1024, 1, 200, {"G2", "T4"}},
+                              OpenbPod{"r", 1000, 1024, 1, 1000, {}}}) {
+    Pod pod = *OpenbPodToPod(row);
+    auto warm = MakeFgd(*w, false);
+    const double t4 = ScoreOnNode(c, pod, 0, *warm);  // fills the memo for this state
+    const double g2 = ScoreOnNode(c, pod, 1, *warm);
+    auto fresh = MakeFgd(*w, false);
+    EXPECT_DOUBLE_EQ(g2, ScoreOnNode(c, pod, 1, *fresh)) << row.name;
+    if (row.gpu_milli < 1000) EXPECT_NE(t4, g2) << row.name;  // the models matter here
+  }
+}
+
+// A task limited to a model can use only the GPUs of that model, even on a node that mixes them.
+TEST(Fragmentation, ModelLimitsCountPerGpu) {
+  auto w = GpuWorkload::FromJson(
+      Json::parse(R"([{"cpu_milli": 0, "core": 100, "gpu_count": 1, "models": ["T4"]}])"));
+  ASSERT_TRUE(w.ok()) << w.status();
+  Node mixed = *OpenbNodeToNode({"mixed", 64000, 65536, 2, "T4"});
+  mixed.devices[1].model = "G2";
+  ClusterState c;
+  ASSERT_TRUE(c.AddNode(mixed).ok());
+  NodeView v = c.View(0);
+  EXPECT_DOUBLE_EQ(w->Fragmentation(v, SlotsOf(v), 64000), 100.0);  // the G2 GPU is a fragment
+  Occupy(c, "old", "mixed", 0, 70);
+  v = c.View(0);
+  EXPECT_DOUBLE_EQ(w->Fragmentation(v, SlotsOf(v), 64000), 130.0);  // no whole T4 left
+  const GpuSlots s = SlotsOf(v);
+  EXPECT_DOUBLE_EQ(w->Fragmentation(s, 64000, w->AcceptedSlots(v, s)), 130.0);
+}
+
 std::vector<OpenbNode> SmallNodes() {
   std::vector<OpenbNode> nodes;
   for (int i = 0; i < 12; ++i)
@@ -316,6 +364,111 @@ TEST(OpenbReplay, DeterministicAndConsistent) {
     ASSERT_TRUE(c.ok());
     EXPECT_NE(a->pod, c->pod) << policy;
   }
+}
+
+// The replay's chooser keeps every shape's node scores until a node changes; it must place
+// exactly as the Placer does over the same nodes (best score, ties to the earlier node), for
+// every strategy, random draws included, on a history with repeated shapes and model limits.
+TEST(ShapeChooser, PlacesExactlyAsThePlacer) {
+  std::vector<OpenbPod> rows;
+  const std::vector<std::vector<std::string>> specs = {{}, {}, {"T4"}, {"G2", "T4"}};
+  std::mt19937_64 rng(5);
+  for (int i = 0; i < 160; ++i) {
+    const int kind = static_cast<int>(rng() % 6);
+    const int gpus = kind == 0 ? 0 : kind == 5 ? 2 : 1;
+    const int milli = gpus == 0 ? 0 : kind >= 4 ? 1000 : 200 + 150 * static_cast<int>(rng() % 4);
+    rows.push_back({"p" + std::to_string(i), 1000 * static_cast<int64_t>(1 + rng() % 8), 4096,
+                    gpus, milli, gpus ? specs[rng() % specs.size()] : std::vector<std::string>{}});
+  }
+  for (const char* policy : {"random(seed=3)", "dotprod", "gpu-clustering", "gpu-packing", "bestfit",
+                             "fgd"}) {
+    ClusterState a = MakeCluster(SmallNodes()), b = MakeCluster(SmallNodes());
+    a.set_clock([] { return int64_t{1}; });  // allocations record the time they were made
+    b.set_clock([] { return int64_t{1}; });
+    auto sa = Strategy(policy), sb = Strategy(policy);
+    auto* oa = dynamic_cast<PlacementObserver*>(sa.get());
+    auto* ob = dynamic_cast<PlacementObserver*>(sb.get());
+    Placer placer;
+    std::map<std::string, int> shape_ids;
+    ShapeChooser chooser(b, *sb, static_cast<int>(rows.size()));
+    int placed = 0;
+    for (const OpenbPod& row : rows) {
+      Pod pod = *OpenbPodToPod(row);
+      OpenbPod shape = row;
+      shape.name.clear();
+      const std::string key = absl::StrCat(shape.cpu_milli, ",", shape.num_gpu, ",",
+                                           shape.gpu_milli, ",", absl::StrJoin(shape.gpu_spec, "|"));
+      const int id = shape_ids.try_emplace(key, static_cast<int>(shape_ids.size())).first->second;
+      PlaceResult want = placer.Place(a, pod, *sa);
+      Allocation plan;
+      const int got = chooser.Choose(pod, id, &plan);
+      ASSERT_EQ(got >= 0, want.placed) << policy << " " << row.name;
+      if (!want.placed) continue;
+      ++placed;
+      ASSERT_TRUE(b.Reserve(plan).ok());
+      ASSERT_TRUE(b.Commit(pod.name).ok());
+      EXPECT_EQ(b.node(got).name, want.allocation.node) << policy << " " << row.name;
+      EXPECT_EQ(Minors(*b.FindAllocation(pod.name)), Minors(want.allocation)) << policy;
+      if (oa != nullptr) oa->OnBound(a.node(a.FindNode(want.allocation.node)), pod);
+      if (ob != nullptr) ob->OnBound(b.node(got), pod);
+    }
+    EXPECT_GT(placed, 40) << policy;
+    EXPECT_TRUE(a == b) << policy;
+  }
+}
+
+// Ties: by name, the smallest name; by the seeded order, a random node order per seed, which the
+// final cluster lists first to last (nodes enter it in tie order). Under gpu-packing every node
+// here ties for every pod (idle identical nodes; CPU-only pods score 0), so each pod must take the
+// first node in that order with room for it.
+TEST(OpenbReplay, TiesFollowTheNodeOrder) {
+  std::vector<OpenbNode> nodes;
+  for (int i = 0; i < 10; ++i) nodes.push_back({"n" + std::to_string(9 - i), 4000, 65536, 1, "T4"});
+  std::vector<OpenbPod> pods = {{"gpu", 1000, 1024, 1, 1000, {}}};
+  for (int i = 0; i < 3; ++i) pods.push_back({"cpu" + std::to_string(i), 4000, 1024, 0, 0, {}});
+  auto check = [&](const OpenbReplayResult& r, const std::vector<std::string>& order) {
+    std::map<std::string, int64_t> cpu_left, gpus_left;
+    for (const OpenbNode& n : nodes) {
+      cpu_left[n.name] = n.cpu_milli;
+      gpus_left[n.name] = n.num_gpu;
+    }
+    for (size_t k = 0; k < r.pod.size(); ++k) {
+      const OpenbPod& pod = pods[r.pod[k]];
+      std::string want;
+      for (const std::string& name : order)
+        if (cpu_left[name] >= pod.cpu_milli && gpus_left[name] >= pod.num_gpu) {
+          want = name;
+          break;
+        }
+      ASSERT_EQ(r.placed[k] == 1, !want.empty()) << k;
+      if (want.empty()) continue;
+      EXPECT_EQ(nodes[r.node[k]].name, want) << k;
+      cpu_left[want] -= pod.cpu_milli;
+      gpus_left[want] -= pod.num_gpu;
+    }
+  };
+  OpenbReplayOptions o;
+  o.policy = "gpu-packing";
+  o.stop_at = 0.2;
+  o.ties = OpenbTies::kName;
+  auto by_name = ReplayOpenb(nodes, pods, o);
+  ASSERT_TRUE(by_name.ok()) << by_name.status();
+  std::vector<std::string> names;
+  for (const OpenbNode& n : nodes) names.push_back(n.name);
+  std::sort(names.begin(), names.end());
+  check(*by_name, names);
+  o.ties = OpenbTies::kSeededOrder;
+  std::set<std::string> first;
+  for (uint64_t seed = 0; seed < 8; ++seed) {
+    o.seed = seed;
+    auto r = ReplayOpenb(nodes, pods, o);
+    ASSERT_TRUE(r.ok()) << r.status();
+    std::vector<std::string> order;
+    for (int i = 0; i < r->cluster.num_nodes(); ++i) order.push_back(r->cluster.node(i).name);
+    check(*r, order);
+    first.insert(order[0]);
+  }
+  EXPECT_GT(first.size(), 3u);  // a different order per seed
 }
 
 TEST(OpenbReplay, ResamplesUpToTheTarget) {

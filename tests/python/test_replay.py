@@ -120,14 +120,66 @@ def test_plot_draws_one_curve_per_policy(small):
     assert len(ax.get_lines()) == 3  # two policies and the diagonal
 
 
-def test_default_trace_reproduces_the_published_ordering(shared_data):
-    """One seed of the paper's experiment: FGD above Random, each near its published mean."""
+def test_ties_options(small):
+    nodes, pods = small
+    a = replay.replay_openb(nodes, pods, policy="gpu-packing", seed=1)
+    b = replay.replay_openb(nodes, pods, policy="gpu-packing", seed=1, ties="seeded")
+    pd.testing.assert_frame_equal(a.timeseries, b.timeseries)
+    by_name = replay.replay_openb(nodes, pods, policy="gpu-packing", seed=1, ties="name")
+    same_order = by_name.timeseries["pod"].to_numpy()
+    assert np.array_equal(same_order, a.timeseries["pod"].to_numpy())  # ties do not move arrivals
+    assert not by_name.timeseries["node"].equals(a.timeseries["node"])
+    # CPU-only pods tie everywhere under gpu-packing: by name, the first one takes the first node.
+    cpu = by_name.timeseries[pods["num_gpu"].to_numpy()[by_name.timeseries["pod"]] == 0]
+    assert cpu["node"].iloc[0] == sorted(nodes["name"])[0]
+    r1 = replay.replay_openb(nodes, pods, policy="fgd", seed=1, random_ties=True)
+    r2 = replay.replay_openb(nodes, pods, policy="fgd", seed=1, ties="random")
+    pd.testing.assert_frame_equal(r1.timeseries, r2.timeseries)
+    with pytest.raises(ValueError, match="ties must be one of"):
+        replay.replay_openb(nodes, pods, ties="first")
+
+
+def test_near_100_is_the_mean_over_arrivals_rounding_to_100(small):
+    nodes, pods = small
+    res = replay.replay_openb(nodes, pods, policy="bestfit", seed=3)
+    ts = res.timeseries
+    window = ts[np.round(100 * ts["arrived"]) == 100]
+    assert len(window) > 0
+    assert res.summary["alloc_ratio_near_100"] == pytest.approx(window["allocated"].mean())
+    assert res.summary["alloc_ratio_near_100"] <= ts["allocated"].max()
+
+
+def test_load_published_reads_the_study_table(shared_data, tmp_path):
+    table = replay.load_published(shared_data / "openb" / "fgd_expected_alloc.csv")
+    assert set(table.index.get_level_values("policy")) == set(SIX)
+    assert (table["seeds"] == 10).all()
+    default = table.loc["default"]["mean"]
+    for policy, published in replay.PUBLISHED_ALLOC_AT_100.items():
+        assert default[policy] == pytest.approx(published, abs=0.05)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("workload,sc_policy,seed\nx,01-Random,1\n")
+    with pytest.raises(ValueError, match="lacks column"):
+        replay.load_published(bad)
+    bad.write_text("workload,sc_policy,100\nx,07-Mine,1\n")
+    with pytest.raises(ValueError, match="unknown sc_policy value"):
+        replay.load_published(bad)
+
+
+@pytest.mark.parametrize("trace", ["default", "gpuspec20"])
+def test_study_means_within_one_point(shared_data, trace):
+    """Two seeds of the study's experiment (Weng et al., ATC 2023, on the Alibaba openb trace):
+    each policy's mean allocation at 100% arrived load (read as the study reads its curves) lies
+    within 1.0 point of the study's own 10-seed mean, and FGD comes first. gpuspec20 has pods that
+    constrain the GPU model. The full study: benchmarks/openb_replay.py."""
     openb = shared_data / "openb"
     nodes = load_openb_nodes(openb / "openb_node_list_gpu_node.csv")
-    pods = load_openb_pods(openb / "openb_pod_list_default.csv")
-    got = {p: replay.replay_openb(nodes, pods, policy=p, seed=0).summary for p in ("random", "fgd")}
-    assert got["fgd"]["alloc_ratio_at_100"] > got["random"]["alloc_ratio_at_100"]
-    for p, s in got.items():
-        assert abs(100 * s["alloc_ratio_at_100"] - replay.PUBLISHED_ALLOC_AT_100[p]) < 1.5, (p, s)
-        assert s["cluster_gpus"] == 6212
-        assert 1.29 < s["arrived_at_130"] <= 1.3
+    pods = load_openb_pods(openb / f"openb_pod_list_{trace}.csv")
+    published = replay.load_published(openb / "fgd_expected_alloc.csv").loc[trace]["mean"]
+    got = {}
+    for policy in SIX:
+        runs = [replay.replay_openb(nodes, pods, policy=policy, seed=s).summary for s in range(2)]
+        got[policy] = 100 * np.mean([r["alloc_ratio_near_100"] for r in runs])
+        assert all(r["cluster_gpus"] == 6212 and 1.29 < r["arrived_at_130"] <= 1.3 for r in runs)
+    for policy, mean in got.items():
+        assert abs(mean - published[policy]) < 1.0, (trace, policy, mean, published[policy])
+    assert max(got, key=got.get) == "fgd"

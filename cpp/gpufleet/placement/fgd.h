@@ -11,8 +11,9 @@
 // The workload comes from the registry parameter "workload" (see GpuWorkload::FromJson); without
 // one, FGD measures fragmentation against a single whole-GPU task (free share on partly used GPUs
 // counts as fragment). MakeFgd builds one natively from a GpuWorkload (the openb replay does so
-// with the trace's own pod mix). Answers are memoised by node state (free CPU, free share per GPU)
-// and task shape, so identical nodes cost one evaluation. Not ConcurrentSafe(): ChooseDevices
+// with the trace's own pod mix). Answers are memoised by node state (free CPU, free share per GPU,
+// and each GPU's model when the pod or the workload limits models) and task shape, so identical
+// nodes cost one evaluation whether or not pods constrain the GPU model. Not ConcurrentSafe(): ChooseDevices
 // reuses the task of the pod last scored and the memo grows with every score, so an instance
 // belongs to one cluster (StrategyCache) and its owner serialises every use.
 #ifndef GPUFLEET_PLACEMENT_FGD_H_

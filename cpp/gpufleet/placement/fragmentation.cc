@@ -159,8 +159,38 @@ void GpuWorkload::Index() {
                    [](const Entry& a, const Entry& b) { return a.task.core > b.task.core; });
 }
 
+GpuWorkload::SlotMasks GpuWorkload::AcceptedSlots(const NodeView& view,
+                                                   const GpuSlots& slots) const {
+  SlotMasks out(with_models_.size(), 0);
+  if (with_models_.empty()) return out;
+  // A node usually carries one model: each task's verdict is taken once per distinct model.
+  const std::string* models[GpuSlots::kMaxGpus];
+  uint32_t slots_of[GpuSlots::kMaxGpus] = {};
+  int distinct = 0;
+  for (int i = 0; i < slots.n; ++i) {
+    const std::string& m = view.device(slots.device[i]).model;
+    int k = 0;
+    while (k < distinct && *models[k] != m) ++k;
+    if (k == distinct) models[distinct++] = &m;
+    slots_of[k] |= uint32_t{1} << i;
+  }
+  for (size_t e = 0; e < with_models_.size(); ++e) {
+    const std::vector<std::string>& allowed = with_models_[e].task.models;
+    for (int k = 0; k < distinct; ++k)
+      if (std::find(allowed.begin(), allowed.end(), *models[k]) != allowed.end())
+        out[e] |= slots_of[k];
+  }
+  return out;
+}
+
 double GpuWorkload::Fragmentation(const NodeView& view, const GpuSlots& slots,
                                   int64_t cpu_left) const {
+  if (with_models_.empty()) return Fragmentation(slots, cpu_left, SlotMasks());
+  return Fragmentation(slots, cpu_left, AcceptedSlots(view, slots));
+}
+
+double GpuWorkload::Fragmentation(const GpuSlots& slots, int64_t cpu_left,
+                                  const SlotMasks& accepted) const {
   const int64_t total = slots.total_left();
   if (total == 0) return 0.0;
   // A task that wants no GPU cannot use any free GPU share.
@@ -179,11 +209,12 @@ double GpuWorkload::Fragmentation(const NodeView& view, const GpuSlots& slots,
     const bool runs = cpu_left >= e.task.cpu_milli && fitting >= e.task.count;
     frag += e.weight * static_cast<double>(runs ? total - usable : total);
   }
-  for (const Entry& e : with_models_) {
+  for (size_t k = 0; k < with_models_.size(); ++k) {
+    const Entry& e = with_models_[k];
     int n = 0;
     int64_t ok = 0;
     for (int i = 0; i < slots.n; ++i) {
-      if (slots.left[i] < e.task.core || !ModelAccepted(e.task, view, slots.device[i])) continue;
+      if (slots.left[i] < e.task.core || !(accepted[k] >> i & 1)) continue;
       ++n;
       ok += slots.left[i];
     }

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "gpufleet/core/registry.h"
@@ -44,6 +45,14 @@ class GpuWorkload {
   // Expected fragmented GPU share (core percent: 100 = one GPU) of a node with `cpu_left` free
   // CPU and GPUs `slots`; `view` supplies the GPU models for tasks that restrict them.
   double Fragmentation(const NodeView& view, const GpuSlots& slots, int64_t cpu_left) const;
+
+  // For each task that limits models (in order), the slots whose GPU model it accepts, one bit
+  // per slot. Models are fixed per GPU, so a caller that weighs several changes of free share on
+  // one node (fgd tries every GPU) computes them once and passes them to the overload below,
+  // which then compares no strings.
+  using SlotMasks = absl::InlinedVector<uint32_t, 16>;
+  SlotMasks AcceptedSlots(const NodeView& view, const GpuSlots& slots) const;
+  double Fragmentation(const GpuSlots& slots, int64_t cpu_left, const SlotMasks& accepted) const;
 
  private:
   void Index();

@@ -6,14 +6,17 @@
 #include <memory>
 #include <random>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "gpufleet/accounting/device_fit.h"
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/placement/gpu_share.h"
 #include "gpufleet/placement/observer.h"
 #include "gpufleet/placement/placer.h"
+#include "gpufleet/sim/openb_replay_chooser.h"
 
 namespace gpufleet {
 namespace {
@@ -55,6 +58,16 @@ absl::StatusOr<std::unique_ptr<PlacementStrategy>> BuildStrategy(const OpenbRepl
     p["workload"] = workload.ToJson();
   if (info.FindParam("seed") != nullptr && !p.contains("seed")) p["seed"] = o.seed;
   return registry.Create(o.policy, p);
+}
+
+// What Filter and the strategies read from a pod: its requests and allowed models.
+std::string ShapeKey(const Pod& p) {
+  std::string key = absl::StrCat(p.cpu_milli, ",", p.memory_bytes, ",", static_cast<int>(p.scope));
+  for (const DeviceRequest& r : p.devices)
+    absl::StrAppend(&key, ";", r.type, ",", r.count, ",", r.core, ",", r.memory_bytes, ",",
+                    r.memory_ratio);
+  absl::StrAppend(&key, "|", absl::StrJoin(p.gpu_models, "|"));
+  return key;
 }
 
 }  // namespace
@@ -137,15 +150,22 @@ absl::StatusOr<OpenbReplayResult> ReplayOpenb(const std::vector<OpenbNode>& node
   OpenbReplayResult out;
   ClusterState& cluster = out.cluster;
   cluster.set_clock([] { return int64_t{1}; });  // assume times carry no meaning here
+  // Every row is checked in input order first, so an error names the first bad row.
+  std::vector<Node> converted;
+  converted.reserve(nodes.size());
+  absl::flat_hash_set<std::string> node_names;
   for (size_t i = 0; i < nodes.size(); ++i) {
     auto node = OpenbNodeToNode(nodes[i]);
-    if (!node.ok())
-      return absl::InvalidArgumentError(absl::StrCat("node row ", i, ": ", node.status().message()));
-    absl::Status s = cluster.AddNode(*node);
+    absl::Status s = node.ok() ? ValidateNode(*node) : node.status();
+    if (s.ok() && !node_names.insert(node->name).second)
+      s = absl::AlreadyExistsError(absl::StrFormat("node %s already exists", node->name));
     if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat("node row ", i, ": ", s.message()));
+    converted.push_back(*std::move(node));
   }
   std::vector<Pod> trace;
   std::vector<ShareTask> tasks;
+  std::vector<int> shape_of;  // pods with equal requests share a shape (ShapeChooser's cache key)
+  absl::flat_hash_map<std::string, int> shapes;
   trace.reserve(pods.size());
   absl::flat_hash_set<std::string> names;
   int64_t trace_core = 0;
@@ -158,9 +178,12 @@ absl::StatusOr<OpenbReplayResult> ReplayOpenb(const std::vector<OpenbNode>& node
           absl::StrCat("pod row ", i, ": name ", pod->name, " appears twice"));
     tasks.push_back(TaskOf(*pod));
     trace_core += tasks.back().total_core();
+    shape_of.push_back(shapes.try_emplace(ShapeKey(*pod), static_cast<int>(shapes.size()))
+                           .first->second);
     trace.push_back(*std::move(pod));
   }
-  for (int i = 0; i < cluster.num_nodes(); ++i) out.gpu_capacity += 100 * cluster.usage(i).gpu_count;
+  for (const Node& n : converted)
+    for (const Device& d : n.devices) out.gpu_capacity += d.type == kGpu ? 100 : 0;
   if (out.gpu_capacity == 0) return absl::InvalidArgumentError("replay: the cluster has no GPUs");
   out.workload = GpuWorkload::FromTasks(tasks, o.coverage);
   ASSIGN_OR_RETURN(std::unique_ptr<PlacementStrategy> strategy, BuildStrategy(o, out.workload));
@@ -188,9 +211,30 @@ absl::StatusOr<OpenbReplayResult> ReplayOpenb(const std::vector<OpenbNode>& node
     }
   }
 
+  // Tie order. The nodes enter the cluster in it, so "the first node with the best score" (the
+  // Placer's rule) is the study's rule, and the Placer's per-shape score cache stays usable.
+  std::vector<int32_t> row_of(converted.size());  // node index -> input row
+  for (size_t i = 0; i < row_of.size(); ++i) row_of[i] = static_cast<int32_t>(i);
+  std::sort(row_of.begin(), row_of.end(),
+            [&](int32_t a, int32_t b) { return converted[a].name < converted[b].name; });
+  if (o.ties == OpenbTies::kSeededOrder) {
+    // The study's simulator sorts the nodes by name, then draws a permutation and prefixes each
+    // name with its rank in it: node k by name comes rank[k]-th.
+    std::vector<int32_t> rank(row_of.size());
+    for (size_t i = 0; i < rank.size(); ++i) rank[i] = static_cast<int32_t>(i);
+    Shuffle(rank, rng);
+    std::vector<int32_t> by_rank(row_of.size());
+    for (size_t k = 0; k < rank.size(); ++k) by_rank[rank[k]] = row_of[k];
+    row_of = std::move(by_rank);
+  }
+  for (int32_t row : row_of) {
+    absl::Status s = cluster.AddNode(converted[row]);
+    if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat("node row ", row, ": ", s.message()));
+  }
+
   // Per-node fragmentation, updated only where a pod lands.
   std::vector<double> node_frag(cluster.num_nodes());
-  double frag = 0.0, idle = 0.0;
+  double frag = 0.0;
   auto node_fragmentation = [&](int i) {
     NodeView v = cluster.View(i);
     return out.workload.empty() ? 0.0 : out.workload.Fragmentation(v, SlotsOf(v), CpuLeft(v));
@@ -199,7 +243,7 @@ absl::StatusOr<OpenbReplayResult> ReplayOpenb(const std::vector<OpenbNode>& node
     node_frag[i] = node_fragmentation(i);
     frag += node_frag[i];
   }
-  idle = static_cast<double>(out.gpu_capacity);
+  double idle = static_cast<double>(out.gpu_capacity);
   const size_t n = arrivals.size();
   out.pod.reserve(n);
   out.placed.reserve(n);
@@ -211,13 +255,15 @@ absl::StatusOr<OpenbReplayResult> ReplayOpenb(const std::vector<OpenbNode>& node
   out.failed.reserve(n);
   out.failed_gpu.reserve(n);
   const double cap = static_cast<double>(out.gpu_capacity);
-  // Candidates in name order: Place gives ties to the earliest candidate.
+  // Random ties: the candidates in a fresh random order for every pod (Place gives ties to the
+  // earliest candidate). Otherwise ties go to the earliest node in index order, which lets the
+  // chooser keep every shape's scores of the nodes that did not change.
   std::vector<int> all(cluster.num_nodes()), candidates;
   for (int i = 0; i < cluster.num_nodes(); ++i) all[i] = i;
-  std::sort(all.begin(), all.end(),
-            [&](int a, int b) { return cluster.node(a).name < cluster.node(b).name; });
   std::vector<int> uses(trace.size(), 0);
   Placer placer;
+  ShapeChooser chooser(cluster, *strategy, static_cast<int>(shapes.size()));
+  Allocation plan;
   double arrived = 0.0, allocated = 0.0, failed_gpu = 0.0;
   int32_t failed = 0;
   for (int32_t i : arrivals) {
@@ -225,14 +271,21 @@ absl::StatusOr<OpenbReplayResult> ReplayOpenb(const std::vector<OpenbNode>& node
     if (uses[i]++ > 0) pod.name = absl::StrCat(pod.name, "#", uses[i] - 1);
     const double need = static_cast<double>(tasks[i].total_core());
     arrived += need;
-    if (o.random_ties) Shuffle(all, rng);
-    candidates.clear();
-    for (int k : all)
-      if (QuickMayFit(pod, cluster.usage(k))) candidates.push_back(k);
     int where = -1;
-    if (!candidates.empty()) {
-      PlaceResult r = placer.Place(cluster, pod, *strategy, /*commit=*/true, &candidates);
-      if (r.placed) where = cluster.FindNode(r.allocation.node);
+    if (o.ties == OpenbTies::kRandom) {
+      Shuffle(all, rng);
+      candidates.clear();
+      for (int k : all)
+        if (QuickMayFit(pod, cluster.usage(k))) candidates.push_back(k);
+      if (!candidates.empty()) {
+        PlaceResult r = placer.Place(cluster, pod, *strategy, /*commit=*/true, &candidates);
+        if (r.placed) where = cluster.FindNode(r.allocation.node);
+      }
+    } else {
+      where = chooser.Choose(pod, shape_of[i], &plan);
+      if (where >= 0 && !(cluster.Reserve(plan).ok() && cluster.Commit(pod.name).ok()))
+        return absl::InternalError(absl::StrCat("replay: the plan for pod ", pod.name, " on node ",
+                                                plan.node, " did not apply"));
     }
     if (where >= 0) {
       allocated += need;
@@ -247,7 +300,7 @@ absl::StatusOr<OpenbReplayResult> ReplayOpenb(const std::vector<OpenbNode>& node
     }
     out.pod.push_back(i);
     out.placed.push_back(where >= 0 ? 1 : 0);
-    out.node.push_back(where);
+    out.node.push_back(where >= 0 ? row_of[where] : -1);
     out.arrived.push_back(arrived / cap);
     out.allocated.push_back(allocated / cap);
     out.fragmented.push_back(std::max(0.0, frag) / cap);

@@ -5,6 +5,11 @@
 // replacement) keep arriving until the arrived GPU requests reach `stop_at` times the cluster's GPU
 // capacity. After every arrival the replay records arrived demand, GPU allocation and
 // fragmentation (against the trace's typical pods, fragmentation.h).
+//
+// Ties between equally scored nodes go, by default, to a seeded random order of the nodes fixed
+// for the whole run: the study's simulator gives ties to the smallest node name, but first renames
+// every node with a random four-digit prefix (a permutation drawn after the arrival order), so its
+// "smallest name" is a random node order per seed. docs/replay.md explains the effect.
 #ifndef GPUFLEET_SIM_OPENB_REPLAY_H_
 #define GPUFLEET_SIM_OPENB_REPLAY_H_
 
@@ -38,6 +43,13 @@ struct OpenbPod {
   std::vector<std::string> gpu_spec;  // allowed models, empty = any
 };
 
+// Which of several equally scored nodes a pod takes.
+enum class OpenbTies {
+  kSeededOrder,  // a random node order drawn once per run from the seed (the study's simulator)
+  kName,         // the smallest node name
+  kRandom,       // a fresh random node for every pod (upstream kube-scheduler's reservoir sampling)
+};
+
 struct OpenbReplayOptions {
   std::string policy = "fgd";     // a registered placement strategy
   Json params = Json::object();   // its parameters; a declared "workload" or "seed" parameter
@@ -45,20 +57,17 @@ struct OpenbReplayOptions {
   uint64_t seed = 0;              // arrival order, resampling, random ties (and `random`'s seed)
   double stop_at = 1.3;           // arrived GPU requests / cluster GPUs at which arrivals stop
   double coverage = 0.95;         // share of pods the typical-pod workload covers
-  // Equal scores go to the node with the smallest name (the paper's simulator patches
-  // kube-scheduler so, for reproducibility), or with random_ties to a random one (upstream
-  // kube-scheduler's reservoir sampling).
-  bool random_ties = false;
+  OpenbTies ties = OpenbTies::kSeededOrder;
 };
 
 struct OpenbReplayResult {
-  ClusterState cluster;            // the final state
+  ClusterState cluster;            // the final state; nodes are added in tie order
   GpuWorkload workload;            // typical pods, used by fgd and for fragmentation
   int64_t gpu_capacity = 0;        // cluster GPUs, in core percent (100 per GPU)
   // One entry per arrival:
   std::vector<int32_t> pod;        // index into the input pods (resampled pods repeat an index)
   std::vector<int8_t> placed;      // 1 placed, 0 failed
-  std::vector<int32_t> node;       // node index, -1 when failed
+  std::vector<int32_t> node;       // node row (index into the input nodes), -1 when failed
   std::vector<double> arrived;     // arrived GPU requests / capacity
   std::vector<double> allocated;   // allocated GPU share / capacity
   std::vector<double> fragmented;  // fragmented free GPU share / capacity
