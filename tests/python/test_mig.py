@@ -127,13 +127,13 @@ def test_device_plugin_exposes_mig_uuids(inv, tmp_path):
     try:
         with grpc.insecure_channel(f"unix://{srv.socket_path}") as ch:
             grpc.channel_ready_future(ch).result(timeout=T)
-            stub = pb_grpc.DevicePluginStub(ch)
-            listed = next(iter(stub.ListAndWatch(pb.Empty(), timeout=T)))
+            plugin = pb_grpc.DevicePluginStub(ch)  # the gRPC client
+            listed = next(iter(plugin.ListAndWatch(pb.Empty(), timeout=T)))
             ids = [d.ID for d in listed.devices]
             assert ids == ["MIG-1c2d3e4f-0000-5a00-8000-000000000003",
                            "MIG-1c2d3e4f-0000-5a00-8000-000000000004"]
             req = pb.AllocateRequest(container_requests=[pb.ContainerAllocateRequest(devices_ids=ids)])
-            (resp,) = stub.Allocate(req, timeout=T).container_responses
+            (resp,) = plugin.Allocate(req, timeout=T).container_responses
             assert resp.envs["NVIDIA_VISIBLE_DEVICES"] == ",".join(ids)
             assert resp.envs["CUDA_VISIBLE_DEVICES"] == ",".join(ids)
             assert not any(k.startswith("CUDA_MPS_") for k in resp.envs)
