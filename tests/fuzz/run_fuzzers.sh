@@ -5,10 +5,12 @@
 # build/fuzz/{corpus,crashes}/<name>, never into the repository.
 #   FUZZ_SECONDS   total time over all targets (default 60), split evenly
 #   FUZZ_TARGETS   space-separated subset of targets (default: every tests/fuzz/*_fuzz.cc)
+#   FUZZ_BUILD     build directory (default build/fuzz); scripts/test.sh passes build/asan, whose
+#                  clang sanitizer build of the core also serves the GoogleTest program
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 jobs=$(nproc 2>/dev/null || echo 2)
-build=build/fuzz
+build=${FUZZ_BUILD:-build/fuzz}
 
 cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DGPUFLEET_BUILD_FUZZERS=ON \
   -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS=-O1 -DCMAKE_UNITY_BUILD=ON \

@@ -167,6 +167,36 @@ def test_node_from_devices_annotation_gfd_label_and_gpushare():
         convert.node_spec(n)
 
 
+def test_node_mig_strategy_label_decides_what_nvidia_gpu_means():
+    """GPU feature discovery's nvidia.com/mig.strategy label reaches the node spec."""
+    split = {"type": "gpu", "minor": 0, "id": "GPU-0", "model": "A100-80GB",
+             "mig": [{"profile": "1g.10gb", "start": s, "id": f"MIG-{s}"} for s in range(7)]}
+
+    def spec(label: Optional[str]) -> dict[str, Any]:
+        n = knode("m")
+        n["metadata"]["annotations"] = {convert.ANN_DEVICES: json.dumps([split])}
+        if label is not None:
+            n["metadata"]["labels"]["nvidia.com/mig.strategy"] = label
+        return convert.node_spec(n)
+
+    assert "mig_strategy" not in spec(None) and "mig_strategy" not in spec("none")
+    single = spec("single")
+    assert single["mig_strategy"] == "single"
+    c = gpufleet.Cluster()
+    c.add_node(single)
+    alloc, reason = c.place({"name": "two", "requests": {"nvidia.com/gpu": "2"}})
+    assert alloc is not None, reason
+    assert [d["minor"] for d in alloc.device_allocated()["gpu"]] == [0, 1]  # instances 0 and 1 of GPU 0
+    mixed = gpufleet.Cluster()
+    mixed.add_node(spec("mixed"))
+    alloc, reason = mixed.place({"name": "whole", "requests": {"nvidia.com/gpu": "1"}})
+    assert alloc is None and reason
+    alloc, reason = mixed.place({"name": "slice", "requests": {"nvidia.com/mig-1g.10gb": "1"}})
+    assert alloc is not None, reason
+    with pytest.raises(convert.ConvertError, match="node m: label nvidia.com/mig.strategy='half'"):
+        spec("half")
+
+
 def test_normalise_is_case_insensitive_for_protocol_keys_only():
     body = {"pod": {"metadata": {"name": "x"}, "spec": {"nodeSelector": {"A": "b"}}},
             "NODENAMES": ["n1"], "extra": 1}

@@ -177,3 +177,44 @@ def test_node_inventory_wide_lists_instances(capsys):
     assert main(["node", "inventory", "--replay", str(DATA / "nvml_a100_mig.json"), "-o", "wide"]) == 0
     out = capsys.readouterr().out
     assert "mig 3g.40gb" in out and "0/4" in out and "MIG-1c2d3e4f-0000-5a00-8000-000000000001" in out
+
+
+def test_container_env_exposes_granted_mig_instances_by_uuid(inv):
+    from gpufleet.k8s.annotations import DeviceGrant
+    from gpufleet.node.env import container_env
+    gpu0 = inv.devices[0]
+    by_start = {m["start"]: m["id"] for m in gpu0["mig"]}
+    # Mixed strategy (GPU 1 is whole): instances are mig-<profile> at minor 8 x gpu + start.
+    env = container_env([DeviceGrant("mig-3g.40gb", 4), DeviceGrant("mig-1g.10gb", 2)], inv.devices)
+    assert env["NVIDIA_VISIBLE_DEVICES"] == f"{by_start[4]},{by_start[2]}"
+    assert not any(k.startswith("CUDA_MPS") for k in env)
+    both = container_env([DeviceGrant("gpu", 1), DeviceGrant("mig-2g.20gb", 0)], inv.devices)
+    assert both["NVIDIA_VISIBLE_DEVICES"] == f"{inv.devices[1]['id']},{by_start[0]}"
+    # A GPU in MIG mode is never visible whole, and a grant must match the instance's profile.
+    with pytest.raises(ValueError, match="GPU minor 0, which this node does not have"):
+        container_env([DeviceGrant("gpu", 0)], inv.devices)
+    with pytest.raises(ValueError, match="mig-1g.10gb minor 4, which this node does not have"):
+        container_env([DeviceGrant("mig-1g.10gb", 4)], inv.devices)
+    with pytest.raises(ValueError, match="cannot be shared"):
+        container_env([DeviceGrant("mig-3g.40gb", 4, core_percent=50)], inv.devices)
+    # Single strategy (every GPU split): the instances are the node's "gpu" devices.
+    single = [gpu0]
+    env = container_env([DeviceGrant("gpu", 3)], single)
+    assert env["NVIDIA_VISIBLE_DEVICES"] == by_start[3]
+    stated = container_env([DeviceGrant("mig-1g.10gb", 3)], {"devices": single, "mig_strategy": "mixed"})
+    assert stated["NVIDIA_VISIBLE_DEVICES"] == by_start[3]
+
+
+def test_container_env_follows_the_placement_of_a_mig_pod(capsys):
+    """What `gpufleet place` grants on the scenario's mixed node is what the container sees."""
+    import yaml
+    from gpufleet.k8s.annotations import parse_device_allocated
+    from gpufleet.node.env import container_env
+    assert main(["place", str(SCENARIO), "--json"]) == 0
+    placed = {p["pod"]: p for p in json.loads(capsys.readouterr().out)["placements"]}
+    nodes = {n["name"]: n for n in yaml.safe_load(SCENARIO.read_text())["nodes"]}
+    emb = placed["embedder"]
+    alloc = parse_device_allocated(json.dumps(emb["device_allocated"]))
+    env = container_env(alloc, nodes[emb["node"]])  # the node spec states no strategy: mixed
+    ids = {m["profile"]: m["id"] for m in nodes["a100-mixed"]["devices"][0]["mig"]}
+    assert sorted(env["NVIDIA_VISIBLE_DEVICES"].split(",")) == sorted([ids["1g.10gb"], ids["2g.20gb"]])

@@ -48,6 +48,7 @@ ANN_GPU_SHARING = "gpufleet.io/gpu-sharing"     # mixed | whole | shared
 ANN_NVLINK = "gpufleet.io/nvlink-groups"        # JSON list of lists of minors
 LABEL_GPU_MEMORY = "nvidia.com/gpu.memory"      # GPU feature discovery, MiB per GPU
 LABEL_GPU_PRODUCT = "nvidia.com/gpu.product"
+LABEL_MIG_STRATEGY = "nvidia.com/mig.strategy"  # GPU feature discovery: none | single | mixed
 
 # The names the native core also knows, by the core's own name for each (see wire_keys()).
 CORE_NAMES = {

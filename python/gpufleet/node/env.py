@@ -28,6 +28,38 @@ def index_devices(devices: Iterable[DeviceSpec] | Mapping[str, Any]) -> dict[int
     return out
 
 
+# A MIG instance's device minor: 8 memory slots per GPU (core/mig.h, MigInstanceMinor).
+MIG_SLOTS_PER_GPU = 8
+
+
+def _mig_strategy(devices: Iterable[DeviceSpec] | Mapping[str, Any], gpus: list[DeviceSpec]) -> str:
+    """The node's MIG strategy: stated in an inventory dict, else "single" when every GPU is split."""
+    if isinstance(devices, Mapping) and devices.get("mig_strategy"):
+        return str(devices["mig_strategy"])
+    return "single" if gpus and all(g.get("mig") for g in gpus) else "mixed"
+
+
+def index_units(devices: Iterable[DeviceSpec] | Mapping[str, Any]) -> dict[tuple[str, int], DeviceSpec]:
+    """(grant type, minor) -> what a grant of that type and minor makes visible.
+
+    Whole GPUs are ("gpu", minor). A GPU with a `mig` list is its instances instead, never itself:
+    ("mig-<profile>", 8 x minor + start) under the mixed strategy and ("gpu", 8 x minor + start)
+    under single, as the core numbers them; an instance's entry has its MIG UUID as `id`.
+    """
+    plain = index_devices(devices)
+    strategy = _mig_strategy(devices, list(plain.values()))
+    out: dict[tuple[str, int], DeviceSpec] = {}
+    for minor, spec in plain.items():
+        instances = spec.get("mig") or []
+        if not instances:
+            out[("gpu", minor)] = spec
+            continue
+        for inst in instances:
+            kind = "gpu" if strategy == "single" else f"mig-{inst['profile']}"
+            out[(kind, MIG_SLOTS_PER_GPU * minor + int(inst["start"]))] = {**inst, "mig_instance": True}
+    return out
+
+
 def device_memory_bytes(spec: DeviceSpec) -> int | None:
     res = spec.get("resources") or {}
     if RES_GPU_MEMORY in res:
@@ -53,25 +85,38 @@ def container_env(grants: Sequence[DeviceGrant] | PodAllocation | GpuShareAlloca
     elif isinstance(grants, PodAllocation):
         gpushare = gpushare or grants.gpushare
         grants = list(grants.grants)
-    gpus = [g for g in grants if g.type == "gpu"]
+    gpus = [g for g in grants if g.type == "gpu" or g.type.startswith("mig-")]
     if not gpus:
         raise ValueError("allocation grants no GPU; refusing to expose devices")
-    by_minor = index_devices(devices)
-    seen: set[int] = set()
+    units = index_units(devices)
+    by_minor = {minor: spec for (kind, minor), spec in units.items() if kind == "gpu"}
+    seen: set[tuple[str, int]] = set()
     visible: list[str] = []
     by_uuid = True
     mem_limits: list[str] = []
     cores: list[int] = []
     for pos, g in enumerate(gpus):
-        if g.minor not in by_minor:
-            have = ",".join(str(m) for m in sorted(by_minor)) or "none"
-            raise ValueError(f"allocation names GPU minor {g.minor}, which this node does not have "
+        what = "GPU" if g.type == "gpu" else g.type
+        key = (g.type, g.minor)
+        if key not in units:
+            have = ",".join(str(m) for kind, m in sorted(units) if kind == g.type) or "none"
+            raise ValueError(f"allocation names {what} minor {g.minor}, which this node does not have "
                              f"(minors: {have})")
-        if g.minor in seen:
-            raise ValueError(f"allocation names GPU minor {g.minor} twice")
-        seen.add(g.minor)
-        spec = by_minor[g.minor]
+        if key in seen:
+            raise ValueError(f"allocation names {what} minor {g.minor} twice")
+        seen.add(key)
+        spec = units[key]
         uuid = spec.get("id") or spec.get("uuid")
+        if spec.get("mig_instance"):
+            # A MIG instance is isolated by the hardware and only ever granted whole; the NVIDIA
+            # container runtime accepts its MIG UUID in the visible-devices list.
+            if not uuid:
+                raise ValueError(f"{what} minor {g.minor}: the node does not record the instance's MIG UUID")
+            if g.core_percent is not None and g.core_percent < 100:
+                raise ValueError(f"{what} minor {g.minor}: a MIG instance cannot be shared "
+                                 f"(gpu-core {g.core_percent})")
+            visible.append(str(uuid))
+            continue
         by_uuid = by_uuid and bool(uuid)
         visible.append(str(uuid) if uuid else str(g.minor))
         if g.core_percent is not None:

@@ -13,7 +13,7 @@ from typing import Any
 from . import quantity
 
 from ..keys import (ANN_DEVICES, ANN_GPU_MODELS, ANN_GPU_SHARING, ANN_NVLINK, ANN_SCOPE,
-                    LABEL_GPU_MEMORY, LABEL_GPU_PRODUCT)
+                    LABEL_GPU_MEMORY, LABEL_GPU_PRODUCT, LABEL_MIG_STRATEGY)
 from ..keys import RES_ALIYUN_GPU_COUNT as ALIYUN_GPU_COUNT
 from ..keys import RES_ALIYUN_GPU_MEM as ALIYUN_GPU_MEM
 from ..keys import RES_GPU_CORE as KOORD_CORE
@@ -197,6 +197,14 @@ def node_spec(node: Any, gpushare_unit_bytes: int = _MIB) -> dict[str, Any]:
         "pods": _count(alloc, "pods", what) or 110,
         "devices": _node_devices(what, alloc, labels, annotations, gpushare_unit_bytes),
     }
+    # GPU feature discovery's label says how the NVIDIA device plugin advertises MIG instances,
+    # which decides what nvidia.com/gpu means on the node (docs/scenario.md, MIG strategies).
+    mig_strategy = labels.get(LABEL_MIG_STRATEGY, "none")
+    if mig_strategy in ("single", "mixed"):
+        out["mig_strategy"] = mig_strategy
+    elif mig_strategy != "none":
+        raise ConvertError(f"{what}: label {LABEL_MIG_STRATEGY}={mig_strategy!r} is not one of "
+                           "none, single, mixed")
     if ANN_GPU_SHARING in annotations:
         out["gpu_sharing"] = annotations[ANN_GPU_SHARING]
     if ANN_NVLINK in annotations:
