@@ -76,7 +76,16 @@ def _check_values(value: Any, where: str, depth: int = 0) -> None:
 def read_document(path: str | Path) -> Any:
     """A YAML or JSON file (JSON for a .json suffix) read strictly; ScenarioError names the file and
     the problem on one line."""
-    path = Path(path)
+    return _read(Path(path), every=False)
+
+
+def read_documents(path: str | Path) -> list[Any]:
+    """Every document of a YAML stream (``---``-separated, as Kubernetes manifests ship) read with
+    the same strict rules; a JSON file is one document."""
+    return _read(Path(path), every=True)
+
+
+def _read(path: Path, every: bool) -> Any:
     try:
         raw = path.read_bytes()
     except OSError as e:
@@ -89,6 +98,9 @@ def read_document(path: str | Path) -> Any:
     try:
         if kind == "JSON":
             data = json.loads(text, object_pairs_hook=_json_object, parse_constant=_json_constant)
+            data = [data] if every else data
+        elif every:
+            data = list(yaml.load_all(text, Loader=_StrictYamlLoader))  # noqa: S506 - SafeLoader subclass
         else:
             data = yaml.load(text, Loader=_StrictYamlLoader)  # noqa: S506 - a SafeLoader subclass
     except RecursionError:
@@ -96,7 +108,11 @@ def read_document(path: str | Path) -> Any:
     except (ValueError, yaml.YAMLError) as e:  # JSONDecodeError is a ValueError
         raise ScenarioError(f"{path}: not valid {kind}: {_one_line(str(e))}") from None
     try:
-        _check_values(data, str(path))
+        if every:
+            for i, doc in enumerate(data):
+                _check_values(doc, f"{path}: document {i + 1}")
+        else:
+            _check_values(data, str(path))
     except RecursionError:
         raise ScenarioError(f"{path}: nested deeper than {MAX_DEPTH} levels") from None
     return data

@@ -150,19 +150,40 @@ def _parse_configmap_text(data: dict[str, Any], where: str) -> dict[str, Any]:
     return {**data, "data": parsed}
 
 
+# The data key that holds Volcano's scheduler configuration in its shipped ConfigMap.
+_VOLCANO_CONF_KEY = "volcano-scheduler.conf"
+
+
+def _scheduler_document(docs: list[Any], path: Path) -> Any:
+    """The one document of a multi-document manifest that configures the scheduler: a ConfigMap
+    whose data holds ``volcano-scheduler.conf`` (Volcano's installer ships it among the
+    namespaces, accounts, roles and other ConfigMaps)."""
+    if len(docs) == 1:
+        return docs[0]
+    found = [d for d in docs if isinstance(d, Mapping) and d.get("kind") == "ConfigMap"
+             and isinstance(d.get("data"), Mapping) and _VOLCANO_CONF_KEY in d["data"]]
+    if len(found) != 1:
+        kinds = ", ".join(str(d.get("kind", "?")) if isinstance(d, Mapping) else type(d).__name__
+                          for d in docs)
+        raise ValueError(f"{path}: {len(docs)} YAML documents ({kinds}), of which {len(found)} "
+                         f"are ConfigMaps holding {_VOLCANO_CONF_KEY}; expected exactly one")
+    return found[0]
+
+
 def load_config(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
     """Read a configuration from a YAML/JSON file (or take a dict) and validate it: unknown plugin
     or action names, bad arguments and inconsistent settings raise ValueError/KeyError. Volcano's
-    files load unchanged, including its ConfigMap wrapper (``volcano-scheduler-configmap``)."""
+    files load unchanged, including its ConfigMap wrapper (``volcano-scheduler-configmap``), also
+    when it is one document of a multi-document manifest such as Volcano's installer."""
     if isinstance(source, Mapping):
         data = _parse_configmap_text(dict(source), "ConfigMap: ")
     else:
         # The scenario reader's strict rules: duplicate keys, NaN/Infinity, binary junk and deep
         # nesting are errors naming the file (ScenarioError is a ValueError).
-        from gpufleet.scenario import read_document
+        from gpufleet.documents import read_documents
 
         path = Path(source)
-        data = read_document(path)
+        data = _scheduler_document(read_documents(path), path)
         if not isinstance(data, dict):
             raise ValueError(f"{path}: expected a mapping with 'actions' and 'tiers'")
         data = _parse_configmap_text(data, f"{path}: ")

@@ -434,6 +434,55 @@ TEST(VolcanoNodeOrderTest, VolcanoWeightNamesTable) {
                                          "(did you mean \"leastrequested.weight\"?)"));
 }
 
+TEST(VolcanoPredicatesTest, ConstraintSwitchesTable) {
+  // "tainted" is in zone a but tainted; "open" is in zone b. The job wants zone a and tolerates
+  // nothing, so with both checks on it fits nowhere.
+  Json tainted = GpuNode("tainted");
+  tainted["labels"] = {{"zone", "a"}};
+  tainted["taints"] = {{{"key", "dedicated"}, {"value", "x"}, {"effect", "NoSchedule"}}};
+  Json open = GpuNode("open");
+  open["labels"] = {{"zone", "b"}};
+  Json scenario = {{"nodes", {tainted, open}},
+                   {"jobs", {MakeJob("pinned", 1, {{"cpu", "1"}, {"nvidia.com/gpu", 1}},
+                                     {{"node_selector", {{"zone", "a"}}}})}}};
+  struct Case {
+    std::string name;
+    Json args;
+    std::string node;  // "" = not placed
+  };
+  const std::vector<Case> table = {
+      {"defaults", Json::object(), ""},
+      {"both on, Volcano's other switches off",
+       {{"predicate.NodePortsEnable", false}, {"predicate.PodAffinityEnable", false},
+        {"predicate.CacheEnable", true}, {"predicate.VolumeBindingEnable", false}}, ""},
+      {"taints off", {{"predicate.TaintTolerationEnable", false}}, "tainted"},
+      {"node affinity off", {{"predicate.NodeAffinityEnable", false}}, "open"},
+  };
+  for (const Case& tc : table) {
+    SCOPED_TRACE(tc.name);
+    Json config = {{"actions", "allocate"},
+                   {"tiers", {{{"plugins", {{{"name", "predicates"}, {"arguments", tc.args}},
+                                            "nodeorder"}}}}}};
+    auto r = RunOnce(scenario, config);
+    ASSERT_TRUE(r.ok()) << r.status();
+    if (tc.node.empty()) {
+      EXPECT_TRUE(r->binds.empty());
+      EXPECT_TRUE(Contains(r->pending.at("pinned"), "node affinity/selector"));
+      EXPECT_TRUE(Contains(r->pending.at("pinned"), "untolerated taint"));
+    } else {
+      ASSERT_EQ(r->binds.size(), 1u);
+      EXPECT_EQ(r->binds[0].allocation.node, tc.node);
+    }
+  }
+  Json bad = {{"actions", "allocate"},
+              {"tiers", {{{"plugins", {{{"name", "predicates"},
+                                        {"arguments", {{"predicate.NodeAffinityEnable", "no"}}}}}}}}}};
+  EXPECT_TRUE(Contains(ConfigError(bad), "predicate.NodeAffinityEnable"));
+  Json typo = {{"actions", "allocate"},
+               {"tiers", {{{"plugins", {"predicates(predicate.TaintTolerationEnabled=false)"}}}}}};
+  EXPECT_TRUE(Contains(ConfigError(typo), "did you mean \"predicate.TaintTolerationEnable\""));
+}
+
 // --- The stock configuration runs ------------------------------------------------------------------
 
 TEST(VolcanoConfigTest, StockConfigurationRunsAGang) {

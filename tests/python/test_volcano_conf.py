@@ -23,6 +23,7 @@ STOCK = {
     "volcano-scheduler.conf": HELM_TIERS,
     "agent-scheduler.conf": HELM_TIERS,
     "volcano-development-configmap.yaml": HELM_TIERS,
+    "volcano-development-excerpt.yaml": HELM_TIERS,  # several documents, one scheduler ConfigMap
     "benchmark-gang-configmap.yaml": HELM_TIERS,
     "default-scheduler.conf": [HELM_TIERS[0], HELM_TIERS[1][:-1]],  # no binpack in the fallback
 }
@@ -76,6 +77,26 @@ def test_configmap_given_as_a_mapping():
     engine = engine_from_scenario(scenario(), "<test>", configmap)
     config = engine.config
     assert tier_names(config) == HELM_TIERS
+
+
+def test_multi_document_manifest_needs_exactly_one_scheduler_configmap(tmp_path):
+    docs = list(yaml.safe_load_all((VOLCANO / "volcano-development-excerpt.yaml").read_text()))
+    scheduler = [d for d in docs if d["kind"] == "ConfigMap" and "volcano-scheduler.conf" in d["data"]]
+    assert len(docs) == 6 and len(scheduler) == 1
+    none = tmp_path / "none.yaml"
+    none.write_text(yaml.safe_dump_all([d for d in docs if d is not scheduler[0]]))
+    with pytest.raises(ValueError, match=r"none.yaml: 5 YAML documents \(Namespace, Namespace, "
+                                         r"ServiceAccount, ConfigMap, ServiceAccount\), of which 0"):
+        load_config(none)
+    two = tmp_path / "two.yaml"
+    two.write_text(yaml.safe_dump_all(docs + scheduler))
+    with pytest.raises(ValueError, match="of which 2 are ConfigMaps holding volcano-scheduler.conf"):
+        load_config(two)
+    # A repeated key in any document is refused, naming the file.
+    dup = tmp_path / "dup.yaml"
+    dup.write_text("kind: Namespace\n---\nkind: ConfigMap\nkind: ConfigMap\n")
+    with pytest.raises(ValueError, match="dup.yaml: not valid YAML.*duplicate key 'kind'"):
+        load_config(dup)
 
 
 def test_unsupported_volcano_plugin_names_it_and_the_supported_ones(tmp_path, capsys):

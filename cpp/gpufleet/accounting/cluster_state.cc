@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "gpufleet/accounting/device_fit.h"
+#include "gpufleet/accounting/node_constraints.h"
 #include "gpufleet/core/status_macros.h"
 
 namespace gpufleet {
@@ -368,25 +369,9 @@ bool ClusterState::operator==(const ClusterState& other) const {
 }
 
 FitResult FitsNodeConstraints(const Pod& pod, const Node& node) {
-  for (const auto& [key, value] : pod.node_selector) {
-    auto it = node.labels.find(key);
-    if (it == node.labels.end() || it->second != value)
-      return FitResult::Unresolvable("node(s) didn't match Pod's node affinity/selector");
-  }
-  for (const Taint& t : node.taints) {
-    if (t.effect == "PreferNoSchedule") continue;
-    bool tolerated = false;
-    for (const Toleration& tol : pod.tolerations) {
-      if (!tol.effect.empty() && tol.effect != t.effect) continue;
-      if (tol.op == "Exists" && (tol.key.empty() || tol.key == t.key)) tolerated = true;
-      if (tol.op != "Exists" && tol.key == t.key && tol.value == t.value) tolerated = true;
-      if (tolerated) break;
-    }
-    if (!tolerated)
-      return FitResult::Unresolvable(
-          absl::StrFormat("node(s) had untolerated taint {%s: %s}", t.key, t.value));
-  }
-  return FitResult::Ok();
+  FitResult selector = MatchesNodeSelector(pod, node);
+  if (!selector.ok()) return selector;
+  return ToleratesTaints(pod, node);
 }
 
 int64_t RequestBytesOn(const DeviceRequest& request, const Device& device) {
