@@ -2,6 +2,8 @@
 // strategies), placement of nvidia.com/mig-<profile> and nvidia.com/gpu requests on instances, a
 // MIG GPU never handed out whole or shared, and round trips through JSON, snapshots and
 // annotations.
+#include <cmath>
+#include <cstdio>
 #include <set>
 #include <string>
 
@@ -71,6 +73,31 @@ TEST(MigGeometryTest, EveryProfileFitsTheEightMemorySlotsFromEveryStart) {
   EXPECT_EQ(FindMigModel("NVIDIA A100-SXM4-80GB"), FindMigModel("A100-80GB"));
   EXPECT_EQ(FindMigModel("V100"), nullptr);
   EXPECT_FALSE(IsKnownMigProfile("3g.41gb"));
+}
+
+// Every row of every model agrees with the way NVIDIA names profiles and with its own placements:
+// "<c>g.<m>gb" has c compute slices and m GB, the GPU's memory times memory_slices / 8 rounded to
+// the nearest GB; a profile without media engines has one placement per instance (a "+me" profile
+// may start anywhere but exists once per GPU); and each model lists one profile per size.
+TEST(MigGeometryTest, EveryRowMatchesItsNameAndItsPlacements) {
+  for (const MigModel& m : mig_data::kModels) {
+    std::set<std::pair<int, int>> sizes;
+    for (const MigProfile& p : m.profiles) {
+      SCOPED_TRACE(absl::StrFormat("%s %s", m.name, p.name));
+      int compute = 0, gb = 0;
+      char suffix[8] = {0};
+      ASSERT_GE(std::sscanf(std::string(p.name).c_str(), "%dg.%dgb%7s", &compute, &gb, suffix), 2);
+      EXPECT_EQ(compute, p.compute_slices);
+      EXPECT_EQ(gb, static_cast<int>(std::lround(m.memory_gib * p.memory_slices / 8.0)));
+      const bool media = std::string(suffix) == "+me";
+      EXPECT_TRUE(media || suffix[0] == 0) << "unknown suffix " << suffix;
+      int placements = 0;
+      for (int k = 0; k < mig_data::kMemorySlots; ++k) placements += (p.start_slots >> k) & 1;
+      EXPECT_EQ(p.max_instances, media ? 1 : placements);
+      if (!media) EXPECT_TRUE(sizes.insert({p.compute_slices, p.memory_slices}).second);
+      EXPECT_LE(p.max_instances * p.compute_slices, mig_data::kComputeSlices);
+    }
+  }
 }
 
 TEST(MigGeometryTest, PublishedLayoutsAreAccepted) {
