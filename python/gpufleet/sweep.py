@@ -12,13 +12,14 @@ The metrics are the numeric entries of the run's summary (docs/simulator.md, doc
 
 Resumable: with ``results_dir`` each finished experiment is written there as one small JSON file,
 named by the hash of the experiment's full description (kind, the trace's contents, cluster or
-node list, policy, seed, options), through a temporary file and a rename, so a kill at any moment
+node list, policy, seed, options, and the code that computes it), through a temporary file and a rename, so a kill at any moment
 leaves either the whole result or none. A later call with the same directory reuses every result
 it finds and runs only the rest; a changed option, seed or trace file is another experiment.
 See docs/sweep.md.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -194,6 +195,20 @@ def _canonical(value: Any, where: str) -> Any:
 def _key(description: Mapping[str, Any]) -> str:
     text = json.dumps(description, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+@functools.lru_cache(maxsize=1)
+def _code_identity() -> dict[str, str]:
+    """What code computes the results: the package version and a hash of every Python and native
+    file of the installed package, so a result is reused only by the same code (a rebuilt native
+    module or an edited policy runs its experiments again)."""
+    from gpufleet import __version__
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".so") and p.is_file()):
+        h.update(str(path.relative_to(root)).encode() + b"\0")
+        h.update(path.read_bytes())
+    return {"gpufleet": __version__, "files_sha256": h.hexdigest()[:16]}
 
 
 def _digest(path: str | Path) -> str:
@@ -508,7 +523,7 @@ def _plan(traces: Any, policies: Any, seeds: Iterable[int], options: Mapping[str
             for combo in combos:
                 for seed in seed_list:
                     description = {"kind": setup.kind, "trace": setup.identity, "policy": policy,
-                                   "seed": seed, "options": dict(combo)}
+                                   "seed": seed, "options": dict(combo), "code": _code_identity()}
                     exps.append(Experiment(setup.kind, t.label, policy, seed, combo, description,
                                            _key(description)))
     return exps, setups, option_names

@@ -137,6 +137,26 @@ def test_resume_after_a_kill_runs_only_what_is_missing(traces, tmp_path, monkeyp
     assert len(back) == len(full) and set(back["policy"]) == {"fgd", "bestfit"}
 
 
+def test_results_are_pinned_to_the_code_that_computed_them(traces, tmp_path, monkeypatch):
+    results = tmp_path / "results"
+    first = S.sweep([traces["openb"]], ["bestfit"], seeds=[0], results_dir=results, workers=1,
+                    progress=False)
+    assert first.attrs["ran"] == 1
+    (record,) = [json.loads(p.read_text()) for p in results.glob("*.json")]
+    code = record["description"]["code"]
+    assert code["gpufleet"] == gpufleet.__version__ and len(code["files_sha256"]) == 16
+    again = S.sweep([traces["openb"]], ["bestfit"], seeds=[0], results_dir=results, workers=1,
+                    progress=False)
+    assert again.attrs["reused"] == 1 and again.attrs["ran"] == 0
+    # Other code (a rebuilt module, an edited policy): the experiment is another one and runs.
+    monkeypatch.setattr(S, "_code_identity", lambda: {**code, "files_sha256": "0" * 16})
+    changed = S.sweep([traces["openb"]], ["bestfit"], seeds=[0], results_dir=results, workers=1,
+                      progress=False)
+    assert changed.attrs["ran"] == 1 and changed.attrs["reused"] == 0
+    assert len(list(results.glob("*.json"))) == 2
+    pd.testing.assert_frame_equal(first, changed)  # same code really: same numbers
+
+
 def test_an_unreadable_result_is_run_again(traces, tmp_path):
     results = tmp_path / "results"
     S.sweep([traces["openb"]], ["fgd"], seeds=[0, 1], results_dir=results, workers=1, progress=False)
