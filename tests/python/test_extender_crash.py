@@ -30,6 +30,9 @@ CAPACITY = NODES * GPUS * PER_GPU
 THREADS = 6
 KILL_AFTER = 14                         # successful binds before the SIGKILL
 DEADLINE_S = 30.0
+# A fresh interpreter importing the package and the server can take a while on a loaded
+# machine; the wait ends as soon as /healthz answers, so a generous bound costs nothing.
+STARTUP_S = 90.0
 NODE_NAMES = [f"node-{i}" for i in range(NODES)]
 
 
@@ -58,7 +61,7 @@ class Extender:
         out = open(self.log, "ab")
         self.proc = subprocess.Popen(self.cmd, stdout=out, stderr=subprocess.STDOUT, env=self.env)
         out.close()
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + STARTUP_S
         while True:
             try:
                 if httpx.get(f"{self.url}/healthz", timeout=1).text == "ok":
