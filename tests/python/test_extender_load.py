@@ -19,7 +19,6 @@ API = gpufleet
 
 from gpufleet.k8s.extender.binder import MemoryBinder  # noqa: E402
 from gpufleet.k8s.extender.server import BackgroundServer  # noqa: E402
-
 from gpufleet.k8s.extender.state import ANN_DEVICE_ALLOCATED, state_from_scenario  # noqa: E402
 from test_extender import gpu, kpod  # noqa: E402
 
