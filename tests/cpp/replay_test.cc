@@ -20,7 +20,6 @@
 #include "gpufleet/placement/strategy.h"
 #include "gpufleet/policies/gpu_pool.h"
 #include "gpufleet/sim/openb_replay.h"
-#include "gpufleet/sim/openb_replay_chooser.h"
 #include "gpufleet/placement/placer.h"
 #include "gtest/gtest.h"
 
@@ -366,10 +365,11 @@ TEST(OpenbReplay, DeterministicAndConsistent) {
   }
 }
 
-// The replay's chooser keeps every shape's node scores until a node changes; it must place
-// exactly as the Placer does over the same nodes (best score, ties to the earlier node), for
-// every strategy, random draws included, on a history with repeated shapes and model limits.
-TEST(ShapeChooser, PlacesExactlyAsThePlacer) {
+// Numbered shapes (the replay's path) keep every shape's node scores until a node changes; they
+// must place exactly as the Placer's full scan does over the same nodes (best score, ties to the
+// earlier node), for every strategy, random draws included, on a history with repeated shapes
+// and model limits.
+TEST(PlacerNumberedShapes, PlacesExactlyAsTheFullScan) {
   std::vector<OpenbPod> rows;
   const std::vector<std::vector<std::string>> specs = {{}, {}, {"T4"}, {"G2", "T4"}};
   std::mt19937_64 rng(5);
@@ -390,7 +390,7 @@ TEST(ShapeChooser, PlacesExactlyAsThePlacer) {
     auto* ob = dynamic_cast<PlacementObserver*>(sb.get());
     Placer placer;
     std::map<std::string, int> shape_ids;
-    ShapeChooser chooser(b, *sb, static_cast<int>(rows.size()));
+    Placer numbered;
     int placed = 0;
     for (const OpenbPod& row : rows) {
       Pod pod = *OpenbPodToPod(row);
@@ -401,7 +401,7 @@ TEST(ShapeChooser, PlacesExactlyAsThePlacer) {
       const int id = shape_ids.try_emplace(key, static_cast<int>(shape_ids.size())).first->second;
       PlaceResult want = placer.Place(a, pod, *sa);
       Allocation plan;
-      const int got = chooser.Choose(pod, id, &plan);
+      const int got = numbered.ChooseNumbered(b, pod, id, *sb, &plan);
       ASSERT_EQ(got >= 0, want.placed) << policy << " " << row.name;
       if (!want.placed) continue;
       ++placed;
