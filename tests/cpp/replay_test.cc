@@ -417,6 +417,42 @@ TEST(PlacerNumberedShapes, PlacesExactlyAsTheFullScan) {
   }
 }
 
+// One Placer serving two states in turn (a copy, then each with its own history) and a fresh
+// strategy must never answer from what it kept for the other: it drops its numbered shapes when
+// the state's change log or the strategy instance differs, and keeps answering as the full scan.
+TEST(PlacerNumberedShapes, StartsAfreshForAnotherStateOrStrategy) {
+  ClusterState a = MakeCluster(SmallNodes());
+  a.set_clock([] { return int64_t{1}; });
+  auto s1 = Strategy("bestfit");
+  Placer numbered, scan;
+  scan.set_score_cache(false);
+  for (int k = 0; k < 6; ++k) {
+    Pod pod = MakePod("a" + std::to_string(k), 2000, 1, 500);
+    Allocation plan;
+    const int got = numbered.ChooseNumbered(a, pod, 0, *s1, &plan);
+    ASSERT_GE(got, 0);
+    ASSERT_TRUE(a.Reserve(plan).ok());
+    ASSERT_TRUE(a.Commit(pod.name).ok());
+  }
+  ClusterState b = a;  // the same nodes and versions, another log
+  auto s2 = Strategy("dotprod");  // another rule: its scores must not be taken for bestfit's
+  for (int k = 0; k < 12; ++k) {
+    ClusterState& state = k % 2 == 0 ? a : b;
+    const PlacementStrategy& strategy = k % 3 == 0 ? *s2 : *s1;
+    Pod pod = MakePod("b" + std::to_string(k), 2000, 1, 300 + 100 * (k % 4));
+    Allocation want, got_plan;
+    absl::StatusOr<int> expected = scan.Choose(state, pod, strategy, nullptr, &want);
+    const int got = numbered.ChooseNumbered(state, pod, k % 4, strategy, &got_plan);
+    ASSERT_EQ(got >= 0, expected.ok()) << k;
+    if (got < 0) continue;
+    EXPECT_EQ(got, *expected) << k;
+    EXPECT_EQ(Minors(got_plan), Minors(want)) << k;
+    ASSERT_TRUE(state.Reserve(got_plan).ok());
+    ASSERT_TRUE(state.Commit(pod.name).ok());
+  }
+  EXPECT_FALSE(a == b);  // the two histories did diverge
+}
+
 // Ties: by name, the smallest name; by the seeded order, a random node order per seed, which the
 // final cluster lists first to last (nodes enter it in tie order). Under gpu-packing every node
 // here ties for every pod (idle identical nodes; CPU-only pods score 0), so each pod must take the
