@@ -1,13 +1,16 @@
-// Python bindings for the openb GPU-sharing replay: columns in, NumPy arrays and the final cluster
-// out. The replay runs without the GIL.
+// Python bindings for the openb GPU-sharing replay: columns in, a bound OpenbReplayRun out (one
+// NumPy column per arrival series, the typical-pod workload, the final cluster). The replay runs
+// without the GIL.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "gpufleet/placement/guarded_cluster.h"
 #include "gpufleet/sim/openb_replay.h"
 #include "py_arrays.h"
@@ -41,9 +44,86 @@ std::vector<int> IntColumn(const std::vector<int64_t>& v, const std::vector<std:
   return out;
 }
 
+// One replay as Python receives it: the per-arrival series (the final state moved into a Cluster
+// of its own, with its own lock). Immutable once built.
+struct ReplayRun {
+  OpenbReplayResult result;  // its `cluster` is moved out into `cluster`
+  py::object cluster;        // a gpufleet Cluster
+};
+
+// One per-arrival column: name, help, and the series. A new column is one line.
+struct ReplayColumn {
+  const char* name;
+  const char* doc;
+  py::array (*make)(const OpenbReplayResult&);
+};
+
+const ReplayColumn kReplayColumns[] = {
+    {"pod", "Row of the input pods (resampled pods repeat a row).",
+     [](const OpenbReplayResult& r) -> py::array { return ToArray(r.pod); }},
+    {"placed", "1 placed, 0 failed.", [](const OpenbReplayResult& r) -> py::array { return ToArray(r.placed); }},
+    {"node", "Row of the input nodes the pod went to, -1 when it failed.",
+     [](const OpenbReplayResult& r) -> py::array { return ToArray(r.node); }},
+    {"arrived", "Arrived GPU requests / cluster GPUs.",
+     [](const OpenbReplayResult& r) -> py::array { return ToArray(r.arrived); }},
+    {"allocated", "Allocated GPU share / cluster GPUs.",
+     [](const OpenbReplayResult& r) -> py::array { return ToArray(r.allocated); }},
+    {"fragmented", "Fragmented free GPU share / cluster GPUs (against the typical pods).",
+     [](const OpenbReplayResult& r) -> py::array { return ToArray(r.fragmented); }},
+    {"idle", "Free GPU share / cluster GPUs.", [](const OpenbReplayResult& r) -> py::array { return ToArray(r.idle); }},
+    {"failed", "Failed pods so far.", [](const OpenbReplayResult& r) -> py::array { return ToArray(r.failed); }},
+    {"failed_gpu", "GPU requests of the failed pods so far / cluster GPUs.",
+     [](const OpenbReplayResult& r) -> py::array { return ToArray(r.failed_gpu); }},
+};
+
+void BindReplayRun(py::module_& m) {
+  py::class_<ReplayRun, std::shared_ptr<ReplayRun>> cls(
+      m, "OpenbReplayRun",
+      "What the native openb replay returns (gpufleet.replay.replay_openb shapes it into a "
+      "ReplayResult): one NumPy column per series with a row per arrival (each access a fresh "
+      "copy), the cluster's GPUs, the typical-pod workload and the final cluster. Immutable.");
+  for (const ReplayColumn& c : kReplayColumns) {
+    auto make = c.make;
+    cls.def_property_readonly(c.name, [make](const ReplayRun& r) { return make(r.result); }, c.doc);
+  }
+  cls.def_property_readonly("gpu_capacity", [](const ReplayRun& r) { return r.result.gpu_capacity / 100; },
+                            "GPUs in the cluster.")
+      .def_property_readonly("workload", [](const ReplayRun& r) { return JsonToPy(r.result.workload.ToJson()); },
+                             "The typical pods fgd and the fragmentation measure used, as plain data.")
+      .def_readonly("cluster", &ReplayRun::cluster, "The final state, a Cluster of its own.")
+      .def_property_readonly_static(
+          "columns",
+          [](const py::object&) {
+            std::vector<std::string> names;
+            for (const ReplayColumn& c : kReplayColumns) names.push_back(c.name);
+            return names;
+          },
+          "The per-arrival column names, in to_dict's order.")
+      .def("__len__", [](const ReplayRun& r) { return r.result.pod.size(); }, "Number of arrivals.")
+      .def(
+          "to_dict",
+          [](const ReplayRun& r) {
+            py::dict d;
+            for (const ReplayColumn& c : kReplayColumns) d[c.name] = c.make(r.result);
+            d["gpu_capacity"] = r.result.gpu_capacity / 100;
+            d["workload"] = JsonToPy(r.result.workload.ToJson());
+            return d;
+          },
+          "Plain data: every per-arrival column by name, gpu_capacity and workload (not the cluster; "
+          "its snapshot() serialises it).")
+      .def("__repr__", [](const ReplayRun& r) {
+        const OpenbReplayResult& x = r.result;
+        const int64_t failed = x.failed.empty() ? 0 : x.failed.back();
+        return absl::StrFormat("OpenbReplayRun(arrivals=%d, failed=%d, gpu_capacity=%d, allocated=%.4f)",
+                               x.pod.size(), failed, x.gpu_capacity / 100,
+                               x.allocated.empty() ? 0.0 : x.allocated.back());
+      });
+}
+
 }  // namespace
 
 void InitReplay(py::module_& m) {
+  BindReplayRun(m);
   m.def(
       "_replay_openb",
       [](const std::vector<std::string>& node_name, const std::vector<int64_t>& node_cpu,
@@ -99,21 +179,10 @@ void InitReplay(py::module_& m) {
           py::gil_scoped_release release;
           r = ReplayOpenb(nodes, pods, o);
         }
-        OpenbReplayResult res = Unwrap(std::move(r));
-        py::dict out;
-        out["pod"] = ToArray(res.pod);
-        out["placed"] = ToArray(res.placed);
-        out["node"] = ToArray(res.node);
-        out["arrived"] = ToArray(res.arrived);
-        out["allocated"] = ToArray(res.allocated);
-        out["fragmented"] = ToArray(res.fragmented);
-        out["idle"] = ToArray(res.idle);
-        out["failed"] = ToArray(res.failed);
-        out["failed_gpu"] = ToArray(res.failed_gpu);
-        out["gpu_capacity"] = res.gpu_capacity / 100;
-        out["workload"] = JsonToPy(res.workload.ToJson());
-        out["cluster"] = py::cast(GuardedCluster(std::move(res.cluster)));  // its own lock
-        return out;
+        auto run = std::make_shared<ReplayRun>();
+        run->result = Unwrap(std::move(r));
+        run->cluster = py::cast(GuardedCluster(std::move(run->result.cluster)));  // its own lock
+        return run;
       },
       py::arg("node_name"), py::arg("node_cpu"), py::arg("node_memory"), py::arg("node_gpus"),
       py::arg("node_model"), py::arg("pod_name"), py::arg("pod_cpu"), py::arg("pod_memory"),

@@ -1,9 +1,17 @@
-// Python bindings for the job-time simulator: whole arrays in, whole arrays out; the run releases
-// the GIL and re-takes it only for the progress callback.
+// Python bindings for the job-time simulator: whole arrays in, a bound SimRun out (per-job and
+// time-series NumPy columns, a SimSummary); the run releases the GIL and re-takes it only for the
+// progress callback.
 #include <pybind11/functional.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
 
 #include "bindings/py_json.h"
 #include "bindings/status_cast.h"
@@ -21,15 +29,215 @@ using jobtime::JobSpec;
 template <typename T>
 using Arr = py::array_t<T, py::array::c_style | py::array::forcecast>;
 
-template <typename T, typename F>
-py::array_t<T> Column(const std::vector<jobtime::Job>& jobs, F f) {
-  py::array_t<T> out(jobs.size());
+// What one run returns to Python: the simulator's result kept whole, with the pool's facts the
+// columns and summary need. Immutable once built; the classes below read it and build NumPy
+// columns on access (copies, so they outlive the run object).
+struct SimRun {
+  sim::SimResult result;
+  std::vector<std::string> models;
+  int64_t total_gpus = 0;
+  bool devices_placed = false;  // a placement strategy gave every start real devices
+};
+
+// The per-job table and the time series, as views that keep their run alive.
+struct SimJobs {
+  std::shared_ptr<const SimRun> run;
+};
+struct SimTimeseries {
+  std::shared_ptr<const SimRun> run;
+};
+// The run's summary with whether devices were placed (jobs_spanning_nodes is only defined then).
+struct SimSummary {
+  sim::Summary values;
+  bool devices_placed = false;
+};
+
+// One column per row type: its name, its help and how to build it. A new column is one line.
+template <typename Row>
+struct ColumnDef {
+  const char* name;
+  const char* doc;
+  py::array (*make)(const std::vector<Row>&);
+};
+
+template <typename T, typename Row, typename F>
+py::array Column(const std::vector<Row>& rows, F f) {
+  py::array_t<T> out(static_cast<py::ssize_t>(rows.size()));
   auto v = out.template mutable_unchecked<1>();
-  for (size_t i = 0; i < jobs.size(); ++i) v(i) = f(jobs[i]);
+  for (size_t i = 0; i < rows.size(); ++i) v(static_cast<py::ssize_t>(i)) = static_cast<T>(f(rows[i]));
   return out;
 }
 
-py::dict Simulate(const py::object& cluster, Arr<int64_t> job_id, Arr<double> submit_time,
+using jobtime::Job;
+const ColumnDef<Job> kJobColumns[] = {
+    {"first_start", "Seconds at which the job first ran (-1: never).",
+     [](const std::vector<Job>& J) { return Column<double>(J, [](const Job& j) { return j.first_start; }); }},
+    {"end_time", "Seconds at which the job finished (-1: never).",
+     [](const std::vector<Job>& J) { return Column<double>(J, [](const Job& j) { return j.end_time; }); }},
+    {"queueing_delay", "Total seconds pending.",
+     [](const std::vector<Job>& J) { return Column<double>(J, [](const Job& j) { return j.queueing_delay; }); }},
+    {"run_time", "Seconds holding GPUs (restore stalls included).",
+     [](const std::vector<Job>& J) { return Column<double>(J, [](const Job& j) { return j.run_time; }); }},
+    {"gpu_time", "run_time x GPUs.",
+     [](const std::vector<Job>& J) { return Column<double>(J, [](const Job& j) { return j.gpu_time; }); }},
+    {"service", "Attained service: gpu_time x the model's performance factor.",
+     [](const std::vector<Job>& J) { return Column<double>(J, [](const Job& j) { return j.service; }); }},
+    {"preemptions", "Times the job was preempted.",
+     [](const std::vector<Job>& J) { return Column<int64_t>(J, [](const Job& j) { return j.preemptions; }); }},
+    {"migrations", "Times the job moved to another GPU model.",
+     [](const std::vector<Job>& J) { return Column<int64_t>(J, [](const Job& j) { return j.migrations; }); }},
+    {"max_nodes", "Most nodes the job's GPUs spanned in one start (0 without device placement).",
+     [](const std::vector<Job>& J) { return Column<int64_t>(J, [](const Job& j) { return j.max_nodes; }); }},
+};
+
+using sim::TimeSample;
+const ColumnDef<TimeSample> kTimeColumns[] = {
+    {"time", "Seconds of the scheduling point.",
+     [](const std::vector<TimeSample>& T) { return Column<double>(T, [](const TimeSample& s) { return s.time; }); }},
+    {"running_jobs", "Jobs running after it.",
+     [](const std::vector<TimeSample>& T) {
+       return Column<int64_t>(T, [](const TimeSample& s) { return s.running_jobs; });
+     }},
+    {"pending_jobs", "Jobs submitted and waiting after it.",
+     [](const std::vector<TimeSample>& T) {
+       return Column<int64_t>(T, [](const TimeSample& s) { return s.pending_jobs; });
+     }},
+    {"busy_gpus", "GPUs held after it.",
+     [](const std::vector<TimeSample>& T) { return Column<int64_t>(T, [](const TimeSample& s) { return s.busy_gpus; }); }},
+};
+
+template <typename Owner, typename Row, size_t N>
+void BindColumns(py::class_<Owner>& cls, const ColumnDef<Row> (&defs)[N],
+                 const std::vector<Row>& (*rows)(const Owner&)) {
+  for (const ColumnDef<Row>& c : defs) {
+    auto make = c.make;
+    cls.def_property_readonly(c.name, [make, rows](const Owner& o) { return make(rows(o)); }, c.doc);
+  }
+  cls.def(
+      "to_dict",
+      [&defs, rows](const Owner& o) {
+        py::dict d;
+        for (const ColumnDef<Row>& c : defs) d[c.name] = c.make(rows(o));
+        return d;
+      },
+      "Every column by name, as NumPy arrays in a fixed order (a DataFrame's input).");
+  cls.def("__len__", [rows](const Owner& o) { return rows(o).size(); }, "Number of rows.");
+  cls.def_property_readonly_static(
+      "columns",
+      [&defs](const py::object&) {
+        std::vector<std::string> names;
+        for (const ColumnDef<Row>& c : defs) names.push_back(c.name);
+        return names;
+      },
+      "The column names, in to_dict's order.");
+}
+
+const std::vector<Job>& JobRows(const SimJobs& j) { return j.run->result.jobs; }
+const std::vector<TimeSample>& TimeRows(const SimTimeseries& t) { return t.run->result.timeseries; }
+
+py::dict SummaryDict(const SimSummary& s) {
+  const sim::Summary& S = s.values;
+  py::dict d;
+  d["num_jobs"] = S.num_jobs;
+  d["avg_jct"] = S.avg_jct;
+  d["p50_jct"] = S.p50_jct;
+  d["p95_jct"] = S.p95_jct;
+  d["p99_jct"] = S.p99_jct;
+  d["avg_queueing_delay"] = S.avg_queueing_delay;
+  d["makespan"] = S.makespan;
+  d["preemptions"] = S.preemptions;
+  d["migrations"] = S.migrations;
+  if (s.devices_placed) d["jobs_spanning_nodes"] = S.jobs_spanning_nodes;
+  d["gpu_utilization"] = S.gpu_utilization;
+  return d;
+}
+
+void BindResults(py::module_& m) {
+  py::class_<SimJobs> jobs(m, "SimJobs",
+                           "A simulator run's per-job columns, in input order, as NumPy arrays "
+                           "(one property per column, each a fresh copy). Immutable.");
+  BindColumns(jobs, kJobColumns, &JobRows);
+  jobs.def("__repr__", [](const SimJobs& j) {
+    return absl::StrFormat("SimJobs(rows=%d)", j.run->result.jobs.size());
+  });
+
+  py::class_<SimTimeseries> ts(m, "SimTimeseries",
+                               "A simulator run's state after each scheduling point, as NumPy "
+                               "columns (empty unless the run recorded it). Immutable.");
+  BindColumns(ts, kTimeColumns, &TimeRows);
+  ts.def("__repr__", [](const SimTimeseries& t) {
+    return absl::StrFormat("SimTimeseries(rows=%d)", t.run->result.timeseries.size());
+  });
+
+  py::class_<SimSummary>(m, "SimSummary", "A simulator run's totals (docs/simulator.md). Immutable.")
+      .def_property_readonly("num_jobs", [](const SimSummary& s) { return s.values.num_jobs; }, "Jobs simulated.")
+      .def_property_readonly("avg_jct", [](const SimSummary& s) { return s.values.avg_jct; },
+                             "Mean job completion time, seconds.")
+      .def_property_readonly("p50_jct", [](const SimSummary& s) { return s.values.p50_jct; }, "Median JCT.")
+      .def_property_readonly("p95_jct", [](const SimSummary& s) { return s.values.p95_jct; }, "95th percentile JCT.")
+      .def_property_readonly("p99_jct", [](const SimSummary& s) { return s.values.p99_jct; }, "99th percentile JCT.")
+      .def_property_readonly("avg_queueing_delay", [](const SimSummary& s) { return s.values.avg_queueing_delay; },
+                             "Mean seconds pending.")
+      .def_property_readonly("makespan", [](const SimSummary& s) { return s.values.makespan; },
+                             "Last completion minus first submission, seconds.")
+      .def_property_readonly("preemptions", [](const SimSummary& s) { return s.values.preemptions; },
+                             "Preemptions over all jobs.")
+      .def_property_readonly("migrations", [](const SimSummary& s) { return s.values.migrations; },
+                             "Migrations between GPU models over all jobs.")
+      .def_property_readonly(
+          "jobs_spanning_nodes",
+          [](const SimSummary& s) -> std::optional<int64_t> {
+            if (!s.devices_placed) return std::nullopt;
+            return s.values.jobs_spanning_nodes;
+          },
+          "Jobs whose GPUs were ever on more than one node; None when no devices were placed.")
+      .def_property_readonly("gpu_utilization", [](const SimSummary& s) { return s.values.gpu_utilization; },
+                             "Busy GPU-seconds / (GPUs x makespan).")
+      .def("to_dict", &SummaryDict,
+           "Plain data with stable snake_case keys, in a fixed order (jobs_spanning_nodes only when "
+           "devices were placed).")
+      .def("__repr__", [](const SimSummary& s) {
+        return absl::StrFormat("SimSummary(num_jobs=%d, avg_jct=%g, makespan=%g, gpu_utilization=%g)",
+                               s.values.num_jobs, s.values.avg_jct, s.values.makespan,
+                               s.values.gpu_utilization);
+      });
+
+  py::class_<SimRun, std::shared_ptr<SimRun>>(
+      m, "SimRun",
+      "What the job-time simulator returns (gpufleet.sim.simulate shapes it into DataFrames): "
+      "per-job columns, the time series, the summary and the pool's models. Immutable.")
+      .def_property_readonly("jobs", [](const std::shared_ptr<SimRun>& r) { return SimJobs{r}; },
+                             "Per-job columns (SimJobs), in input order.")
+      .def_property_readonly("timeseries", [](const std::shared_ptr<SimRun>& r) { return SimTimeseries{r}; },
+                             "State after each scheduling point (SimTimeseries).")
+      .def_property_readonly("summary",
+                             [](const SimRun& r) { return SimSummary{r.result.summary, r.devices_placed}; },
+                             "The run's totals (SimSummary).")
+      .def_readonly("models", &SimRun::models, "The pool's GPU model names, in its order.")
+      .def_readonly("total_gpus", &SimRun::total_gpus, "GPUs in the pool.")
+      .def_property_readonly("scheduling_points", [](const SimRun& r) { return r.result.scheduling_points; },
+                             "Times the policy was asked.")
+      .def(
+          "to_dict",
+          [](const std::shared_ptr<SimRun>& r) {
+            py::dict d;
+            d["jobs"] = py::cast(SimJobs{r}).attr("to_dict")();
+            d["timeseries"] = py::cast(SimTimeseries{r}).attr("to_dict")();
+            d["summary"] = SummaryDict(SimSummary{r->result.summary, r->devices_placed});
+            d["models"] = r->models;
+            d["total_gpus"] = r->total_gpus;
+            d["scheduling_points"] = r->result.scheduling_points;
+            return d;
+          },
+          "Plain data: jobs and timeseries (column dicts), summary, models, total_gpus, "
+          "scheduling_points.")
+      .def("__repr__", [](const SimRun& r) {
+        return absl::StrFormat("SimRun(jobs=%d, total_gpus=%d, scheduling_points=%d)", r.result.jobs.size(),
+                               r.total_gpus, r.result.scheduling_points);
+      });
+}
+
+std::shared_ptr<SimRun> Simulate(const py::object& cluster, Arr<int64_t> job_id, Arr<double> submit_time,
                   Arr<int64_t> num_gpu, Arr<double> duration, py::object speed,
                   py::object memory_gib, const std::string& policy_spec, bool tiresias_compat,
                   double restore_delay, double tick, double scheduling_interval,
@@ -92,58 +300,18 @@ py::dict Simulate(const py::object& cluster, Arr<int64_t> job_id, Arr<double> su
     py::gil_scoped_release release;
     r = sim::Simulate(pool, std::move(jobs), *policy, o);
   }
-  sim::SimResult res = Unwrap(std::move(r));
-  const auto& J = res.jobs;
-  py::dict per_job;
-  per_job["first_start"] = Column<double>(J, [](auto& j) { return j.first_start; });
-  per_job["end_time"] = Column<double>(J, [](auto& j) { return j.end_time; });
-  per_job["queueing_delay"] = Column<double>(J, [](auto& j) { return j.queueing_delay; });
-  per_job["run_time"] = Column<double>(J, [](auto& j) { return j.run_time; });
-  per_job["gpu_time"] = Column<double>(J, [](auto& j) { return j.gpu_time; });
-  per_job["service"] = Column<double>(J, [](auto& j) { return j.service; });
-  per_job["preemptions"] = Column<int64_t>(J, [](auto& j) { return j.preemptions; });
-  per_job["migrations"] = Column<int64_t>(J, [](auto& j) { return j.migrations; });
-  per_job["max_nodes"] = Column<int64_t>(J, [](auto& j) { return j.max_nodes; });
-  const auto& T = res.timeseries;
-  auto ts_col = [&](auto f) {
-    py::array_t<double> out(T.size());
-    auto v = out.mutable_unchecked<1>();
-    for (size_t i = 0; i < T.size(); ++i) v(i) = f(T[i]);
-    return out;
-  };
-  py::dict ts;
-  ts["time"] = ts_col([](auto& s) { return s.time; });
-  ts["running_jobs"] = ts_col([](auto& s) { return s.running_jobs; });
-  ts["pending_jobs"] = ts_col([](auto& s) { return s.pending_jobs; });
-  ts["busy_gpus"] = ts_col([](auto& s) { return s.busy_gpus; });
-  const auto& S = res.summary;
-  py::dict summary;
-  summary["num_jobs"] = S.num_jobs;
-  summary["avg_jct"] = S.avg_jct;
-  summary["p50_jct"] = S.p50_jct;
-  summary["p95_jct"] = S.p95_jct;
-  summary["p99_jct"] = S.p99_jct;
-  summary["avg_queueing_delay"] = S.avg_queueing_delay;
-  summary["makespan"] = S.makespan;
-  summary["preemptions"] = S.preemptions;
-  summary["migrations"] = S.migrations;
-  if (!placement.empty()) summary["jobs_spanning_nodes"] = S.jobs_spanning_nodes;
-  summary["gpu_utilization"] = S.gpu_utilization;
-  py::list models;
-  for (int m = 0; m < pool.num_models(); ++m) models.append(pool.model(m).name);
-  py::dict out;
-  out["jobs"] = per_job;
-  out["timeseries"] = ts;
-  out["summary"] = summary;
-  out["models"] = models;
-  out["total_gpus"] = pool.total_gpus();
-  out["scheduling_points"] = res.scheduling_points;
-  return out;
+  auto run = std::make_shared<SimRun>();
+  run->result = Unwrap(std::move(r));
+  for (int m = 0; m < pool.num_models(); ++m) run->models.push_back(pool.model(m).name);
+  run->total_gpus = pool.total_gpus();
+  run->devices_placed = !placement.empty();
+  return run;
 }
 
 }  // namespace
 
 void InitSim(py::module_& m) {
+  BindResults(m);
   m.def("sim_policy_names", &jobtime::JobTimePolicyNames, "Registered job-time policy names.");
   m.def("sim_policy_description", &jobtime::JobTimePolicyDescription, py::arg("name"));
   m.def("sim_check_policy",

@@ -127,25 +127,26 @@ def replay_openb(nodes: pd.DataFrame, pods: pd.DataFrame, policy: str = "fgd", s
         pods["memory_mib"].astype(np.int64).tolist(), pods["num_gpu"].astype(np.int64).tolist(),
         pods["gpu_milli"].astype(np.int64).tolist(), [_spec(s) for s in pods["gpu_spec"]],
         policy, params or None, int(seed), float(stop_at), float(coverage), ties)
+    columns = raw.to_dict()
     node_names = np.asarray([str(n) for n in nodes["name"]], dtype=object)
-    node_idx = raw["node"]
+    node_idx = columns["node"]
     where = np.where(node_idx >= 0, node_names[np.maximum(node_idx, 0)], None)
-    idle = raw["idle"]
+    idle = columns["idle"]
     ts = pd.DataFrame({
-        "pod": raw["pod"],
-        "name": np.asarray(pods["name"], dtype=object)[raw["pod"]] if len(raw["pod"]) else [],
-        "placed": raw["placed"].astype(bool),
+        "pod": columns["pod"],
+        "name": np.asarray(pods["name"], dtype=object)[columns["pod"]] if len(columns["pod"]) else [],
+        "placed": columns["placed"].astype(bool),
         "node": where,
-        "arrived": raw["arrived"],
-        "allocated": raw["allocated"],
-        "fragmented": raw["fragmented"],
+        "arrived": columns["arrived"],
+        "allocated": columns["allocated"],
+        "fragmented": columns["fragmented"],
         "idle": idle,
-        "frag_ratio": np.divide(raw["fragmented"], idle, out=np.zeros_like(idle), where=idle > 0),
-        "failed": raw["failed"],
-        "failed_gpu": raw["failed_gpu"],
+        "frag_ratio": np.divide(columns["fragmented"], idle, out=np.zeros_like(idle), where=idle > 0),
+        "failed": columns["failed"],
+        "failed_gpu": columns["failed_gpu"],
     })
-    summary = _summary(ts, policy, seed, stop_at, raw["gpu_capacity"])
-    return ReplayResult(summary=summary, timeseries=ts, workload=raw["workload"], cluster=raw["cluster"])
+    summary = _summary(ts, policy, seed, stop_at, columns["gpu_capacity"])
+    return ReplayResult(summary=summary, timeseries=ts, workload=columns["workload"], cluster=raw.cluster)
 
 
 def _window_mean(ts: pd.DataFrame, percent: int) -> float:

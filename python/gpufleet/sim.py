@@ -243,21 +243,21 @@ def simulate(jobs: pd.DataFrame, cluster: ClusterLike, policy: str | Mapping[str
         if bar is not None:
             bar.close()
     out = frame.copy()
-    for k, v in raw["jobs"].items():
+    for k, v in raw.jobs.to_dict().items():
         out[k] = v
     out["jct"] = out["end_time"] - out["submit_time"]
-    total = int(raw["total_gpus"])
-    ts = pd.DataFrame(raw["timeseries"])
+    total = int(raw.total_gpus)
+    ts = pd.DataFrame(raw.timeseries.to_dict())
     for c in ("running_jobs", "pending_jobs", "busy_gpus"):
         ts[c] = ts[c].astype(np.int64)
     ts["utilization"] = ts["busy_gpus"] / total
-    summary: dict[str, Any] = dict(raw["summary"])
+    summary: dict[str, Any] = raw.summary.to_dict()
     if record_timeseries and len(ts) and len(out):
         rho = _finish_time_fairness(out, ts, total)
         out["ftf_rho"] = rho
         summary["finish_time_fairness"] = float(rho.max())
         summary["avg_finish_time_fairness"] = float(rho.mean())
-    summary.update(policy=spec, num_gpus=total, seed=int(seed), scheduling_points=int(raw["scheduling_points"]))
+    summary.update(policy=spec, num_gpus=total, seed=int(seed), scheduling_points=int(raw.scheduling_points))
     return SimResult(jobs=out, timeseries=ts, summary=summary, policy=spec, cluster=models)
 
 

@@ -20,7 +20,6 @@
 #include "gpufleet/placement/strategy.h"
 #include "gpufleet/policies/gpu_pool.h"
 #include "gpufleet/sim/openb_replay.h"
-#include "gpufleet/sim/openb_replay_chooser.h"
 #include "gpufleet/placement/placer.h"
 #include "gtest/gtest.h"
 
@@ -366,10 +365,11 @@ TEST(OpenbReplay, DeterministicAndConsistent) {
   }
 }
 
-// The replay's chooser keeps every shape's node scores until a node changes; it must place
-// exactly as the Placer does over the same nodes (best score, ties to the earlier node), for
-// every strategy, random draws included, on a history with repeated shapes and model limits.
-TEST(ShapeChooser, PlacesExactlyAsThePlacer) {
+// Numbered shapes (the replay's path) keep every shape's node scores until a node changes; they
+// must place exactly as the Placer's full scan does over the same nodes (best score, ties to the
+// earlier node), for every strategy, random draws included, on a history with repeated shapes
+// and model limits.
+TEST(PlacerNumberedShapes, PlacesExactlyAsTheFullScan) {
   std::vector<OpenbPod> rows;
   const std::vector<std::vector<std::string>> specs = {{}, {}, {"T4"}, {"G2", "T4"}};
   std::mt19937_64 rng(5);
@@ -390,7 +390,7 @@ TEST(ShapeChooser, PlacesExactlyAsThePlacer) {
     auto* ob = dynamic_cast<PlacementObserver*>(sb.get());
     Placer placer;
     std::map<std::string, int> shape_ids;
-    ShapeChooser chooser(b, *sb, static_cast<int>(rows.size()));
+    Placer numbered;
     int placed = 0;
     for (const OpenbPod& row : rows) {
       Pod pod = *OpenbPodToPod(row);
@@ -401,7 +401,7 @@ TEST(ShapeChooser, PlacesExactlyAsThePlacer) {
       const int id = shape_ids.try_emplace(key, static_cast<int>(shape_ids.size())).first->second;
       PlaceResult want = placer.Place(a, pod, *sa);
       Allocation plan;
-      const int got = chooser.Choose(pod, id, &plan);
+      const int got = numbered.ChooseNumbered(b, pod, id, *sb, &plan);
       ASSERT_EQ(got >= 0, want.placed) << policy << " " << row.name;
       if (!want.placed) continue;
       ++placed;
@@ -415,6 +415,42 @@ TEST(ShapeChooser, PlacesExactlyAsThePlacer) {
     EXPECT_GT(placed, 40) << policy;
     EXPECT_TRUE(a == b) << policy;
   }
+}
+
+// One Placer serving two states in turn (a copy, then each with its own history) and a fresh
+// strategy must never answer from what it kept for the other: it drops its numbered shapes when
+// the state's change log or the strategy instance differs, and keeps answering as the full scan.
+TEST(PlacerNumberedShapes, StartsAfreshForAnotherStateOrStrategy) {
+  ClusterState a = MakeCluster(SmallNodes());
+  a.set_clock([] { return int64_t{1}; });
+  auto s1 = Strategy("bestfit");
+  Placer numbered, scan;
+  scan.set_score_cache(false);
+  for (int k = 0; k < 6; ++k) {
+    Pod pod = MakePod("a" + std::to_string(k), 2000, 1, 500);
+    Allocation plan;
+    const int got = numbered.ChooseNumbered(a, pod, 0, *s1, &plan);
+    ASSERT_GE(got, 0);
+    ASSERT_TRUE(a.Reserve(plan).ok());
+    ASSERT_TRUE(a.Commit(pod.name).ok());
+  }
+  ClusterState b = a;  // the same nodes and versions, another log
+  auto s2 = Strategy("dotprod");  // another rule: its scores must not be taken for bestfit's
+  for (int k = 0; k < 12; ++k) {
+    ClusterState& state = k % 2 == 0 ? a : b;
+    const PlacementStrategy& strategy = k % 3 == 0 ? *s2 : *s1;
+    Pod pod = MakePod("b" + std::to_string(k), 2000, 1, 300 + 100 * (k % 4));
+    Allocation want, got_plan;
+    absl::StatusOr<int> expected = scan.Choose(state, pod, strategy, nullptr, &want);
+    const int got = numbered.ChooseNumbered(state, pod, k % 4, strategy, &got_plan);
+    ASSERT_EQ(got >= 0, expected.ok()) << k;
+    if (got < 0) continue;
+    EXPECT_EQ(got, *expected) << k;
+    EXPECT_EQ(Minors(got_plan), Minors(want)) << k;
+    ASSERT_TRUE(state.Reserve(got_plan).ok());
+    ASSERT_TRUE(state.Commit(pod.name).ok());
+  }
+  EXPECT_FALSE(a == b);  // the two histories did diverge
 }
 
 // Ties: by name, the smallest name; by the seeded order, a random node order per seed, which the

@@ -3,8 +3,9 @@
 // everything about choosing: feasibility, scoring, the per-shape score cache and the no-fit
 // reason; only Place's final reserve (and commit) writes to the state. The simulator's device
 // ledger and openb replay, the Kubernetes adapters (through GuardedCluster) and the bindings place
-// through it, and the engine's session chooses through ChooseWithTerms (its plugins' predicates
-// and scores as PlacementTerms, nodes asked once per equivalence class).
+// through it (the replay by numbered pod shapes, ChooseNumbered), and the engine's session
+// chooses through ChooseWithTerms (its plugins' predicates and scores as PlacementTerms, nodes
+// asked once per equivalence class).
 //
 // The full scan is two steps. First every node is checked against its compact summaries and, for
 // strategies that score by allocation (binpack, spread, topology), scored, in one branch-free
@@ -26,6 +27,7 @@
 #include "gpufleet/core/pod.h"
 #include "gpufleet/placement/node_classes.h"
 #include "gpufleet/placement/node_score_cache.h"
+#include "gpufleet/placement/numbered_shapes.h"
 #include "gpufleet/placement/placement_terms.h"
 #include "gpufleet/placement/strategy.h"
 
@@ -64,6 +66,17 @@ class Placer {
                                       const PlacementStrategy& strategy,
                                       const PlacementTerms& terms, Allocation* plan);
 
+  // The node for `pod`, one of the caller's numbered pod shapes (0..N-1; pods given one number
+  // agree on everything but their names), by the same rule as Choose over every node: each
+  // shape keeps every node's answer until that node changes (NumberedShapeScores), for hosts that
+  // place a long trace of a few hundred shapes one pod at a time (the openb replay). Fills `plan`
+  // and returns the node, or -1 when none fits (without a reason: failures are common there and
+  // a reason costs a Filter per node). Changes nothing in `state`.
+  int ChooseNumbered(const ClusterState& state, const Pod& pod, int shape,
+                     const PlacementStrategy& strategy, Allocation* plan) {
+    return numbered_.Choose(state, pod, shape, strategy, plan);
+  }
+
   // Choose, then reserve the plan (and commit it when `commit`).
   PlaceResult Place(ClusterState& state, const Pod& pod, const PlacementStrategy& strategy,
                     bool commit = true, const std::vector<int>* candidates = nullptr);
@@ -101,6 +114,7 @@ class Placer {
 
   ClassesSlot classes_;
   NodeScoreCache score_cache_;
+  NumberedShapeScores numbered_;
   bool score_cache_enabled_ = true;
   std::vector<double> scores_, memory_extra_;  // scratch, per node
   std::vector<uint8_t> allowed_;

@@ -16,7 +16,6 @@
 #include "gpufleet/placement/gpu_share.h"
 #include "gpufleet/placement/observer.h"
 #include "gpufleet/placement/placer.h"
-#include "gpufleet/sim/openb_replay_chooser.h"
 
 namespace gpufleet {
 namespace {
@@ -164,7 +163,7 @@ absl::StatusOr<OpenbReplayResult> ReplayOpenb(const std::vector<OpenbNode>& node
   }
   std::vector<Pod> trace;
   std::vector<ShareTask> tasks;
-  std::vector<int> shape_of;  // pods with equal requests share a shape (ShapeChooser's cache key)
+  std::vector<int> shape_of;  // pods with equal requests share a shape (the Placer's numbered shapes)
   absl::flat_hash_map<std::string, int> shapes;
   trace.reserve(pods.size());
   absl::flat_hash_set<std::string> names;
@@ -257,12 +256,11 @@ absl::StatusOr<OpenbReplayResult> ReplayOpenb(const std::vector<OpenbNode>& node
   const double cap = static_cast<double>(out.gpu_capacity);
   // Random ties: the candidates in a fresh random order for every pod (Place gives ties to the
   // earliest candidate). Otherwise ties go to the earliest node in index order, which lets the
-  // chooser keep every shape's scores of the nodes that did not change.
+  // Placer keep every shape's scores of the nodes that did not change (ChooseNumbered).
   std::vector<int> all(cluster.num_nodes()), candidates;
   for (int i = 0; i < cluster.num_nodes(); ++i) all[i] = i;
   std::vector<int> uses(trace.size(), 0);
   Placer placer;
-  ShapeChooser chooser(cluster, *strategy, static_cast<int>(shapes.size()));
   Allocation plan;
   double arrived = 0.0, allocated = 0.0, failed_gpu = 0.0;
   int32_t failed = 0;
@@ -282,7 +280,7 @@ absl::StatusOr<OpenbReplayResult> ReplayOpenb(const std::vector<OpenbNode>& node
         if (r.placed) where = cluster.FindNode(r.allocation.node);
       }
     } else {
-      where = chooser.Choose(pod, shape_of[i], &plan);
+      where = placer.ChooseNumbered(cluster, pod, shape_of[i], *strategy, &plan);
       if (where >= 0 && !(cluster.Reserve(plan).ok() && cluster.Commit(pod.name).ok()))
         return absl::InternalError(absl::StrCat("replay: the plan for pod ", pod.name, " on node ",
                                                 plan.node, " did not apply"));
