@@ -46,17 +46,22 @@ class Las : public OrderedPolicy {
   void OnArrival(int job, const JobTimeView& view) override {
     if (!incremental_) return OrderedPolicy::OnArrival(job, view);
     Resize(view);
-    submit_[job] = view.job(job).spec.submit_time;
-    gpus_[job] = view.job(job).spec.num_gpu;
-    max_gpus_ = std::max(max_gpus_, gpus_[job]);
-    key_[job] = Key(view, job);
+    const JobSpec& spec = view.job(job).spec;
+    max_gpus_ = std::max(max_gpus_, spec.num_gpu);
+    demand_ += spec.num_gpu;
     arrived_.push_back(job);
-    demand_ += gpus_[job];
+    if (single_) {
+      arrived_keys_.push_back(WaitKey{Key(view, job), spec.submit_time, job});
+      return;
+    }
+    submit_[job] = spec.submit_time;
+    gpus_[job] = spec.num_gpu;
+    key_[job] = Key(view, job);
   }
   void OnFinish(int job, const JobTimeView& view) override {
     if (!incremental_) return OrderedPolicy::OnFinish(job, view);
-    demand_ -= gpus_[job];
-    if (single_) return EraseRunning(job);
+    demand_ -= view.job(job).spec.num_gpu;
+    if (single_) return EraseRunning(view, job);
     done_[job] = 1;  // a finished job leaves the running lists lazily
   }
   void Schedule(const JobTimeView& view, std::vector<Assignment>* plan) override {
@@ -74,13 +79,12 @@ class Las : public OrderedPolicy {
  private:
   void Resize(const JobTimeView& view) {
     const size_t n = view.jobs->size();
-    if (n <= key_.size()) return;
+    // One model keeps nothing per job: waiting jobs' keys sit in the queue, running jobs' counters
+    // in their RunClass entries (a run of millions of jobs then costs only the host's records).
+    if (single_ || n <= key_.size()) return;
     key_.resize(n, 0);
     submit_.resize(n, 0);
     gpus_.resize(n, 0);
-    if (single_) return;  // running jobs carry their counters in RunClass entries
-    base_.resize(n, 0);
-    since_.resize(n, 0);
     done_.resize(n, 0);
   }
 
@@ -102,24 +106,27 @@ class Las : public OrderedPolicy {
     for (const Assignment& a : *plan) Started(view, a.job);
     queue_.Clear();
     arrived_.clear();
+    arrived_keys_.clear();
     KeepUnlistedRunning();
     return true;
   }
 
   // The greedy fill of every active job in (service, submit, index) order, as a full plan.
   void Fill(const JobTimeView& view, std::vector<Assignment>* plan) {
+    if (single_) {
+      for (const WaitKey& k : arrived_keys_) queue_.Insert(view.job(k.job).spec.num_gpu, k);
+      arrived_.clear();
+      arrived_keys_.clear();
+      return FillChanges(view, plan);
+    }
     for (int i : arrived_) queue_.Insert(gpus_[i], KeyOf(i));
     arrived_.clear();
-    if (single_) return FillChanges(view, plan);
     // Running jobs: the last point's order plus the jobs started since, with their keys now.
-    // On one model a running job's counters stay as they were at its start (no migrations), so
-    // its key is computed from copies in compact arrays, exactly as JobTimeView computes it.
     auto refresh = [&](std::vector<int>* list) {
       size_t kept = 0;
       for (int i : *list) {
         if (done_[i]) continue;
-        key_[i] = single_ ? base_[i] + (view.now - since_[i]) * (gputime_ ? gpus_[i] : 1)
-                          : Key(view, i);
+        key_[i] = Key(view, i);
         (*list)[kept++] = i;
       }
       list->resize(kept);
@@ -174,10 +181,7 @@ class Las : public OrderedPolicy {
 
   void Started(const JobTimeView& view, int i) {
     const Job& j = view.job(i);
-    const double base = gputime_ ? j.gpu_time : j.run_time;
-    if (single_) return InsertRunning(view, i, base);
-    base_[i] = base;
-    since_[i] = view.now;  // the host starts it now
+    if (single_) return InsertRunning(view, i, gputime_ ? j.gpu_time : j.run_time);
     started_.push_back(i);
   }
 
@@ -210,12 +214,13 @@ class Las : public OrderedPolicy {
   }
   void InsertRunning(const JobTimeView& view, int i, double base) {
     now_ = view.now;  // the host starts it now
-    RunClass& c = ClassOf(gpus_[i]);
-    running_at_[i] = c.set.insert(RunEntry{base, view.now, submit_[i], i}).first;
+    const JobSpec& spec = view.job(i).spec;
+    RunClass& c = ClassOf(spec.num_gpu);
+    running_at_[i] = c.set.insert(RunEntry{base, view.now, spec.submit_time, i}).first;
   }
-  void EraseRunning(int i) {
+  void EraseRunning(const JobTimeView& view, int i) {
     auto it = running_at_.find(i);
-    ClassOf(gpus_[i]).set.erase(it->second);
+    ClassOf(view.job(i).spec.num_gpu).set.erase(it->second);
     running_at_.erase(it);
   }
 
@@ -287,15 +292,14 @@ class Las : public OrderedPolicy {
     auto room = [&]() -> int64_t {
       return free_before + (cursor >= 0 ? tail_[cursor].sum : 0) - taken;
     };
-    stopped_.clear();
+    stopped_keys_.clear();
     leaving_.clear();
     auto run_until = [&](const WaitKey* bound) {
       for (; cursor >= 0; --cursor) {
         const TailEntry& e = tail_[cursor];
         if (bound != nullptr && !(e.key < *bound)) return;
         if (e.gpus > room()) {
-          stopped_.push_back(e.key.job);
-          key_[e.key.job] = e.key.service;  // preempted: its key is fixed now
+          stopped_keys_.push_back(e.key);  // preempted: its key is fixed now
           taken -= e.gpus;
         }
       }
@@ -310,8 +314,9 @@ class Las : public OrderedPolicy {
           run_until(&k);
           last = k;
           passed_any = true;
-          if (!exact() || gpus_[k.job] <= room()) {
-            taken += gpus_[k.job];
+          const int gpus = view.job(k.job).spec.num_gpu;
+          if (!exact() || gpus <= room()) {
+            taken += gpus;
             leaving_.push_back(k);
             extend();
           }
@@ -320,14 +325,14 @@ class Las : public OrderedPolicy {
     run_until(nullptr);
 
     Filler fill(view, plan, /*from_current=*/true);
-    for (int i : stopped_) {
-      plan->push_back({i, kStop});
-      fill.Release(i, 0);
-      EraseRunning(i);
-      queue_.Insert(gpus_[i], KeyOf(i));
+    for (const WaitKey& k : stopped_keys_) {
+      plan->push_back({k.job, kStop});
+      fill.Release(k.job, 0);
+      EraseRunning(view, k.job);
+      queue_.Insert(view.job(k.job).spec.num_gpu, k);
     }
     for (const WaitKey& k : leaving_) {
-      queue_.Erase(gpus_[k.job], k);
+      queue_.Erase(view.job(k.job).spec.num_gpu, k);
       fill.TryPlace(k.job, ModelChoice::kFirstFit);  // fits: the fill above counted it
       const Job& j = view.job(k.job);
       InsertRunning(view, k.job, gputime_ ? j.gpu_time : j.run_time);
@@ -361,7 +366,6 @@ class Las : public OrderedPolicy {
   bool incremental_ = false;
   bool single_ = false;  // one GPU model: plans of changes, keys from cached counters
   std::vector<double> key_, submit_;  // per job: key when last computed, submit time
-  std::vector<double> base_, since_;  // per running job: service and time at its start
   std::vector<int> gpus_;
   std::vector<uint8_t> done_;
   int64_t demand_ = 0;          // GPUs asked by the active jobs
@@ -371,6 +375,7 @@ class Las : public OrderedPolicy {
   std::vector<int> started_;    // jobs started by StartAll since
   std::vector<int> placed_, stopped_;  // scratch of Fill
   std::vector<WaitKey> leaving_;
+  std::vector<WaitKey> arrived_keys_, stopped_keys_;  // one model: keys of arrived_, of stops
   // One model (single_): running jobs per GPU count, where each one sits, and the fill's tail.
   double now_ = 0;  // the time RunLess compares keys at
   int max_gpus_ = 0;
