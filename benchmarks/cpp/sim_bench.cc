@@ -5,6 +5,8 @@
 #include <benchmark/benchmark.h>
 
 #include <cmath>
+#include <cstdio>
+#include <ctime>
 #include <cstdlib>
 #include <fstream>
 #include <random>
@@ -117,6 +119,15 @@ void RunPolicy(benchmark::State& state, std::vector<Input>& jobs, const GpuPool&
                bool consume = false) {
   SimOptions o;
   o.record_timeseries = false;
+  if (consume) {
+    // The largest runs report how far they got (on stderr), so a capped run still says something.
+    o.progress_every = 1 << 20;
+    o.progress = [n = jobs.size()](int64_t finished) {
+      std::fprintf(stderr, "%lld of %zu jobs finished, %.1f s CPU\n",
+                   static_cast<long long>(finished), n,
+                   static_cast<double>(std::clock()) / CLOCKS_PER_SEC);
+    };
+  }
   o.scheduling_interval = interval;
   o.placement = devices ? "binpack" : "";
   double avg = 0;
