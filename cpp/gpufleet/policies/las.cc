@@ -220,6 +220,7 @@ class Las : public OrderedPolicy {
   }
   void EraseRunning(const JobTimeView& view, int i) {
     auto it = running_at_.find(i);
+    if (it == running_at_.end()) return;  // never started by this policy
     ClassOf(view.job(i).spec.num_gpu).set.erase(it->second);
     running_at_.erase(it);
   }
