@@ -5,6 +5,8 @@
 #include <benchmark/benchmark.h>
 
 #include <cmath>
+#include <cstdio>
+#include <ctime>
 #include <cstdlib>
 #include <fstream>
 #include <random>
@@ -48,23 +50,37 @@ std::vector<JobSpec> Tiresias9600() {
 }
 
 // Poisson arrivals, lognormal durations (median 30 min), 1/2/4/8 GPUs, at an offered load
-// (GPU-seconds asked / GPU-seconds available).
-std::vector<JobSpec> Synthetic(int n, int gpus, uint64_t seed, double load) {
+// (GPU-seconds asked / GPU-seconds available). `spec(i)` is where job i's spec goes.
+template <typename SpecOf>
+void FillSynthetic(int n, int gpus, uint64_t seed, double load, SpecOf spec) {
   std::mt19937_64 rng(seed);
   std::lognormal_distribution<double> dur(std::log(1800.0), 1.2);
   std::discrete_distribution<int> g({0.6, 0.2, 0.12, 0.08});
   const int sizes[] = {1, 2, 4, 8};
   double mean_gpu_seconds = (0.6 * 1 + 0.2 * 2 + 0.12 * 4 + 0.08 * 8) * 1800.0 * std::exp(0.72);
   std::exponential_distribution<double> gap(load * gpus / mean_gpu_seconds);
-  std::vector<JobSpec> jobs(n);
   double t = 0;
   for (int i = 0; i < n; ++i) {
-    jobs[i].id = i;
-    jobs[i].submit_time = t;
-    jobs[i].num_gpu = sizes[g(rng)];
-    jobs[i].duration = std::max(1.0, dur(rng));
+    JobSpec& s = spec(i);
+    s.id = i;
+    s.submit_time = t;
+    s.num_gpu = sizes[g(rng)];
+    s.duration = std::max(1.0, dur(rng));
     t += gap(rng);
   }
+}
+
+std::vector<JobSpec> Synthetic(int n, int gpus, uint64_t seed, double load) {
+  std::vector<JobSpec> jobs(n);
+  FillSynthetic(n, gpus, seed, load, [&](int i) -> JobSpec& { return jobs[i]; });
+  return jobs;
+}
+
+// The same jobs as whole records, for the largest inputs: the simulator keeps them as they are
+// instead of building its records beside a vector of specs.
+std::vector<jobtime::Job> SyntheticRecords(int n, int gpus, uint64_t seed, double load) {
+  std::vector<jobtime::Job> jobs(n);
+  FillSynthetic(n, gpus, seed, load, [&](int i) -> JobSpec& { return jobs[i].spec; });
   return jobs;
 }
 
@@ -97,11 +113,21 @@ jobtime::GpuPool HeteroPool(int gpus) {
 // only; the timing of the simulated jobs is the same, so the difference is the ledger's cost.
 // `jobs` is copied into each run, or moved into the last one when the caller gives it up
 // (`consume`; the largest inputs, where a second copy would double the memory).
-void RunPolicy(benchmark::State& state, std::vector<JobSpec>& jobs, const GpuPool& pool,
+template <typename Input>
+void RunPolicy(benchmark::State& state, std::vector<Input>& jobs, const GpuPool& pool,
                const std::string& policy, double interval = 0, bool devices = true,
                bool consume = false) {
   SimOptions o;
   o.record_timeseries = false;
+  if (consume) {
+    // The largest runs report how far they got (on stderr), so a capped run still says something.
+    o.progress_every = 1 << 20;
+    o.progress = [n = jobs.size()](int64_t finished) {
+      std::fprintf(stderr, "%lld of %zu jobs finished, %.1f s CPU\n",
+                   static_cast<long long>(finished), n,
+                   static_cast<double>(std::clock()) / CLOCKS_PER_SEC);
+    };
+  }
   o.scheduling_interval = interval;
   o.placement = devices ? "binpack" : "";
   double avg = 0;
@@ -109,7 +135,7 @@ void RunPolicy(benchmark::State& state, std::vector<JobSpec>& jobs, const GpuPoo
   for (auto _ : state) {
     auto p = MakeJobTimePolicy(policy).value();
     const bool last = consume && state.iterations() + 1 >= state.max_iterations;
-    auto r = Simulate(pool, last ? std::move(jobs) : std::vector<JobSpec>(jobs), *p, o);
+    auto r = Simulate(pool, last ? std::move(jobs) : std::vector<Input>(jobs), *p, o);
     if (!r.ok()) state.SkipWithError(std::string(r.status().message()).c_str());
     else avg = r->summary.avg_jct;
   }
@@ -138,17 +164,24 @@ void BM_Synthetic(benchmark::State& state, const char* policy) {
   const int n = static_cast<int>(state.range(0));
   const int gpus = static_cast<int>(state.range(1));
   const int load = static_cast<int>(state.range(3));
-  // Inputs are kept for the next case, but the largest: generated for its one run and moved in.
-  const bool huge = n >= 5000000;
+  const GpuPool pool = GpuPool::FromJson({{"gpu", gpus}}).value();
+  if (n >= 5000000) {
+    // The largest inputs: generated as whole records for their one run and moved in.
+    std::vector<jobtime::Job> records = SyntheticRecords(n, gpus, 1, load / 100.0);
+    RunPolicy(state, records, pool, policy, static_cast<double>(state.range(2)),
+              state.range(4) != 0, /*consume=*/true);
+    state.counters["load_pct"] = load;
+    return;
+  }
+  // Inputs are kept for the next case.
   static std::vector<JobSpec> jobs;
   static int cached_n = -1, cached_load = -1;
   if (cached_n != n || cached_load != load) {
     jobs = Synthetic(n, gpus, 1, load / 100.0);
-    cached_n = huge ? -1 : n;
+    cached_n = n;
     cached_load = load;
   }
-  RunPolicy(state, jobs, GpuPool::FromJson({{"gpu", gpus}}).value(), policy,
-            static_cast<double>(state.range(2)), state.range(4) != 0, huge);
+  RunPolicy(state, jobs, pool, policy, static_cast<double>(state.range(2)), state.range(4) != 0);
   state.counters["load_pct"] = load;
 }
 

@@ -162,5 +162,48 @@ TEST(SimReference, LasTakesTheReferenceDecisions) {
   EXPECT_GT(preempted, 0) << "the traces never preempt: they test nothing";
 }
 
+// One model with a few hundred GPUs and thousands of jobs near capacity: long queues and many
+// preemptions per point, where las reads only the tail of its running order. Times are whole
+// seconds in half the cases and arbitrary doubles in the others.
+TEST(SimReference, LasTakesTheReferenceDecisionsOnALargeCluster) {
+  int64_t preempted = 0;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    std::mt19937_64 rng(seed);
+    GpuModel g;
+    g.name = "v100";
+    g.count = 96 + static_cast<int>(seed) * 40;
+    Case c{GpuPool::Create({g}).value(), {}};
+    std::lognormal_distribution<double> duration(std::log(600.0), 1.3);
+    std::discrete_distribution<int> gpus({0.55, 0.2, 0.15, 0.1});
+    const int sizes[] = {1, 2, 4, 8};
+    const bool whole = seed % 2 == 1;
+    std::exponential_distribution<double> gap(g.count / (2.4 * 600 * 2.0 * 1.02));
+    double t = 0;
+    for (int i = 0; i < 2500; ++i) {
+      JobSpec s;
+      s.id = i;
+      s.submit_time = whole ? std::floor(t) : t;
+      s.num_gpu = sizes[gpus(rng)];
+      s.duration = whole ? std::max(1.0, std::round(duration(rng))) : duration(rng) + 1;
+      c.jobs.push_back(s);
+      t += gap(rng);
+    }
+    for (bool gputime : {true, false}) {
+      SimOptions o;
+      o.placement = seed == 2 ? "binpack" : "";
+      o.restore_delay = seed >= 3 ? 30 : 0;
+      auto fast = jobtime::MakeJobTimePolicy(gputime ? "las" : "las(service=time)");
+      ASSERT_TRUE(fast.ok()) << fast.status();
+      jobtime::reference::LasReference reference(gputime);
+      ExpectSameRun(c, **fast, reference, o,
+                    "seed " + std::to_string(seed) + ", gputime " + std::to_string(gputime));
+      if (HasFatalFailure()) return;
+      auto again = Simulate(c.pool, c.jobs, reference, o);
+      for (const jobtime::Job& j : again->jobs) preempted += j.preemptions;
+    }
+  }
+  EXPECT_GT(preempted, 1000) << "the traces rarely preempt: they test little";
+}
+
 }  // namespace
 }  // namespace gpufleet::sim

@@ -10,11 +10,19 @@
 // restored by an insertion sort. A point costs O(running jobs + jobs started), not O(active jobs),
 // and takes the same decisions as OrderedPolicy (the path every other host takes): the same greedy
 // fill in the same order, leaving out only waiting jobs too large for any model's free GPUs.
+// On one GPU model a contended point costs O((changes + tail) x log): running jobs sit in one
+// ordered set per GPU count (RunClass; keys of one count grow at one rate, so their order holds
+// between points), and the fill reads only the tail of the running order where a preemption can
+// happen (see FillChanges).
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <limits>
+#include <set>
 #include <string>
 #include <vector>
+
+#include "absl/container/flat_hash_map.h"
 
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/policies/ordered.h"
@@ -38,16 +46,23 @@ class Las : public OrderedPolicy {
   void OnArrival(int job, const JobTimeView& view) override {
     if (!incremental_) return OrderedPolicy::OnArrival(job, view);
     Resize(view);
-    submit_[job] = view.job(job).spec.submit_time;
-    gpus_[job] = view.job(job).spec.num_gpu;
-    key_[job] = Key(view, job);
+    const JobSpec& spec = view.job(job).spec;
+    max_gpus_ = std::max(max_gpus_, spec.num_gpu);
+    demand_ += spec.num_gpu;
     arrived_.push_back(job);
-    demand_ += gpus_[job];
+    if (single_) {
+      arrived_keys_.push_back(WaitKey{Key(view, job), spec.submit_time, job});
+      return;
+    }
+    submit_[job] = spec.submit_time;
+    gpus_[job] = spec.num_gpu;
+    key_[job] = Key(view, job);
   }
   void OnFinish(int job, const JobTimeView& view) override {
     if (!incremental_) return OrderedPolicy::OnFinish(job, view);
-    demand_ -= gpus_[job];  // a finished job leaves the running lists lazily
-    done_[job] = 1;
+    demand_ -= view.job(job).spec.num_gpu;
+    if (single_) return EraseRunning(view, job);
+    done_[job] = 1;  // a finished job leaves the running lists lazily
   }
   void Schedule(const JobTimeView& view, std::vector<Assignment>* plan) override {
     if (!incremental_) return OrderedPolicy::Schedule(view, plan);
@@ -64,11 +79,11 @@ class Las : public OrderedPolicy {
  private:
   void Resize(const JobTimeView& view) {
     const size_t n = view.jobs->size();
-    if (n <= key_.size()) return;
+    // One model keeps nothing per job: waiting jobs' keys sit in the queue, running jobs' counters
+    // in their RunClass entries (a run of millions of jobs then costs only the host's records).
+    if (single_ || n <= key_.size()) return;
     key_.resize(n, 0);
     submit_.resize(n, 0);
-    base_.resize(n, 0);
-    since_.resize(n, 0);
     gpus_.resize(n, 0);
     done_.resize(n, 0);
   }
@@ -91,23 +106,27 @@ class Las : public OrderedPolicy {
     for (const Assignment& a : *plan) Started(view, a.job);
     queue_.Clear();
     arrived_.clear();
+    arrived_keys_.clear();
     KeepUnlistedRunning();
     return true;
   }
 
   // The greedy fill of every active job in (service, submit, index) order, as a full plan.
   void Fill(const JobTimeView& view, std::vector<Assignment>* plan) {
+    if (single_) {
+      for (const WaitKey& k : arrived_keys_) queue_.Insert(view.job(k.job).spec.num_gpu, k);
+      arrived_.clear();
+      arrived_keys_.clear();
+      return FillChanges(view, plan);
+    }
     for (int i : arrived_) queue_.Insert(gpus_[i], KeyOf(i));
     arrived_.clear();
     // Running jobs: the last point's order plus the jobs started since, with their keys now.
-    // On one model a running job's counters stay as they were at its start (no migrations), so
-    // its key is computed from copies in compact arrays, exactly as JobTimeView computes it.
     auto refresh = [&](std::vector<int>* list) {
       size_t kept = 0;
       for (int i : *list) {
         if (done_[i]) continue;
-        key_[i] = single_ ? base_[i] + (view.now - since_[i]) * (gputime_ ? gpus_[i] : 1)
-                          : Key(view, i);
+        key_[i] = Key(view, i);
         (*list)[kept++] = i;
       }
       list->resize(kept);
@@ -122,7 +141,6 @@ class Las : public OrderedPolicy {
                        [&](int a, int b) { return Less(a, b); });
     started_.clear();
 
-    if (single_) return FillChanges(view, plan);
     Filler fill(view, plan);
     placed_.clear();
     stopped_.clear();
@@ -163,57 +181,162 @@ class Las : public OrderedPolicy {
 
   void Started(const JobTimeView& view, int i) {
     const Job& j = view.job(i);
-    base_[i] = gputime_ ? j.gpu_time : j.run_time;
-    since_[i] = view.now;  // the host starts it now
+    if (single_) return InsertRunning(view, i, gputime_ ? j.gpu_time : j.run_time);
     started_.push_back(i);
+  }
+
+  // Running jobs of one GPU count on one model, ordered by their key now (then submit time and
+  // index, as WaitKey). Every key of the class grows at the same rate, so the order found at
+  // insertion holds at every later point and the set never needs re-sorting.
+  struct RunEntry {
+    double base, since, submit;  // key = base + (now - since) x rate, as Fill computes it
+    int job;
+  };
+  struct RunLess {
+    const double* now;
+    double rate;
+    double KeyAt(const RunEntry& e) const { return e.base + (*now - e.since) * rate; }
+    bool operator()(const RunEntry& a, const RunEntry& b) const {
+      return WaitKey{KeyAt(a), a.submit, a.job} < WaitKey{KeyAt(b), b.submit, b.job};
+    }
+  };
+  using RunSet = std::set<RunEntry, RunLess>;
+  struct RunClass {
+    int gpus;
+    RunSet set;
+  };
+
+  RunClass& ClassOf(int gpus) {
+    for (RunClass& c : classes_)
+      if (c.gpus == gpus) return c;
+    const double rate = gputime_ ? gpus : 1;
+    return classes_.emplace_back(RunClass{gpus, RunSet(RunLess{&now_, rate})});
+  }
+  void InsertRunning(const JobTimeView& view, int i, double base) {
+    now_ = view.now;  // the host starts it now
+    const JobSpec& spec = view.job(i).spec;
+    RunClass& c = ClassOf(spec.num_gpu);
+    running_at_[i] = c.set.insert(RunEntry{base, view.now, spec.submit_time, i}).first;
+  }
+  void EraseRunning(const JobTimeView& view, int i) {
+    auto it = running_at_.find(i);
+    if (it == running_at_.end()) return;  // never started by this policy
+    ClassOf(view.job(i).spec.num_gpu).set.erase(it->second);
+    running_at_.erase(it);
+  }
+
+  // The running jobs' order read from its end (highest key first), a k-way merge of the classes.
+  struct TailEntry {
+    WaitKey key;
+    int gpus;
+    int64_t sum;  // GPUs of this entry and every entry before it (higher keys)
+  };
+  void StartTail() {
+    tail_.clear();
+    tail_cursor_.clear();
+    for (RunClass& c : classes_) tail_cursor_.push_back(c.set.rbegin());
+  }
+  // Appends the next-highest running job; false when every running job is in the tail.
+  bool PullTail() {
+    int best = -1;
+    WaitKey best_key{};
+    for (size_t c = 0; c < classes_.size(); ++c) {
+      if (tail_cursor_[c] == classes_[c].set.rend()) continue;
+      const RunEntry& e = *tail_cursor_[c];
+      WaitKey k{classes_[c].set.key_comp().KeyAt(e), e.submit, e.job};
+      if (best < 0 || best_key < k) {
+        best = static_cast<int>(c);
+        best_key = k;
+      }
+    }
+    if (best < 0) return false;
+    ++tail_cursor_[best];
+    const int g = classes_[best].gpus;
+    tail_.push_back({best_key, g, (tail_.empty() ? 0 : tail_.back().sum) + g});
+    return true;
   }
 
   // One model: the same greedy fill with GPU counts only (every active job fits the model, so it
   // is placed iff its GPUs are left at its turn), answered as a plan of changes: the waiting jobs
   // it starts and, with kStop, the running jobs it preempts.
+  //
+  // Without visiting every running job: with F GPUs free before the point and D the GPUs taken by
+  // waiting jobs placed so far minus those given back by running jobs stopped so far, the room at
+  // a running job r's turn is F + S(r) - D, where S(r) sums the GPUs of r and every running job
+  // after it. So r can be stopped only where S(r) - g(r) < D - F: in the tail of the running order.
+  // The tail is read from the end until its GPUs reach D - F + G (G: the largest GPU count of any
+  // job), which is extended whenever D grows; before the tail every running job keeps its GPUs and
+  // the room is at least G, so every waiting job visited there is placed. Inside the tail the room
+  // is known exactly. The result is the same fill in the same order.
   void FillChanges(const JobTimeView& view, std::vector<Assignment>* plan) {
-    int room = view.pool->total_gpus();
-    placed_.clear();
-    stopped_.clear();
+    now_ = view.now;
+    const int64_t free_before = view.pool->total_gpus() - (*view.busy)[0];
+    int64_t taken = 0;  // D above
+    StartTail();
+    bool complete = false;
+    int cursor = -1;  // tail_[0..cursor] are the running jobs after the fill's position
+    bool passed_any = false;
+    WaitKey last{};  // the last waiting job visited
+    auto extend = [&] {
+      while (!complete && (tail_.empty() ? 0 : tail_.back().sum) < taken - free_before + max_gpus_) {
+        if (!PullTail()) {
+          complete = true;
+          break;
+        }
+        // Entries below the fill's position were passed, and kept (the room there was >= G).
+        if (cursor == static_cast<int>(tail_.size()) - 2 && (!passed_any || last < tail_.back().key))
+          cursor = static_cast<int>(tail_.size()) - 1;
+      }
+    };
+    // True when every running job after the fill's position is in tail_[0..cursor].
+    auto exact = [&] { return complete || cursor < static_cast<int>(tail_.size()) - 1; };
+    auto room = [&]() -> int64_t {
+      return free_before + (cursor >= 0 ? tail_[cursor].sum : 0) - taken;
+    };
+    stopped_keys_.clear();
     leaving_.clear();
-    size_t r = 0;
     auto run_until = [&](const WaitKey* bound) {
-      for (; r < running_.size(); ++r) {
-        const int i = running_[r];
-        if (bound != nullptr && !(KeyOf(i) < *bound)) return;
-        if (gpus_[i] <= room) {
-          room -= gpus_[i];
-          placed_.push_back(i);
-        } else {
-          stopped_.push_back(i);
+      for (; cursor >= 0; --cursor) {
+        const TailEntry& e = tail_[cursor];
+        if (bound != nullptr && !(e.key < *bound)) return;
+        if (e.gpus > room()) {
+          stopped_keys_.push_back(e.key);  // preempted: its key is fixed now
+          taken -= e.gpus;
         }
       }
     };
-    queue_.Walk([&] { return room; }, [&](const WaitKey& k) {
-      run_until(&k);
-      if (gpus_[k.job] <= room) {
-        room -= gpus_[k.job];
-        placed_.push_back(k.job);
-        leaving_.push_back(k);
-      }
-      return room > 0;
-    });
+    extend();
+    queue_.Walk(
+        [&]() -> int {
+          return exact() ? static_cast<int>(std::min<int64_t>(room(), std::numeric_limits<int>::max()))
+                         : std::numeric_limits<int>::max();
+        },
+        [&](const WaitKey& k) {
+          run_until(&k);
+          last = k;
+          passed_any = true;
+          const int gpus = view.job(k.job).spec.num_gpu;
+          if (!exact() || gpus <= room()) {
+            taken += gpus;
+            leaving_.push_back(k);
+            extend();
+          }
+          return !exact() || room() > 0;
+        });
     run_until(nullptr);
+
     Filler fill(view, plan, /*from_current=*/true);
-    for (int i : stopped_) {
-      plan->push_back({i, kStop});
-      fill.Release(i, 0);
-      queue_.Insert(gpus_[i], KeyOf(i));  // preempted: its key is fixed now
+    for (const WaitKey& k : stopped_keys_) {
+      plan->push_back({k.job, kStop});
+      fill.Release(k.job, 0);
+      EraseRunning(view, k.job);
+      queue_.Insert(view.job(k.job).spec.num_gpu, k);
     }
     for (const WaitKey& k : leaving_) {
-      queue_.Erase(gpus_[k.job], k);
+      queue_.Erase(view.job(k.job).spec.num_gpu, k);
       fill.TryPlace(k.job, ModelChoice::kFirstFit);  // fits: the fill above counted it
-    }
-    running_.swap(placed_);
-    for (const WaitKey& k : leaving_) {
       const Job& j = view.job(k.job);
-      base_[k.job] = gputime_ ? j.gpu_time : j.run_time;
-      since_[k.job] = view.now;
+      InsertRunning(view, k.job, gputime_ ? j.gpu_time : j.run_time);
     }
     KeepUnlistedRunning();
   }
@@ -244,7 +367,6 @@ class Las : public OrderedPolicy {
   bool incremental_ = false;
   bool single_ = false;  // one GPU model: plans of changes, keys from cached counters
   std::vector<double> key_, submit_;  // per job: key when last computed, submit time
-  std::vector<double> base_, since_;  // per running job: service and time at its start
   std::vector<int> gpus_;
   std::vector<uint8_t> done_;
   int64_t demand_ = 0;          // GPUs asked by the active jobs
@@ -254,6 +376,14 @@ class Las : public OrderedPolicy {
   std::vector<int> started_;    // jobs started by StartAll since
   std::vector<int> placed_, stopped_;  // scratch of Fill
   std::vector<WaitKey> leaving_;
+  std::vector<WaitKey> arrived_keys_, stopped_keys_;  // one model: keys of arrived_, of stops
+  // One model (single_): running jobs per GPU count, where each one sits, and the fill's tail.
+  double now_ = 0;  // the time RunLess compares keys at
+  int max_gpus_ = 0;
+  std::deque<RunClass> classes_;  // a deque: sets never move, iterators stay valid
+  absl::flat_hash_map<int, RunSet::iterator> running_at_;
+  std::vector<TailEntry> tail_;
+  std::vector<RunSet::reverse_iterator> tail_cursor_;
 };
 GPUFLEET_REGISTER(JobTimePolicy,
     {.name = "las",

@@ -63,8 +63,7 @@ absl::StatusOr<std::unique_ptr<DeviceLedger>> DeviceLedger::Create(const GpuPool
       mn.shapes[k].devices.push_back(r);
     }
   }
-  l->pieces_.assign(num_jobs, 0);
-  l->job_model_.assign(num_jobs, -1);
+  l->num_jobs_ = num_jobs;
   return l;
 }
 
@@ -89,38 +88,45 @@ int DeviceLedger::num_allocations() const {
 
 absl::StatusOr<int> DeviceLedger::Start(int job, int count, int model) {
   if (model < 0 || model >= num_models() || count < 1 || job < 0 ||
-      job >= static_cast<int>(pieces_.size()))
+      job >= num_jobs_)
     return absl::InvalidArgumentError("device ledger: bad job, model or GPU count");
-  if (pieces_[job] > 0)
+  if (held_.contains(job))
     return absl::FailedPreconditionError(absl::StrFormat("job %d already holds GPUs", job));
   if (free_gpus(model) < count)
     return absl::FailedPreconditionError(absl::StrFormat(
         "device ledger: %d GPUs asked, %d free on that model", count, free_gpus(model)));
   ModelNodes& m = models_[model];
-  job_model_[job] = model;
+  int pieces = 0;
   int remaining = count;
   while (remaining > 0) {
     int freest = static_cast<int>(m.histogram.size()) - 1;
     while (m.histogram[freest] == 0) --freest;  // stops above 0: free GPUs remain
     const int piece = std::min(remaining, freest);
     Pod& pod = m.shapes[piece];  // reused: only the name changes between starts
-    pod.name = PieceName(job, pieces_[job]);
+    pod.name = PieceName(job, pieces);
     PlaceResult r = m.placer.Place(m.state, pod, *strategy_);
     if (!r.placed) {
-      Stop(job);  // cannot happen while the histogram is right; leave nothing half-placed
+      if (pieces > 0) {
+        held_[job] = Held{pieces, model};
+        Stop(job);  // cannot happen while the histogram is right; leave nothing half-placed
+      }
       return absl::InternalError(absl::StrCat("device ledger: ", r.reason));
     }
     Count(m, m.state.FindNode(r.allocation.node), -piece);
-    ++pieces_[job];
+    ++pieces;
     remaining -= piece;
   }
-  return pieces_[job];
+  held_[job] = Held{pieces, model};
+  return pieces;
 }
 
 void DeviceLedger::Stop(int job) {
-  if (pieces_[job] == 0) return;
-  ModelNodes& m = models_[job_model_[job]];
-  for (int k = 0; k < pieces_[job]; ++k) {
+  auto it = held_.find(job);
+  if (it == held_.end()) return;
+  const Held held = it->second;
+  held_.erase(it);
+  ModelNodes& m = models_[held.model];
+  for (int k = 0; k < held.pieces; ++k) {
     const std::string name = PieceName(job, k);
     const Allocation* a = m.state.FindAllocation(name);
     if (a == nullptr) continue;
@@ -129,7 +135,6 @@ void DeviceLedger::Stop(int job) {
     (void)m.state.Release(name);
     Count(m, node, gpus);
   }
-  pieces_[job] = 0;
 }
 
 }  // namespace gpufleet::sim

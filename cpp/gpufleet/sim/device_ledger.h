@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "gpufleet/accounting/cluster_state.h"
 #include "gpufleet/placement/placer.h"
@@ -54,8 +55,14 @@ class DeviceLedger {
 
   std::unique_ptr<PlacementStrategy> strategy_;
   std::vector<ModelNodes> models_;
-  std::vector<int> pieces_;     // per job: pods it holds now
-  std::vector<int> job_model_;  // per job: the model of those pods
+  struct Held {
+    int pieces;  // pods it holds now
+    int model;   // the model of those pods
+  };
+  // Only jobs holding GPUs (at most the GPUs' number), so a run of millions of jobs costs nothing
+  // per job here.
+  absl::flat_hash_map<int, Held> held_;
+  int num_jobs_ = 0;
 };
 
 }  // namespace gpufleet::sim

@@ -19,6 +19,19 @@ double Percentile(std::vector<double> values, double q) {
   return a + (b - a) * (pos - lo);
 }
 
+namespace {
+// Percentile over values sorted ascending: the same numbers Percentile picks, without a copy.
+double PercentileOfSorted(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  double pos = q / 100.0 * (sorted.size() - 1);
+  size_t lo = static_cast<size_t>(std::floor(pos));
+  size_t hi = std::min(lo + 1, sorted.size() - 1);
+  double a = sorted[lo];
+  double b = hi != lo ? sorted[hi] : a;
+  return a + (b - a) * (pos - lo);
+}
+}  // namespace
+
 Summary Summarize(const std::vector<Job>& jobs, int total_gpus, double busy_gpu_seconds) {
   Summary s;
   s.num_jobs = static_cast<int64_t>(jobs.size());
@@ -38,9 +51,10 @@ Summary Summarize(const std::vector<Job>& jobs, int total_gpus, double busy_gpu_
   double total = 0;
   for (double v : jct) total += v;
   s.avg_jct = total / jct.size();
-  s.p50_jct = Percentile(jct, 50);
-  s.p95_jct = Percentile(jct, 95);
-  s.p99_jct = Percentile(jct, 99);
+  std::sort(jct.begin(), jct.end());  // one sort instead of a copy per percentile
+  s.p50_jct = PercentileOfSorted(jct, 50);
+  s.p95_jct = PercentileOfSorted(jct, 95);
+  s.p99_jct = PercentileOfSorted(jct, 99);
   s.avg_queueing_delay = queueing / jobs.size();
   s.makespan = last_end - first_submit;
   if (s.makespan > 0 && total_gpus > 0)

@@ -63,12 +63,10 @@ struct FinishEntry {
 
 class Run {
  public:
-  Run(const GpuPool& pool, std::vector<JobSpec> specs, JobTimePolicy& policy,
+  Run(const GpuPool& pool, std::vector<Job> jobs, JobTimePolicy& policy,
       const SimOptions& options,
       DeviceLedger* ledger)
-      : pool_(pool), policy_(policy), options_(options), ledger_(ledger) {
-    jobs_.resize(specs.size());
-    for (size_t i = 0; i < specs.size(); ++i) jobs_[i].spec = std::move(specs[i]);
+      : pool_(pool), policy_(policy), options_(options), jobs_(std::move(jobs)), ledger_(ledger) {
     planned_.assign(jobs_.size(), -1);
     busy_per_model_.assign(pool_.num_models(), 0);
     view_.busy = &busy_per_model_;
@@ -82,11 +80,20 @@ class Run {
   }
 
   absl::StatusOr<SimResult> Go() {
-    std::vector<int> order(jobs_.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-      return jobs_[a].spec.submit_time < jobs_[b].spec.submit_time;
+    // Arrival order: the input's, when it is sorted by submit time already (no index array).
+    std::vector<int> order;
+    const bool in_order = std::is_sorted(jobs_.begin(), jobs_.end(), [](const Job& a, const Job& b) {
+      return a.spec.submit_time < b.spec.submit_time;
     });
+    if (!in_order) {
+      order.resize(jobs_.size());
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+        return jobs_[a].spec.submit_time < jobs_[b].spec.submit_time;
+      });
+    }
+    const size_t num_jobs = jobs_.size();
+    auto arrival = [&](size_t k) { return in_order ? static_cast<int>(k) : order[k]; };
     RETURN_IF_ERROR(policy_.Init(view_));
     const double interval = options_.scheduling_interval;
     size_t next_arrival = 0;
@@ -96,9 +103,9 @@ class Run {
     bool dirty = false;  // an arrival or completion since the last scheduling point
     std::vector<Assignment> plan;
     SimResult result;
-    while (next_arrival < order.size() || active > 0) {
+    while (next_arrival < num_jobs || active > 0) {
       double t_arrival =
-          next_arrival < order.size() ? jobs_[order[next_arrival]].spec.submit_time : kNever;
+          next_arrival < num_jobs ? jobs_[arrival(next_arrival)].spec.submit_time : kNever;
       double t_event = std::min(t_arrival, NextFinish());
       double t_point = std::min(wakeup, active > 0 ? next_tick : kNever);
       if (interval > 0) {
@@ -132,8 +139,8 @@ class Run {
         policy_.OnFinish(e.job, view_);
       }
       // Arrivals.
-      while (next_arrival < order.size() && jobs_[order[next_arrival]].spec.submit_time <= t) {
-        int i = order[next_arrival++];
+      while (next_arrival < num_jobs && jobs_[arrival(next_arrival)].spec.submit_time <= t) {
+        int i = arrival(next_arrival++);
         Job& j = jobs_[i];
         j.state = JobState::kPending;
         j.wait_since = j.spec.submit_time;
@@ -155,6 +162,8 @@ class Run {
       if (options_.progress && points % options_.progress_every == 0) options_.progress(finished);
     }
     if (options_.progress) options_.progress(finished);
+    std::vector<int>().swap(order);  // per-job scratch, freed before the summary's own
+    std::vector<int>().swap(planned_);
     result.summary = Summarize(jobs_, pool_.total_gpus(), busy_gpu_seconds_);
     result.scheduling_points = points;
     if (ledger_ != nullptr) result.leftover_allocations = ledger_->num_allocations();
@@ -301,11 +310,21 @@ class Run {
 absl::StatusOr<SimResult> Simulate(const GpuPool& pool, std::vector<JobSpec> jobs,
                                    JobTimePolicy& policy,
                                    const SimOptions& options) {
+  std::vector<Job> records(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) records[i].spec = std::move(jobs[i]);
+  std::vector<JobSpec>().swap(jobs);
+  return Simulate(pool, std::move(records), policy, options);
+}
+
+absl::StatusOr<SimResult> Simulate(const GpuPool& pool, std::vector<Job> jobs,
+                                   JobTimePolicy& policy, const SimOptions& options) {
   if (!(options.restore_delay >= 0) || !(options.tick >= 0) ||
       !(options.scheduling_interval >= 0) || options.progress_every < 1)
     return absl::InvalidArgumentError(
         "simulate: restore_delay, tick and scheduling_interval must be >= 0, progress_every >= 1");
-  for (size_t i = 0; i < jobs.size(); ++i) RETURN_IF_ERROR(ValidateJob(jobs[i], i, pool));
+  for (size_t i = 0; i < jobs.size(); ++i) RETURN_IF_ERROR(ValidateJob(jobs[i].spec, i, pool));
+  // Only the specs are read: every other field starts from a default record.
+  for (Job& j : jobs) j = Job{std::move(j.spec)};
   std::unique_ptr<DeviceLedger> ledger;
   if (!options.placement.empty()) {
     ASSIGN_OR_RETURN(ledger, DeviceLedger::Create(pool, options.placement,

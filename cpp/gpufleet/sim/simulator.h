@@ -66,6 +66,12 @@ absl::StatusOr<SimResult> Simulate(const jobtime::GpuPool& pool,
                                    jobtime::JobTimePolicy& policy,
                                    const SimOptions& options);
 
+// The same run over jobs given whole: only their specs are read (every other field starts from a
+// default Job). For the largest inputs: the simulator keeps these records instead of building a
+// second copy of the specs, so memory holds one record per job.
+absl::StatusOr<SimResult> Simulate(const jobtime::GpuPool& pool, std::vector<jobtime::Job> jobs,
+                                   jobtime::JobTimePolicy& policy, const SimOptions& options);
+
 }  // namespace gpufleet::sim
 
 #endif  // GPUFLEET_SIM_SIMULATOR_H_
