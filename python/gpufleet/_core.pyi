@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Allocation', 'BindDecision', 'Cluster', 'CycleResult', 'DeviceGrant', 'DeviceRequest', 'EngineScheduler', 'EvictDecision', 'FitResult', 'HeldCapacity', 'JobState', 'JobView', 'PlaceResult', 'Pod', 'QueueShare', 'QueueSpec', 'QueueView', 'Resources', 'TaskView', 'engine_action_description', 'engine_actions', 'engine_check_config', 'engine_default_config', 'engine_plugin_description', 'engine_plugins', 'engine_registry_duplicates', 'format_bytes', 'maximize_lp', 'mig_geometry', 'parse_milli', 'parse_quantity', 'parse_quantity_exact', 'parse_resource_quantity', 'registry_duplicates', 'registry_metadata', 'sim_check_policy', 'sim_policy_description', 'sim_policy_names', 'sim_run', 'strategies', 'strategy_description', 'water_fill', 'wire_keys']
+__all__: list[str] = ['Allocation', 'BindDecision', 'Cluster', 'CycleResult', 'DeviceGrant', 'DeviceRequest', 'EngineScheduler', 'EvictDecision', 'FitResult', 'HeldCapacity', 'JobState', 'JobView', 'PlaceResult', 'Pod', 'QueueShare', 'QueueSpec', 'QueueView', 'Resources', 'TaskView', 'VirtualFunction', 'engine_action_description', 'engine_actions', 'engine_check_config', 'engine_default_config', 'engine_plugin_description', 'engine_plugins', 'engine_registry_duplicates', 'format_bytes', 'maximize_lp', 'mig_geometry', 'parse_milli', 'parse_quantity', 'parse_quantity_exact', 'parse_resource_quantity', 'registry_duplicates', 'registry_metadata', 'sim_check_policy', 'sim_policy_description', 'sim_policy_names', 'sim_run', 'strategies', 'strategy_description', 'water_fill', 'wire_keys']
 class DeviceRequest:
     """
     What a pod asks of one device type: `count` devices (whole when `whole`), or a share of one: `core` percent of its compute, `memory_bytes` or `memory_ratio` percent of its memory. Read from Pod.devices.
@@ -119,6 +119,26 @@ class FitResult:
         """
         Why the pod does not fit (empty when it does).
         """
+class VirtualFunction:
+    """
+    One SR-IOV virtual function of an RDMA NIC: its minor and PCI bus id.
+    """
+    def __eq__(self, arg0: VirtualFunction) -> bool:
+        ...
+    def __hash__(self) -> int:
+        ...
+    def __repr__(self) -> str:
+        ...
+    @property
+    def bus_id(self) -> str:
+        """
+        The VF's PCI bus id, e.g. 0000:1f:00.2.
+        """
+    @property
+    def minor(self) -> int:
+        """
+        The VF's minor number on its NIC.
+        """
 class DeviceGrant:
     """
     One device given to an allocation: its type and minor number, the compute percent (`core`, 100 for a whole GPU) and the memory in bytes it holds.
@@ -144,6 +164,11 @@ class DeviceGrant:
     def type(self) -> str:
         """
         Device type: gpu, rdma or fpga.
+        """
+    @property
+    def vfs(self) -> list[VirtualFunction]:
+        """
+        SR-IOV virtual functions held on an RDMA NIC, a list of VirtualFunction (empty for other devices).
         """
 class Allocation:
     """

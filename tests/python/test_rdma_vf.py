@@ -60,7 +60,11 @@ def test_joint_pod_gets_one_vf_per_switch_and_round_trips():
     fresh.add_node(rdma_node("n"))
     restored = fresh.restore_allocation(Pod("ns/p", JOINT), "n", a.annotations())
     assert [g.vfs for g in restored.devices] == [g.vfs for g in a.devices]
-    assert fresh == c
+    # The restored VFs are taken: the same record for another pod is refused, nothing changes.
+    before = fresh.snapshot()
+    with pytest.raises(ValueError, match="held by another pod"):
+        fresh.restore_allocation(Pod("ns/q", JOINT), "n", a.annotations())
+    assert fresh.snapshot() == before
     c.check_invariants()
 
 
@@ -112,13 +116,13 @@ def test_extender_bind_then_restart_keeps_the_vf_taken():
                               api=gpufleet, binder=MemoryBinder())
     restored = st2.cluster.allocation("default/a")
     assert {(g.minor, v.bus_id) for g in restored.devices for v in g.vfs} == held
-    # Those two switches have no free VF left: a pod needing all four switches cannot fit, one
-    # needing the other two can, and it never gets a held VF.
-    full = st2.cluster.filter(Pod("b", {"nvidia.com/gpu": "8", "koordinator.sh/rdma": "1"}), "n1")
-    assert not full and "virtual functions" in full.reason
-    b, reason = st2.cluster.place(Pod("c", JOINT))
-    assert b is not None, reason
-    assert not {(g.minor, v.bus_id) for g in b.devices for v in g.vfs} & held
+    # The two VFs it holds stay taken: two RDMA-only pods get the other two, a third gets none.
+    for name in ("r1", "r2"):
+        b, reason = st2.cluster.place(Pod(name, {"koordinator.sh/rdma": "1"}))
+        assert b is not None, reason
+        assert not {(g.minor, v.bus_id) for g in b.devices for v in g.vfs} & held
+    b, reason = st2.cluster.place(Pod("r3", {"koordinator.sh/rdma": "1"}))
+    assert b is None and "Insufficient rdma virtual functions" in reason
     st2.cluster.check_invariants()
 
 
