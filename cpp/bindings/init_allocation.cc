@@ -30,6 +30,18 @@ void InitAllocation(py::module_& m) {
                (f.reason.empty() ? "" : ", " + f.reason) + ")";
       });
 
+  py::class_<VirtualFunction>(m, "VirtualFunction",
+                               "One SR-IOV virtual function of an RDMA NIC: its minor and PCI bus id.")
+      .def_readonly("minor", &VirtualFunction::minor, "The VF's minor number on its NIC.")
+      .def_readonly("bus_id", &VirtualFunction::bus_id, "The VF's PCI bus id, e.g. 0000:1f:00.2.")
+      .def("__eq__", [](const VirtualFunction& a, const VirtualFunction& b) { return a == b; })
+      .def("__hash__", [](const VirtualFunction& v) {
+        return py::hash(py::make_tuple(v.minor, v.bus_id));
+      })
+      .def("__repr__", [](const VirtualFunction& v) {
+        return "VirtualFunction(" + std::to_string(v.minor) + ", " + v.bus_id + ")";
+      });
+
   py::class_<DeviceGrant>(m, "DeviceGrant",
                            "One device given to an allocation: its type and minor number, the compute "
                            "percent (`core`, 100 for a whole GPU) and the memory in bytes it holds.")
@@ -37,9 +49,14 @@ void InitAllocation(py::module_& m) {
       .def_readonly("minor", &DeviceGrant::minor, "The device minor number on its node.")
       .def_readonly("core", &DeviceGrant::core, "Compute held, in percent of the device (100 = whole).")
       .def_readonly("memory_bytes", &DeviceGrant::memory_bytes, "Device memory held, in bytes.")
+      .def_readonly("vfs", &DeviceGrant::vfs,
+                    "SR-IOV virtual functions held on an RDMA NIC, a list of VirtualFunction "
+                    "(empty for other devices).")
       .def("__repr__", [](const DeviceGrant& g) {
+        std::string vfs;
+        for (const VirtualFunction& vf : g.vfs) vfs += (vfs.empty() ? ", vfs=" : ",") + vf.bus_id;
         return "DeviceGrant(" + g.type + " " + std::to_string(g.minor) + ", core=" +
-               std::to_string(g.core) + ", memory=" + FormatBytes(g.memory_bytes) + ")";
+               std::to_string(g.core) + ", memory=" + FormatBytes(g.memory_bytes) + vfs + ")";
       });
 
   py::class_<PyAllocation>(m, "Allocation",

@@ -1,6 +1,7 @@
 // Restoring a bound pod from its annotations (Koordinator's device-allocated JSON, gpushare's
 // ALIYUN_COM_GPU_MEM_* keys) against a small fixed cluster that already holds one pod. Input:
-// "key=value" lines, the annotations, plus "@pod=<name>" (whole, half, share, rdma, cpu, held),
+// "key=value" lines, the annotations, plus "@pod=<name>" (whole, half, share, rdma, cpu, held,
+// joint: GPUs with RDMA virtual functions on node "v"),
 // "@node=<name>" and "@unit=gib". A restore either fails and leaves the cluster exactly as it was,
 // or books a bound allocation that keeps the accounting consistent and whose annotations, written
 // again, read back to the same grants.
@@ -33,13 +34,22 @@ const Fixture& Cluster() {
         {"type":"rdma","minor":0}]})"));
     (void)f->state.AddNode(
         NodeOf(R"({"name":"g","cpu":"8","memory":"32Gi","gpus":{"count":2,"memory":"16276Mi"}})"));
+    // RDMA NICs with SR-IOV VFs, one per PCIe switch of a GPU.
+    (void)f->state.AddNode(NodeOf(R"({"name":"v","cpu":"16","memory":"64Gi","devices":[
+        {"type":"gpu","minor":0,"memory":"80Gi","topology":{"pcieID":"sw0"}},
+        {"type":"gpu","minor":1,"memory":"80Gi","topology":{"pcieID":"sw1"}},
+        {"type":"rdma","minor":0,"topology":{"pcieID":"sw0"},"vfGroups":[{"vfs":[
+          {"minor":0,"busID":"0000:1f:00.2"},{"minor":1,"busID":"0000:1f:00.3"}]}]},
+        {"type":"rdma","minor":1,"topology":{"pcieID":"sw1"},"vfGroups":[{"vfs":[
+          {"minor":0,"busID":"0000:2f:00.2"}]}]}]})"));
     for (const char* json : {
              R"({"name":"whole","requests":{"cpu":"1","nvidia.com/gpu":"1"}})",
              R"({"name":"half","requests":{"koordinator.sh/gpu":"50"}})",
              R"({"name":"share","requests":{"aliyun.com/gpu-mem":"8000"}})",
              R"({"name":"rdma","requests":{"koordinator.sh/rdma":"50"}})",
              R"({"name":"cpu","requests":{"cpu":"2","memory":"1Gi"}})",
-             R"({"name":"held","requests":{"koordinator.sh/gpu":"50"}})"}) {
+             R"({"name":"held","requests":{"koordinator.sh/gpu":"50"}})",
+             R"({"name":"joint","requests":{"nvidia.com/gpu":"2","koordinator.sh/rdma":"1"}})"}) {
       Pod p = PodOf(json);
       f->pods[p.name] = p;
     }

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "gpufleet/core/device.h"
+
 namespace gpufleet {
 
 struct DeviceGrant {
@@ -13,6 +15,8 @@ struct DeviceGrant {
   int minor = 0;
   int64_t core = 0;          // percent of the device
   int64_t memory_bytes = 0;  // bytes of the device's memory
+  // SR-IOV virtual functions held on an RDMA NIC (core/rdma_vf.h), each exclusively.
+  std::vector<VirtualFunction> vfs;
   bool operator==(const DeviceGrant&) const = default;
 };
 

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "gpufleet/accounting/device_fit.h"
 #include "gpufleet/accounting/node_constraints.h"
+#include "gpufleet/core/rdma_vf.h"
 #include "gpufleet/core/status_macros.h"
 
 namespace gpufleet {
@@ -42,6 +43,7 @@ NodeView ClusterState::View(int i) const {
   v.usage = &usage_[i];
   v.used_core = used_core_.data() + first_device_[i];
   v.used_memory = used_memory_.data() + first_device_[i];
+  v.vf_taken = vf_taken_.data() + first_device_[i];
   return v;
 }
 
@@ -59,6 +61,7 @@ absl::Status ClusterState::AddNode(const Node& node) {
     capacity_core_.push_back(d.core);
     capacity_memory_.push_back(d.memory_bytes);
     healthy_gpu_.push_back(d.type == kGpu && d.healthy);
+    vf_taken_.emplace_back(VfCount(d), 0);
   }
   usage_.emplace_back();
   summaries_.Append(usage_.back());
@@ -84,6 +87,7 @@ absl::Status ClusterState::RemoveNode(const std::string& name) {
   capacity_core_.erase(capacity_core_.begin() + begin, capacity_core_.begin() + end);
   capacity_memory_.erase(capacity_memory_.begin() + begin, capacity_memory_.begin() + end);
   healthy_gpu_.erase(healthy_gpu_.begin() + begin, healthy_gpu_.begin() + end);
+  vf_taken_.erase(vf_taken_.begin() + begin, vf_taken_.begin() + end);
   for (auto& n : device_node_)
     if (n > index) --n;
   nodes_.erase(nodes_.begin() + index);
@@ -219,6 +223,7 @@ absl::Status ClusterState::ApplyDelta(const Allocation& a, int sign, bool check_
         return absl::InvalidArgumentError(
             absl::StrFormat("pod %s names %s %d twice", a.pod, g.type, g.minor));
   }
+  if (sign > 0) RETURN_IF_ERROR(CheckVfGrants(node, a));
   if (sign > 0) {
     NodeView v = View(node);
     for (const DeviceGrant& g : a.devices) {
@@ -235,6 +240,34 @@ absl::Status ClusterState::ApplyDelta(const Allocation& a, int sign, bool check_
   return absl::OkStatus();
 }
 
+// Every VF named exists on its NIC (same minor and bus id), is free, and is named once.
+absl::Status ClusterState::CheckVfGrants(int node, const Allocation& a) const {
+  for (size_t k = 0; k < a.devices.size(); ++k) {
+    const DeviceGrant& g = a.devices[k];
+    if (g.vfs.empty()) continue;
+    const int d = LocalDevice(node, g.type, g.minor);
+    const Device& dev = nodes_[node].devices[d];
+    for (size_t f = 0; f < g.vfs.size(); ++f) {
+      const VirtualFunction& vf = g.vfs[f];
+      const int at = FindVf(dev, vf);
+      if (at < 0)
+        return absl::NotFoundError(absl::StrFormat(
+            "node %s: %s %d has no virtual function with minor %d and busID \"%s\"", a.node,
+            g.type, g.minor, vf.minor, vf.bus_id));
+      if (vf_taken_[first_device_[node] + d][at])
+        return absl::FailedPreconditionError(absl::StrFormat(
+            "node %s: pod %s: virtual function %s (minor %d) of %s %d is held by another pod",
+            a.node, a.pod, vf.bus_id, vf.minor, g.type, g.minor));
+      for (size_t e = 0; e < f; ++e)
+        if (g.vfs[e] == vf)
+          return absl::InvalidArgumentError(absl::StrFormat(
+              "pod %s names virtual function %s of %s %d twice", a.pod, vf.bus_id, g.type,
+              g.minor));
+    }
+  }
+  return absl::OkStatus();
+}
+
 void ClusterState::Apply(const Allocation& a, int sign) {
   int node = FindNode(a.node);
   NodeUsage& u = usage_[node];
@@ -246,6 +279,8 @@ void ClusterState::Apply(const Allocation& a, int sign) {
     int d = LocalDevice(node, g.type, g.minor);
     used_core_[base + d] += sign * g.core;
     used_memory_[base + d] += sign * g.memory_bytes;
+    for (const VirtualFunction& vf : g.vfs)
+      vf_taken_[base + d][FindVf(nodes_[node].devices[d], vf)] = sign > 0;
   }
   RefreshUsage(node);
 }
@@ -312,6 +347,8 @@ std::vector<const Allocation*> ClusterState::Allocations() const {
 
 absl::Status ClusterState::CheckInvariants() const {
   std::vector<int64_t> core(num_devices(), 0), memory(num_devices(), 0);
+  std::vector<std::vector<uint8_t>> vfs(num_devices());
+  for (int d = 0; d < num_devices(); ++d) vfs[d].assign(vf_taken_[d].size(), 0);
   std::vector<NodeUsage> expect(num_nodes());
   for (const auto& [name, a] : allocations_) {
     int node = FindNode(a.node);
@@ -324,8 +361,14 @@ absl::Status ClusterState::CheckInvariants() const {
       if (d < 0) return absl::InternalError(absl::StrCat("pod ", name, " holds unknown device"));
       core[first_device_[node] + d] += g.core;
       memory[first_device_[node] + d] += g.memory_bytes;
+      for (const VirtualFunction& vf : g.vfs) {
+        const int at = FindVf(nodes_[node].devices[d], vf);
+        if (at < 0 || vfs[first_device_[node] + d][at]++)
+          return absl::InternalError(absl::StrCat("pod ", name, " holds an unknown or shared VF"));
+      }
     }
   }
+  if (vfs != vf_taken_) return absl::InternalError("held virtual functions differ from allocations");
   for (int i = 0; i < num_nodes(); ++i) {
     const Node& n = nodes_[i];
     const NodeUsage& u = usage_[i];
@@ -360,6 +403,7 @@ bool ClusterState::operator==(const ClusterState& other) const {
   for (int i = 0; i < num_devices(); ++i)
     if (used_core_[i] != other.used_core_[i] || used_memory_[i] != other.used_memory_[i])
       return false;
+  if (vf_taken_ != other.vf_taken_) return false;
   if (allocations_.size() != other.allocations_.size()) return false;
   for (const auto& [name, a] : allocations_) {
     const Allocation* b = other.FindAllocation(name);

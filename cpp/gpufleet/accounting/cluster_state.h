@@ -108,6 +108,8 @@ class ClusterState {
   const std::vector<int64_t>& capacity_core() const { return capacity_core_; }
   const std::vector<int64_t>& capacity_memory() const { return capacity_memory_; }
   const std::vector<uint8_t>& healthy_gpu() const { return healthy_gpu_; }
+  // Per device: 1 per VF a pod holds, 0 per free VF (flat order, core/rdma_vf.h).
+  const std::vector<std::vector<uint8_t>>& vf_taken() const { return vf_taken_; }
 
   // Current time source for assume times; tests and the simulator may pin it.
   void set_clock(std::function<int64_t()> clock) { clock_ = std::move(clock); }
@@ -117,6 +119,7 @@ class ClusterState {
   NodeUsage SummaryOf(int node) const;        // the node's summary from its devices' usage
   absl::Status ApplyDelta(const Allocation& a, int sign, bool check_only) const;
   void Apply(const Allocation& a, int sign);
+  absl::Status CheckVfGrants(int node, const Allocation& a) const;
   int LocalDevice(int node, const std::string& type, int minor) const;
 
   std::vector<Node> nodes_;
@@ -129,6 +132,7 @@ class ClusterState {
   std::vector<int64_t> capacity_core_;
   std::vector<int64_t> capacity_memory_;
   std::vector<uint8_t> healthy_gpu_;  // 1 for a healthy GPU, 0 for anything else
+  std::vector<std::vector<uint8_t>> vf_taken_;  // per device, per VF: held by a pod
   std::vector<uint64_t> node_version_;
   ChangeLog changes_;
   NodeSummaries summaries_;

@@ -17,14 +17,22 @@ bool ModelAllowed(const Pod& pod, const Device& d) {
   return std::find(pod.gpu_models.begin(), pod.gpu_models.end(), d.model) != pod.gpu_models.end();
 }
 
-bool DeviceFits(const NodeView& v, int d, const Pod& pod, const DeviceRequest& r) {
+// `switches`, when given, limits GPUs to those PCIe switches (joint GPU+RDMA with VFs).
+bool DeviceFits(const NodeView& v, int d, const Pod& pod, const DeviceRequest& r,
+                const std::set<std::string>* switches = nullptr) {
   const Device& dev = v.device(d);
   if (dev.type != r.type || !dev.healthy || !ModelAllowed(pod, dev)) return false;
+  if (v.has_vfs(d) && v.free_vfs(d) == 0) return false;
+  if (switches && !switches->count(dev.topology.pcie_switch)) return false;
   if (r.whole()) return v.untouched(d);
   return v.free_core(d) >= r.core && v.free_memory(d) >= RequestBytesOn(r, dev);
 }
 
 std::string Plural(const std::string& type) { return type + " devices"; }
+
+// The same words on every node, so "0/N nodes are available" can count them.
+constexpr char kNoVfNearGpus[] =
+    "Insufficient rdma virtual functions on the PCIe switches of fitting GPUs";
 
 // Why fewer than `count` devices fit: the reasons the Kubernetes GPU-sharing schedulers use.
 FitResult ShortageReason(const NodeView& v, const Pod& pod, const DeviceRequest& r) {
@@ -41,10 +49,53 @@ FitResult ShortageReason(const NodeView& v, const Pod& pod, const DeviceRequest&
     if (r.type == kGpu && memory_ok_somewhere && !core_ok_somewhere)
       return FitResult::Unschedulable("Insufficient GPU core in one device");
   }
+  if (r.type == kRdma) {
+    for (int d = 0; d < v.num_devices(); ++d)
+      if (v.device(d).healthy && v.has_vfs(d) && v.free_vfs(d) == 0)
+        return FitResult::Unschedulable("Insufficient rdma virtual functions");
+  }
   return FitResult::Unschedulable("Insufficient " + Plural(r.type));
 }
 
 }  // namespace
+
+bool NodeHasVfNics(const NodeView& v) {
+  for (int d = 0; d < v.num_devices(); ++d)
+    if (v.has_vfs(d)) return true;
+  return false;
+}
+
+bool IsJointVfRequest(const NodeView& v, const Pod& pod) {
+  return pod.Find(kGpu) != nullptr && pod.Find(kRdma) != nullptr && NodeHasVfNics(v);
+}
+
+bool NicCanGiveVf(const NodeView& v, int d, const DeviceRequest& rdma) {
+  const Device& dev = v.device(d);
+  return dev.type == kRdma && dev.healthy && v.has_vfs(d) && v.free_vfs(d) > 0 &&
+         (rdma.whole() ? v.untouched(d) : v.free_core(d) >= rdma.core);
+}
+
+FitResult VfSwitches(const NodeView& v, const Pod& pod, const DeviceRequest& rdma,
+                     std::set<std::string>* switches) {
+  if (rdma.count > 1)
+    return FitResult::Unresolvable(absl::StrFormat(
+        "a joint GPU+RDMA request gets one virtual function per PCIe switch of its GPUs; it "
+        "cannot also ask for %d RDMA NICs (koordinator.sh/rdma at most 100)",
+        rdma.count));
+  for (int d = 0; d < v.num_devices(); ++d) {
+    const Device& dev = v.device(d);
+    const bool counts = dev.type == kGpu || (dev.type == kRdma && v.has_vfs(d));
+    if (counts && dev.topology.pcie_switch.empty())
+      return FitResult::Unresolvable(absl::StrFormat(
+          "joint GPU+RDMA allocation needs the PCIe switch (topology.pcieID) of every GPU and "
+          "RDMA NIC; %s %d has none",
+          dev.type, dev.minor));
+  }
+  switches->clear();
+  for (int d = 0; d < v.num_devices(); ++d)
+    if (NicCanGiveVf(v, d, rdma)) switches->insert(v.device(d).topology.pcie_switch);
+  return FitResult::Ok();
+}
 
 bool QuickMayFit(const Pod& pod, const DeviceRequest* gpu, const NodeUsage& u) {
   if (pod.cpu_milli > u.cpu_capacity - u.cpu_used) return false;
@@ -63,6 +114,19 @@ bool QuickMayFit(const Pod& pod, const NodeUsage& u) {
 FitResult FitDeviceRequest(const NodeView& v, const Pod& pod, const DeviceRequest& r,
                            std::vector<std::vector<int>>* domains) {
   const Node& n = *v.node;
+  // Joint GPU+RDMA with VFs: the NICs follow the GPUs, so the GPUs carry the whole check.
+  std::set<std::string> vf_switches;
+  const std::set<std::string>* switches = nullptr;
+  if ((r.type == kGpu || r.type == kRdma) && IsJointVfRequest(v, pod)) {
+    FitResult f = VfSwitches(v, pod, *pod.Find(kRdma), &vf_switches);
+    if (!f.ok()) return f;
+    if (r.type == kRdma) {
+      if (vf_switches.empty())
+        return FitResult::Unschedulable("Insufficient rdma virtual functions");
+      return FitResult::Ok();
+    }
+    switches = &vf_switches;
+  }
   int of_type = 0, allowed = 0;
   for (int d = 0; d < v.num_devices(); ++d) {
     if (v.device(d).type != r.type) continue;
@@ -98,14 +162,22 @@ FitResult FitDeviceRequest(const NodeView& v, const Pod& pod, const DeviceReques
   // Fast path: no constraint, just count fitting devices.
   int fitting = 0;
   for (int d = 0; d < v.num_devices(); ++d)
-    if (DeviceFits(v, d, pod, r)) ++fitting;
-  if (fitting < r.count) return ShortageReason(v, pod, r);
+    if (DeviceFits(v, d, pod, r, switches)) ++fitting;
+  if (fitting < r.count) {
+    if (switches != nullptr) {
+      int anywhere = 0;
+      for (int d = 0; d < v.num_devices(); ++d) anywhere += DeviceFits(v, d, pod, r);
+      if (anywhere >= r.count)
+        return FitResult::Unschedulable(kNoVfNearGpus);
+    }
+    return ShortageReason(v, pod, r);
+  }
   if (!nvlink && !scoped && domains == nullptr) return FitResult::Ok();
 
   // Candidates in ascending minor order.
   std::vector<int> candidates;
   for (int d = 0; d < v.num_devices(); ++d)
-    if (DeviceFits(v, d, pod, r)) candidates.push_back(d);
+    if (DeviceFits(v, d, pod, r, switches)) candidates.push_back(d);
   std::sort(candidates.begin(), candidates.end(),
             [&](int a, int b) { return v.device(a).minor < v.device(b).minor; });
 

@@ -3,6 +3,7 @@
 #define GPUFLEET_ACCOUNTING_NODE_VIEW_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "gpufleet/core/node.h"
 
@@ -42,12 +43,20 @@ struct NodeView {
   const NodeUsage* usage = nullptr;
   const int64_t* used_core = nullptr;    // indexed like node->devices
   const int64_t* used_memory = nullptr;  // indexed like node->devices
+  // Indexed like node->devices: per VF in flat order (core/rdma_vf.h), 1 while a pod holds it.
+  const std::vector<uint8_t>* vf_taken = nullptr;
 
   int num_devices() const { return static_cast<int>(node->devices.size()); }
   const Device& device(int i) const { return node->devices[i]; }
   int64_t free_core(int i) const { return node->devices[i].core - used_core[i]; }
   int64_t free_memory(int i) const { return node->devices[i].memory_bytes - used_memory[i]; }
   bool untouched(int i) const { return used_core[i] == 0 && used_memory[i] == 0; }
+  bool has_vfs(int i) const { return vf_taken != nullptr && !vf_taken[i].empty(); }
+  int free_vfs(int i) const {
+    int n = 0;
+    for (uint8_t t : vf_taken[i]) n += t == 0;
+    return n;
+  }
 };
 
 }  // namespace gpufleet

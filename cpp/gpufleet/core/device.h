@@ -4,7 +4,9 @@
 #define GPUFLEET_CORE_DEVICE_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 namespace gpufleet {
 
@@ -34,6 +36,21 @@ struct MigSlot {
   bool operator==(const MigSlot&) const = default;
 };
 
+// One SR-IOV virtual function of an RDMA NIC, as Koordinator's Device CRD lists it: a minor
+// (unique on its NIC) and a PCI bus id ("0000:1f:00.2", unique on its NIC).
+struct VirtualFunction {
+  int minor = 0;
+  std::string bus_id;
+  bool operator==(const VirtualFunction&) const = default;
+};
+
+// Koordinator's vfGroups entry: VFs that share labels (for example a VF type).
+struct VfGroup {
+  std::map<std::string, std::string> labels;
+  std::vector<VirtualFunction> vfs;
+  bool operator==(const VfGroup&) const = default;
+};
+
 // Capacities use the core's fixed units: `core` is percent of one device (100 = whole), memory is
 // bytes. Devices without memory (RDMA, FPGA) have memory_bytes = 0 and are shared by `core`.
 struct Device {
@@ -46,6 +63,9 @@ struct Device {
   int64_t memory_bytes = 0;
   DeviceTopology topology;
   MigSlot mig;  // set on MIG instances only
+  // RDMA NICs only: the NIC's virtual functions (core/rdma_vf.h). A NIC with VFs hands one out
+  // with every grant; each is exclusive.
+  std::vector<VfGroup> vf_groups;
   bool operator==(const Device&) const = default;
 };
 

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_format.h"
 #include "gpufleet/core/mig.h"
+#include "gpufleet/core/rdma_vf.h"
 
 namespace gpufleet {
 namespace {
@@ -54,6 +55,7 @@ absl::Status ValidateNode(const Node& node) {
   }
   // MIG first: its messages name the GPU and instance where the generic ones would not.
   if (absl::Status mig = ValidateMig(node); !mig.ok()) return mig;
+  if (absl::Status vfs = ValidateVfs(node); !vfs.ok()) return vfs;
   std::set<std::string> ids;
   std::set<std::pair<std::string, int>> seen;
   std::set<int> gpu_minors;

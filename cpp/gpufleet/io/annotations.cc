@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "gpufleet/core/json_text.h"
 #include "gpufleet/core/quantity.h"
+#include "gpufleet/core/rdma_vf.h"
 #include "gpufleet/core/registry.h"
 #include "gpufleet/core/request_parser.h"
 #include "gpufleet/core/status_macros.h"
@@ -32,6 +33,35 @@ int64_t RatioOf(int64_t bytes, int64_t capacity) {
   return (bytes * 100 + capacity - 1) / capacity;
 }
 
+// Koordinator's "extension": {"vfs": [{"minor", "busID"}]} on an rdma entry. Whether the VFs
+// exist on the NIC and are free is checked by the reservation itself.
+absl::Status VfsFromExtension(const Json& entry, const std::string& key, const Pod& pod,
+                              DeviceGrant* g) {
+  auto ext = entry.find("extension");
+  if (ext == entry.end() || ext->is_null()) return absl::OkStatus();
+  const std::string where =
+      absl::StrFormat("pod %s: annotation %s: %s %d extension", pod.name, key, g->type, g->minor);
+  auto bad = [&](const std::string& why) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": ", why));
+  };
+  if (!ext->is_object()) return bad("not an object");
+  RETURN_IF_ERROR(CheckKnownKeys(*ext, where, {"vfs"}));
+  auto vfs = ext->find("vfs");
+  if (vfs == ext->end() || vfs->is_null()) return absl::OkStatus();
+  if (!vfs->is_array()) return bad("vfs is not a list");
+  if (vfs->size() > static_cast<size_t>(kMaxVfsPerDevice))
+    return bad(absl::StrFormat("%d VFs is more than a NIC may have", vfs->size()));
+  for (size_t k = 0; k < vfs->size(); ++k) {
+    const Json& v = (*vfs)[k];
+    if (!v.is_object() || !v.contains("minor") || !IsIntegerIn<int>(v["minor"]) ||
+        !v.contains("busID") || !v["busID"].is_string())
+      return bad(absl::StrFormat("vfs[%d] needs an integer minor and a string busID", k));
+    RETURN_IF_ERROR(CheckKnownKeys(v, absl::StrFormat("%s vfs[%d]", where, k), {"minor", "busID"}));
+    g->vfs.push_back({v["minor"].get<int>(), v["busID"].get<std::string>()});
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string DeviceAllocatedJson(const Allocation& a, const Node& node) {
@@ -49,7 +79,13 @@ std::string DeviceAllocatedJson(const Allocation& a, const Node& node) {
       // Devices with memory of their own (MIG instances) record it, so a restore is exact.
       if (g.memory_bytes != 0) resources[kKoordGpuMemory] = FormatBytes(g.memory_bytes);
     }
-    out[g.type].push_back({{"minor", g.minor}, {"resources", resources}});
+    Json entry = {{"minor", g.minor}, {"resources", resources}};
+    if (!g.vfs.empty()) {
+      Json vfs = Json::array();
+      for (const VirtualFunction& vf : g.vfs) vfs.push_back({{"minor", vf.minor}, {"busID", vf.bus_id}});
+      entry["extension"] = {{"vfs", vfs}};
+    }
+    out[g.type].push_back(std::move(entry));
   }
   return out.dump();
 }
@@ -96,7 +132,7 @@ absl::StatusOr<std::vector<DeviceGrant>> GrantsFromAnnotations(
           return bad(it->first, "an entry has no integer minor");
         RETURN_IF_ERROR(CheckKnownKeys(entry, absl::StrFormat("pod %s: annotation %s: %s entry",
                                                               pod.name, it->first, type.key()),
-                                       {"minor", "resources", "id"}));
+                                       {"minor", "resources", "id", "extension"}));
         // Read wide first: a huge minor must not wrap onto a real device.
         const int64_t minor = entry["minor"].get<int64_t>();
         if (minor < 0 || minor > std::numeric_limits<int>::max())
@@ -136,6 +172,7 @@ absl::StatusOr<std::vector<DeviceGrant>> GrantsFromAnnotations(
           return bad(it->first, absl::StrFormat("%s %d of %s %d is over 100", kKoordGpuMemoryRatio,
                                                 ratio, g.type, g.minor));
         if (g.memory_bytes == 0 && ratio > 0) g.memory_bytes = (ratio * d->memory_bytes + 99) / 100;
+        RETURN_IF_ERROR(VfsFromExtension(entry, it->first, pod, &g));
         grants.push_back(g);
       }
     }
@@ -191,7 +228,15 @@ absl::Status CheckGrantsMatchPod(const std::vector<DeviceGrant>& grants,
   for (const DeviceRequest& r : pod.devices) types.insert(r.type);
   for (const std::string& type : types) {
     const DeviceRequest* r = pod.Find(type);
-    const int requested = r ? r->count : 0;
+    int requested = r ? r->count : 0;
+    // Joint GPU+RDMA on NICs with VFs: one NIC per PCIe switch of the granted GPUs.
+    if (type == kRdma && r != nullptr && pod.Find(kGpu) != nullptr && NodeHasVfs(node)) {
+      std::set<std::string> switches;
+      for (const DeviceGrant& g : grants)
+        if (const Device* d = g.type == kGpu ? FindDevice(node, g.type, g.minor) : nullptr)
+          switches.insert(d->topology.pcie_switch);
+      requested = static_cast<int>(switches.size());
+    }
     int granted = 0;
     for (const DeviceGrant& g : grants) granted += g.type == type;
     if (granted != requested)
@@ -204,6 +249,12 @@ absl::Status CheckGrantsMatchPod(const std::vector<DeviceGrant>& grants,
       const int64_t core = r->whole() ? d->core : r->core;
       const int64_t memory = r->whole() ? d->memory_bytes : RequestBytesOn(*r, *d);
       const std::string what = r->whole() ? "a whole device" : "a shared device";
+      const size_t vfs_expected = d->vf_groups.empty() ? 0 : 1;
+      if (g.vfs.size() != vfs_expected)
+        return differ(key, absl::StrFormat("grants %s %d with %d virtual functions; %s", type,
+                                           g.minor, g.vfs.size(),
+                                           vfs_expected ? "its NIC hands out exactly one per grant"
+                                                        : "it has none"));
       if (g.core != core)
         return differ(key, absl::StrFormat("grants %s %d core %d%%, the pod requests %d%% (%s)",
                                            type, g.minor, g.core, core, what));

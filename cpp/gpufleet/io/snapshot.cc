@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "gpufleet/core/json_text.h"
+#include "gpufleet/core/rdma_vf.h"
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/io/spec_json.h"
 #include "gpufleet/io/strict_json.h"
@@ -21,9 +22,14 @@ std::string SaveSnapshot(const ClusterState& state) {
   Json allocations = Json::array();
   for (const Allocation* a : state.Allocations()) {
     Json devices = Json::array();
-    for (const DeviceGrant& g : a->devices)
+    for (const DeviceGrant& g : a->devices) {
       devices.push_back({{"type", g.type}, {"minor", g.minor}, {"core", g.core},
                          {"memory_bytes", g.memory_bytes}});
+      if (g.vfs.empty()) continue;
+      Json vfs = Json::array();
+      for (const VirtualFunction& vf : g.vfs) vfs.push_back({{"minor", vf.minor}, {"busID", vf.bus_id}});
+      devices.back()["vfs"] = vfs;
+    }
     allocations.push_back({{"pod", a->pod},
                            {"node", a->node},
                            {"cpu_milli", a->cpu_milli},
@@ -69,8 +75,22 @@ absl::StatusOr<ClusterState> LoadSnapshot(const std::string& text) {
         if (minor < 0 || minor > std::numeric_limits<int>::max())
           return absl::InvalidArgumentError(absl::StrFormat(
               "snapshot: allocation %s: device minor %d is out of range", alloc.pod, minor));
-        alloc.devices.push_back({g.at("type").get<std::string>(), static_cast<int>(minor),
-                                 integer(g, "core"), integer(g, "memory_bytes")});
+        DeviceGrant grant{g.at("type").get<std::string>(), static_cast<int>(minor),
+                          integer(g, "core"), integer(g, "memory_bytes"), {}};
+        if (auto vfs = g.find("vfs"); vfs != g.end()) {
+          if (!vfs->is_array() || vfs->size() > static_cast<size_t>(kMaxVfsPerDevice))
+            return absl::InvalidArgumentError(absl::StrFormat(
+                "snapshot: allocation %s: %s %d: vfs is not a list of at most %d", alloc.pod,
+                grant.type, grant.minor, kMaxVfsPerDevice));
+          for (const Json& vf : *vfs) {
+            const int64_t vf_minor = integer(vf, "minor");
+            if (vf_minor < 0 || vf_minor > std::numeric_limits<int>::max())
+              return absl::InvalidArgumentError(absl::StrFormat(
+                  "snapshot: allocation %s: VF minor %d is out of range", alloc.pod, vf_minor));
+            grant.vfs.push_back({static_cast<int>(vf_minor), vf.at("busID").get<std::string>()});
+          }
+        }
+        alloc.devices.push_back(std::move(grant));
       }
       const std::string phase = a.at("state").get<std::string>();
       if (phase != "Bound" && phase != "Reserved")

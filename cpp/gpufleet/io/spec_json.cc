@@ -9,6 +9,7 @@
 #include "absl/strings/strip.h"
 #include "gpufleet/core/mig.h"
 #include "gpufleet/core/quantity.h"
+#include "gpufleet/core/rdma_vf.h"
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/io/strict_json.h"
 
@@ -90,10 +91,64 @@ absl::StatusOr<std::map<std::string, std::string>> StringMap(const Json& j, cons
   return out;
 }
 
+// Koordinator's vfGroups: [{"labels": {...}, "vfs": [{"minor", "busID"}]}]. Whether the VFs
+// make sense on this device (rdma only, no duplicates) is ValidateVfs's, run with the node's checks.
+absl::StatusOr<std::vector<VfGroup>> VfGroupsFromJson(const Json& j, const std::string& owner) {
+  std::vector<VfGroup> groups;
+  auto it = j.find("vfGroups");
+  if (it == j.end() || it->is_null()) return groups;
+  if (!it->is_array()) return FieldError(owner, "vfGroups", "expected a list");
+  if (it->size() > static_cast<size_t>(kMaxVfsPerDevice))
+    return TooMany(owner, "vfGroups", it->size(), kMaxVfsPerDevice);
+  size_t total = 0;
+  for (size_t gi = 0; gi < it->size(); ++gi) {
+    const Json& g = (*it)[gi];
+    const std::string at = absl::StrFormat("%s vfGroups[%d]", owner, gi);
+    if (!g.is_object()) return FieldError(owner, absl::StrFormat("vfGroups[%d]", gi), "expected an object");
+    RETURN_IF_ERROR(CheckKnownKeys(g, at, {"labels", "vfs"}));
+    VfGroup group;
+    ASSIGN_OR_RETURN(group.labels, StringMap(g, "labels", at));
+    auto vfs = g.find("vfs");
+    if (vfs != g.end() && !vfs->is_null()) {
+      if (!vfs->is_array()) return FieldError(at, "vfs", "expected a list");
+      total += vfs->size();
+      if (total > static_cast<size_t>(kMaxVfsPerDevice))
+        return FieldError(owner, "vfGroups",
+                          absl::StrFormat("more than the %d VFs a NIC may have", kMaxVfsPerDevice));
+      for (size_t vi = 0; vi < vfs->size(); ++vi) {
+        const Json& v = (*vfs)[vi];
+        const std::string vat = absl::StrFormat("%s vfs[%d]", at, vi);
+        if (!v.is_object()) return FieldError(at, absl::StrFormat("vfs[%d]", vi), "expected an object");
+        RETURN_IF_ERROR(CheckKnownKeys(v, vat, {"minor", "busID"}));
+        if (!v.contains("minor")) return FieldError(vat, "minor", "is missing");
+        if (!v.contains("busID")) return FieldError(vat, "busID", "is missing");
+        VirtualFunction vf;
+        ASSIGN_OR_RETURN(vf.minor, Typed<int>(v, "minor", 0, vat));
+        if (!v["busID"].is_string()) return FieldError(vat, "busID", "expected a string, got " + v["busID"].dump());
+        vf.bus_id = v["busID"].get<std::string>();
+        group.vfs.push_back(std::move(vf));
+      }
+    }
+    groups.push_back(std::move(group));
+  }
+  return groups;
+}
+
+Json VfGroupsToJson(const std::vector<VfGroup>& groups) {
+  Json out = Json::array();
+  for (const VfGroup& g : groups) {
+    Json vfs = Json::array();
+    for (const VirtualFunction& vf : g.vfs) vfs.push_back({{"minor", vf.minor}, {"busID", vf.bus_id}});
+    out.push_back({{"labels", g.labels}, {"vfs", vfs}});
+  }
+  return out;
+}
+
 absl::StatusOr<Device> DeviceFromJson(const Json& j, const std::string& owner) {
   if (!j.is_object()) return FieldError(owner, "device", "expected an object");
   RETURN_IF_ERROR(
-      CheckKnownKeys(j, owner, {"type", "minor", "id", "model", "health", "resources", "topology", "memory", "mig"}));
+      CheckKnownKeys(j, owner, {"type", "minor", "id", "model", "health", "resources", "topology", "memory", "mig",
+                      "vfGroups"}));
   Device d;
   ASSIGN_OR_RETURN(d.type, Typed<std::string>(j, "type", kGpu, owner));
   ASSIGN_OR_RETURN(d.minor, Typed<int>(j, "minor", 0, owner));
@@ -128,6 +183,7 @@ absl::StatusOr<Device> DeviceFromJson(const Json& j, const std::string& owner) {
                      Typed<std::string>(*t, "pcieID", "", owner + " topology"));
     ASSIGN_OR_RETURN(d.topology.bus_id, Typed<std::string>(*t, "busID", "", owner + " topology"));
   }
+  ASSIGN_OR_RETURN(d.vf_groups, VfGroupsFromJson(j, owner));
   return d;
 }
 
@@ -300,6 +356,8 @@ absl::StatusOr<Node> NodeFromJson(const Json& j) {
         continue;
       }
       if (dev.type != kGpu) return FieldError(where, "mig", "only a gpu can be in MIG mode");
+      if (!dev.vf_groups.empty())
+        return FieldError(where, "vfGroups", "only rdma devices have virtual functions");
       if (dev.minor > kMaxMigParentMinor)
         return FieldError(where, "minor",
                           absl::StrFormat("a GPU in MIG mode has a minor of at most %d",
@@ -401,6 +459,7 @@ Json NodeToJson(const Node& n) {
                  {"busID", d.topology.bus_id}};
     devices.push_back({{"type", d.type}, {"minor", d.minor}, {"id", d.id}, {"model", d.model},
                        {"health", d.healthy}, {"resources", resources}, {"topology", topo}});
+    if (!d.vf_groups.empty()) devices.back()["vfGroups"] = VfGroupsToJson(d.vf_groups);
   }
   j["devices"] = devices;
   if (any_mig) j["mig_strategy"] = MigStrategyName(n.mig_strategy);

@@ -1,7 +1,10 @@
 #include "gpufleet/placement/node_classes.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "gpufleet/core/rdma_vf.h"
 
 namespace gpufleet {
 namespace {
@@ -16,7 +19,7 @@ std::string SpecSignature(const Node& n) {
   for (const Device& d : n.devices)
     absl::StrAppend(&s, d.type, ",", d.minor, ",", d.model, ",", d.healthy, ",", d.core, ",",
                     d.memory_bytes, ",", d.topology.socket, ",", d.topology.numa_node, ",",
-                    d.topology.pcie_switch, ",", d.topology.bus_id, ";");
+                    d.topology.pcie_switch, ",", d.topology.bus_id, ",", VfCount(d), ";");
   s += "|";
   for (const auto& g : n.nvlink_groups) absl::StrAppend(&s, absl::StrJoin(g, ","), ";");
   return s;
@@ -67,6 +70,9 @@ std::vector<int64_t> NodeClasses::Key(int node) const {
     // Health is part of the spec signature too, but that was taken when the classes were built.
     key.push_back(state_.used_core()[first + d] * 2 + (devices[d].healthy ? 1 : 0));
     key.push_back(state_.used_memory()[first + d]);
+    // Which VFs are held decides only which one a grant names; how many decides feasibility.
+    const std::vector<uint8_t>& vfs = state_.vf_taken()[first + d];
+    if (!vfs.empty()) key.push_back(std::count(vfs.begin(), vfs.end(), 1));
   }
   return key;
 }

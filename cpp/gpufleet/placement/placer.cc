@@ -8,6 +8,7 @@
 #include "gpufleet/accounting/device_fit.h"
 #include "gpufleet/accounting/node_summaries.h"
 #include "gpufleet/placement/node_score.h"
+#include "gpufleet/placement/rdma_vf_plan.h"
 
 // The scan's loops compute every operation on every node and select afterwards, so assuming no
 // floating-point traps lets the compiler vectorise them without changing any value. Pushed and
@@ -456,6 +457,11 @@ FitResult PlanOnNode(const ClusterState& state, const Pod& pod, int node,
   std::vector<int> chosen, gpus;
   // Requests are sorted by type, so GPUs ("gpu") are chosen before NICs ("rdma").
   for (const DeviceRequest& r : pod.devices) {
+    if (r.type == kRdma && NodeHasVfNics(view)) {  // NICs with SR-IOV VFs: rdma_vf_plan.h
+      FitResult f = PlanVfGrants(view, pod, r, gpus, strategy, &a.devices);
+      if (!f.ok()) return f;
+      continue;
+    }
     domains.clear();
     FitResult f = FitDeviceRequest(view, pod, r, &domains);
     if (!f.ok()) return f;
