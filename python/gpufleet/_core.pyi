@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Allocation', 'BindDecision', 'Cluster', 'CycleResult', 'DeviceGrant', 'DeviceRequest', 'EngineScheduler', 'EvictDecision', 'FitResult', 'HeldCapacity', 'JobState', 'JobView', 'PlaceResult', 'Pod', 'QueueShare', 'QueueSpec', 'QueueView', 'Resources', 'TaskView', 'VirtualFunction', 'engine_action_description', 'engine_actions', 'engine_check_config', 'engine_default_config', 'engine_plugin_description', 'engine_plugins', 'engine_registry_duplicates', 'format_bytes', 'maximize_lp', 'mig_geometry', 'parse_milli', 'parse_quantity', 'parse_quantity_exact', 'parse_resource_quantity', 'registry_duplicates', 'registry_metadata', 'sim_check_policy', 'sim_policy_description', 'sim_policy_names', 'sim_run', 'strategies', 'strategy_description', 'water_fill', 'wire_keys']
+__all__: list[str] = ['Allocation', 'BindDecision', 'Cluster', 'CycleResult', 'DeviceGrant', 'DeviceRequest', 'EngineScheduler', 'EvictDecision', 'FitResult', 'HeldCapacity', 'JobState', 'JobView', 'OpenbReplayRun', 'PlaceResult', 'Pod', 'QueueShare', 'QueueSpec', 'QueueView', 'Resources', 'SimJobs', 'SimRun', 'SimSummary', 'SimTimeseries', 'TaskView', 'VirtualFunction', 'engine_action_description', 'engine_actions', 'engine_check_config', 'engine_default_config', 'engine_plugin_description', 'engine_plugins', 'engine_registry_duplicates', 'format_bytes', 'maximize_lp', 'mig_geometry', 'parse_milli', 'parse_quantity', 'parse_quantity_exact', 'parse_resource_quantity', 'registry_duplicates', 'registry_metadata', 'sim_check_policy', 'sim_policy_description', 'sim_policy_names', 'sim_run', 'strategies', 'strategy_description', 'water_fill', 'wire_keys']
 class DeviceRequest:
     """
     What a pod asks of one device type: `count` devices (whole when `whole`), or a share of one: `core` percent of its compute, `memory_bytes` or `memory_ratio` percent of its memory. Read from Pod.devices.
@@ -877,9 +877,284 @@ class EngineScheduler:
     @property
     def last_cycle_time(self) -> float:
         ...
+class SimJobs:
+    """
+    A simulator run's per-job columns, in input order, as NumPy arrays (one property per column, each a fresh copy). Immutable.
+    """
+    columns: typing.ClassVar[list] = ['first_start', 'end_time', 'queueing_delay', 'run_time', 'gpu_time', 'service', 'preemptions', 'migrations', 'max_nodes']
+    def __len__(self) -> int:
+        """
+        Number of rows.
+        """
+    def __repr__(self) -> str:
+        ...
+    def to_dict(self) -> dict:
+        """
+        Every column by name, as NumPy arrays in a fixed order (a DataFrame's input).
+        """
+    @property
+    def end_time(self) -> numpy.ndarray:
+        """
+        Seconds at which the job finished (-1: never).
+        """
+    @property
+    def first_start(self) -> numpy.ndarray:
+        """
+        Seconds at which the job first ran (-1: never).
+        """
+    @property
+    def gpu_time(self) -> numpy.ndarray:
+        """
+        run_time x GPUs.
+        """
+    @property
+    def max_nodes(self) -> numpy.ndarray:
+        """
+        Most nodes the job's GPUs spanned in one start (0 without device placement).
+        """
+    @property
+    def migrations(self) -> numpy.ndarray:
+        """
+        Times the job moved to another GPU model.
+        """
+    @property
+    def preemptions(self) -> numpy.ndarray:
+        """
+        Times the job was preempted.
+        """
+    @property
+    def queueing_delay(self) -> numpy.ndarray:
+        """
+        Total seconds pending.
+        """
+    @property
+    def run_time(self) -> numpy.ndarray:
+        """
+        Seconds holding GPUs (restore stalls included).
+        """
+    @property
+    def service(self) -> numpy.ndarray:
+        """
+        Attained service: gpu_time x the model's performance factor.
+        """
+class SimTimeseries:
+    """
+    A simulator run's state after each scheduling point, as NumPy columns (empty unless the run recorded it). Immutable.
+    """
+    columns: typing.ClassVar[list] = ['time', 'running_jobs', 'pending_jobs', 'busy_gpus']
+    def __len__(self) -> int:
+        """
+        Number of rows.
+        """
+    def __repr__(self) -> str:
+        ...
+    def to_dict(self) -> dict:
+        """
+        Every column by name, as NumPy arrays in a fixed order (a DataFrame's input).
+        """
+    @property
+    def busy_gpus(self) -> numpy.ndarray:
+        """
+        GPUs held after it.
+        """
+    @property
+    def pending_jobs(self) -> numpy.ndarray:
+        """
+        Jobs submitted and waiting after it.
+        """
+    @property
+    def running_jobs(self) -> numpy.ndarray:
+        """
+        Jobs running after it.
+        """
+    @property
+    def time(self) -> numpy.ndarray:
+        """
+        Seconds of the scheduling point.
+        """
+class SimSummary:
+    """
+    A simulator run's totals (docs/simulator.md). Immutable.
+    """
+    def __repr__(self) -> str:
+        ...
+    def to_dict(self) -> dict:
+        """
+        Plain data with stable snake_case keys, in a fixed order (jobs_spanning_nodes only when devices were placed).
+        """
+    @property
+    def avg_jct(self) -> float:
+        """
+        Mean job completion time, seconds.
+        """
+    @property
+    def avg_queueing_delay(self) -> float:
+        """
+        Mean seconds pending.
+        """
+    @property
+    def gpu_utilization(self) -> float:
+        """
+        Busy GPU-seconds / (GPUs x makespan).
+        """
+    @property
+    def jobs_spanning_nodes(self) -> int | None:
+        """
+        Jobs whose GPUs were ever on more than one node; None when no devices were placed.
+        """
+    @property
+    def makespan(self) -> float:
+        """
+        Last completion minus first submission, seconds.
+        """
+    @property
+    def migrations(self) -> int:
+        """
+        Migrations between GPU models over all jobs.
+        """
+    @property
+    def num_jobs(self) -> int:
+        """
+        Jobs simulated.
+        """
+    @property
+    def p50_jct(self) -> float:
+        """
+        Median JCT.
+        """
+    @property
+    def p95_jct(self) -> float:
+        """
+        95th percentile JCT.
+        """
+    @property
+    def p99_jct(self) -> float:
+        """
+        99th percentile JCT.
+        """
+    @property
+    def preemptions(self) -> int:
+        """
+        Preemptions over all jobs.
+        """
+class SimRun:
+    """
+    What the job-time simulator returns (gpufleet.sim.simulate shapes it into DataFrames): per-job columns, the time series, the summary and the pool's models. Immutable.
+    """
+    def __repr__(self) -> str:
+        ...
+    def to_dict(self) -> dict:
+        """
+        Plain data: jobs and timeseries (column dicts), summary, models, total_gpus, scheduling_points.
+        """
+    @property
+    def jobs(self) -> SimJobs:
+        """
+        Per-job columns (SimJobs), in input order.
+        """
+    @property
+    def models(self) -> list[str]:
+        """
+        The pool's GPU model names, in its order.
+        """
+    @property
+    def scheduling_points(self) -> int:
+        """
+        Times the policy was asked.
+        """
+    @property
+    def summary(self) -> SimSummary:
+        """
+        The run's totals (SimSummary).
+        """
+    @property
+    def timeseries(self) -> SimTimeseries:
+        """
+        State after each scheduling point (SimTimeseries).
+        """
+    @property
+    def total_gpus(self) -> int:
+        """
+        GPUs in the pool.
+        """
+class OpenbReplayRun:
+    """
+    What the native openb replay returns (gpufleet.replay.replay_openb shapes it into a ReplayResult): one NumPy column per series with a row per arrival (each access a fresh copy), the cluster's GPUs, the typical-pod workload and the final cluster. Immutable.
+    """
+    columns: typing.ClassVar[list] = ['pod', 'placed', 'node', 'arrived', 'allocated', 'fragmented', 'idle', 'failed', 'failed_gpu']
+    def __len__(self) -> int:
+        """
+        Number of arrivals.
+        """
+    def __repr__(self) -> str:
+        ...
+    def to_dict(self) -> dict:
+        """
+        Plain data: every per-arrival column by name, gpu_capacity and workload (not the cluster; its snapshot() serialises it).
+        """
+    @property
+    def allocated(self) -> numpy.ndarray:
+        """
+        Allocated GPU share / cluster GPUs.
+        """
+    @property
+    def arrived(self) -> numpy.ndarray:
+        """
+        Arrived GPU requests / cluster GPUs.
+        """
+    @property
+    def cluster(self) -> typing.Any:
+        """
+        The final state, a Cluster of its own.
+        """
+    @property
+    def failed(self) -> numpy.ndarray:
+        """
+        Failed pods so far.
+        """
+    @property
+    def failed_gpu(self) -> numpy.ndarray:
+        """
+        GPU requests of the failed pods so far / cluster GPUs.
+        """
+    @property
+    def fragmented(self) -> numpy.ndarray:
+        """
+        Fragmented free GPU share / cluster GPUs (against the typical pods).
+        """
+    @property
+    def gpu_capacity(self) -> int:
+        """
+        GPUs in the cluster.
+        """
+    @property
+    def idle(self) -> numpy.ndarray:
+        """
+        Free GPU share / cluster GPUs.
+        """
+    @property
+    def node(self) -> numpy.ndarray:
+        """
+        Row of the input nodes the pod went to, -1 when it failed.
+        """
+    @property
+    def placed(self) -> numpy.ndarray:
+        """
+        1 placed, 0 failed.
+        """
+    @property
+    def pod(self) -> numpy.ndarray:
+        """
+        Row of the input pods (resampled pods repeat a row).
+        """
+    @property
+    def workload(self) -> typing.Any:
+        """
+        The typical pods fgd and the fragmentation measure used, as plain data.
+        """
 def _register_python_plugin(name: str) -> None:
     ...
-def _replay_openb(node_name: collections.abc.Sequence[str], node_cpu: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], node_memory: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], node_gpus: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], node_model: collections.abc.Sequence[str], pod_name: collections.abc.Sequence[str], pod_cpu: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_memory: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_gpus: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_milli: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_spec: collections.abc.Sequence[collections.abc.Sequence[str]], policy: str, params: typing.Any, seed: typing.SupportsInt | typing.SupportsIndex, stop_at: typing.SupportsFloat | typing.SupportsIndex, coverage: typing.SupportsFloat | typing.SupportsIndex, ties: str) -> dict:
+def _replay_openb(node_name: collections.abc.Sequence[str], node_cpu: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], node_memory: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], node_gpus: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], node_model: collections.abc.Sequence[str], pod_name: collections.abc.Sequence[str], pod_cpu: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_memory: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_gpus: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_milli: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_spec: collections.abc.Sequence[collections.abc.Sequence[str]], policy: str, params: typing.Any, seed: typing.SupportsInt | typing.SupportsIndex, stop_at: typing.SupportsFloat | typing.SupportsIndex, coverage: typing.SupportsFloat | typing.SupportsIndex, ties: str) -> OpenbReplayRun:
     """
     Native openb replay over column lists; use gpufleet.replay.replay_openb.
     """
@@ -951,7 +1226,7 @@ def sim_policy_names() -> list[str]:
     """
     Registered job-time policy names.
     """
-def sim_run(cluster: typing.Any, job_id: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], submit_time: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], num_gpu: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], duration: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], speed: typing.Any, memory_gib: typing.Any, policy: str, tiresias_compat: bool = False, restore_delay: typing.SupportsFloat | typing.SupportsIndex = 0.0, tick: typing.SupportsFloat | typing.SupportsIndex = 0.0, scheduling_interval: typing.SupportsFloat | typing.SupportsIndex = 0.0, record_timeseries: bool = True, progress: typing.Any = None, placement: str = 'binpack', seed: typing.SupportsInt | typing.SupportsIndex = 0) -> dict:
+def sim_run(cluster: typing.Any, job_id: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], submit_time: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], num_gpu: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], duration: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], speed: typing.Any, memory_gib: typing.Any, policy: str, tiresias_compat: bool = False, restore_delay: typing.SupportsFloat | typing.SupportsIndex = 0.0, tick: typing.SupportsFloat | typing.SupportsIndex = 0.0, scheduling_interval: typing.SupportsFloat | typing.SupportsIndex = 0.0, record_timeseries: bool = True, progress: typing.Any = None, placement: str = 'binpack', seed: typing.SupportsInt | typing.SupportsIndex = 0) -> SimRun:
     """
     Runs the job-time simulator; see gpufleet.sim.simulate for the friendly wrapper.
     """
