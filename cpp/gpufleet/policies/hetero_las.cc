@@ -105,7 +105,10 @@ class HeteroLas : public JobTimePolicy {
     SortRunning(&run_q2_, kRunQ2);
 
     // 3. Running Q1 jobs keep their GPUs; then Q1's waiting jobs, each followed by a swap search.
-    Filler fill(view, plan);
+    // The full assignment is built in full_; the host gets only its changes (see Answer).
+    full_.clear();
+    std::vector<Assignment>* const full = &full_;
+    Filler fill(view, full);
     for (int i : run_q1_) fill.Take(i, model_[i]);
     const ModelChoice choice = aware_ ? ModelChoice::kFastest : ModelChoice::kFirstFit;
     auto most_free = [&] {
@@ -114,7 +117,7 @@ class HeteroLas : public JobTimePolicy {
       return most;
     };
     q1_.Walk(most_free, [&](const Key& k) {
-      if (fill.TryPlace(k.job, choice) >= 0 && swap_) TrySwap(view, fill, plan, plan->size() - 1);
+      if (fill.TryPlace(k.job, choice) >= 0 && swap_) TrySwap(view, fill, full, full->size() - 1);
       return fill.total_free() > 0;
     });
     // 4. Q2: its running jobs first (each keeps its model while it fits), then its waiting ones.
@@ -129,21 +132,46 @@ class HeteroLas : public JobTimePolicy {
         fill.TryPlace(k.job, choice);
         return fill.total_free() > 0;
       });
-    if (!aware_) KeepModels(view, ModelChoice::kFirstFit, plan);
-    if (upgrade_) Upgrade(view, fill, plan);
+    if (!aware_) KeepModels(view, ModelChoice::kFirstFit, full);
+    if (upgrade_) Upgrade(view, fill, full);
 
-    // Jobs whose state the plan changes are read again on the next point.
-    for (const Assignment& a : *plan) {
-      planned_[a.job] = 1;
-      const Job& j = view.job(a.job);
-      if (j.state != JobState::kRunning || j.model != a.model) Touch(a.job);
-    }
-    for (int i : *view.running)
-      if (!planned_[i]) Touch(i);
-    for (const Assignment& a : *plan) planned_[a.job] = 0;
+    Answer(view, plan);
   }
 
  private:
+  // Hands full_ to the host: on an exact host as a plan of changes (KeepUnlistedRunning), whose
+  // stops and migrations are listed in the host's running order and whose starts keep their order
+  // in full_, so the host applies them in the same sequence as the full plan (its running order,
+  // finish times and device choices stay the same); elsewhere the full plan. Jobs whose state
+  // changes are read again on the next point.
+  void Answer(const JobTimeView& view, std::vector<Assignment>* plan) {
+    for (const Assignment& a : full_) planned_model_[a.job] = a.model;
+    if (view.exact_host) {
+      for (int i : *view.running) {
+        const int m = planned_model_[i];
+        if (m != view.job(i).model) {
+          plan->push_back({i, m < 0 ? kStop : m});
+          Touch(i);
+        }
+      }
+      for (const Assignment& a : full_) {
+        if (view.job(a.job).state == JobState::kRunning) continue;
+        plan->push_back(a);
+        Touch(a.job);
+      }
+      KeepUnlistedRunning();
+    } else {
+      plan->insert(plan->end(), full_.begin(), full_.end());
+      for (const Assignment& a : full_) {
+        const Job& j = view.job(a.job);
+        if (j.state != JobState::kRunning || j.model != a.model) Touch(a.job);
+      }
+      for (int i : *view.running)
+        if (planned_model_[i] < 0) Touch(i);
+    }
+    for (const Assignment& a : full_) planned_model_[a.job] = -1;
+  }
+
   void Resize(const JobTimeView& view) {
     const size_t n = view.jobs->size();
     if (n <= low_.size()) return;
@@ -153,7 +181,7 @@ class HeteroLas : public JobTimePolicy {
     where_.resize(n, kNowhere);
     listed_.resize(n, kNowhere);
     touched_flag_.resize(n, 0);
-    planned_.resize(n, 0);
+    planned_model_.resize(n, -1);
     active_pos_.resize(n, -1);
     gpus_.resize(n, 0);
     submit_.resize(n, 0);
@@ -389,7 +417,8 @@ class HeteroLas : public JobTimePolicy {
   std::vector<bool> low_;
   std::vector<double> service_offset_, time_offset_;
   std::vector<Where> where_, listed_;  // listed_: which running list holds it (lazily)
-  std::vector<uint8_t> touched_flag_, planned_;
+  std::vector<uint8_t> touched_flag_;
+  std::vector<int> planned_model_;  // per job: its model in full_ while Answer runs, else -1
   std::vector<int> touched_;  // state may have changed since the last point
   std::vector<int> gpus_, model_;
   std::vector<double> submit_, base_, last_update_, perf_, service_now_, speed_;
@@ -397,6 +426,7 @@ class HeteroLas : public JobTimePolicy {
   std::vector<uint32_t> stamp_;
   WaitQueue q1_, q2_;
   std::vector<int> run_q1_, run_q2_;  // running jobs per queue, in queue order after SortRunning
+  std::vector<Assignment> full_;      // this point's full assignment
   std::priority_queue<Starving, std::vector<Starving>, std::greater<Starving>> starving_;
 };
 
