@@ -87,9 +87,11 @@ class HeteroLas : public JobTimePolicy {
       mean += service_now_[i];
     }
     if (!view.running->empty()) mean /= view.running->size();
+    demoted_.clear();
     for (int i : *view.running) {
       if (!low_[i] && service_now_[i] > mean * priority_ratio_ && mean > 0) {
         low_[i] = true;
+        demoted_.push_back(i);
         Remove(i);
         // Waits in Q2 for this point (still running: it keeps its GPUs if nobody needs them).
         where_[i] = kWaitQ2;
@@ -108,8 +110,17 @@ class HeteroLas : public JobTimePolicy {
     // The full assignment is built in full_; the host gets only its changes (see Answer).
     full_.clear();
     std::vector<Assignment>* const full = &full_;
-    Filler fill(view, full);
-    for (int i : run_q1_) fill.Take(i, model_[i]);
+    // On an exact host the filler starts from the host's busy counts and gives back the GPUs of
+    // the running jobs outside Q1's running set (the same free counts as taking each running Q1
+    // job, without reading their records).
+    Filler fill(view, full, view.exact_host);
+    if (view.exact_host) {
+      for (int i : demoted_) fill.Release(i, model_[i]);
+      for (int i : run_q2_) fill.Release(i, model_[i]);
+      for (int i : run_q1_) full_.push_back({i, model_[i]});
+    } else {
+      for (int i : run_q1_) fill.Take(i, model_[i]);
+    }
     const ModelChoice choice = aware_ ? ModelChoice::kFastest : ModelChoice::kFirstFit;
     auto most_free = [&] {
       int most = 0;
@@ -147,15 +158,17 @@ class HeteroLas : public JobTimePolicy {
   void Answer(const JobTimeView& view, std::vector<Assignment>* plan) {
     for (const Assignment& a : full_) planned_model_[a.job] = a.model;
     if (view.exact_host) {
+      // model_ is current for every running job here (touched ones were placed again).
       for (int i : *view.running) {
         const int m = planned_model_[i];
-        if (m != view.job(i).model) {
+        if (m != model_[i]) {
           plan->push_back({i, m < 0 ? kStop : m});
           Touch(i);
         }
+        if (m >= 0) planned_model_[i] = kWasRunning;
       }
       for (const Assignment& a : full_) {
-        if (view.job(a.job).state == JobState::kRunning) continue;
+        if (planned_model_[a.job] == kWasRunning) continue;
         plan->push_back(a);
         Touch(a.job);
       }
@@ -418,7 +431,11 @@ class HeteroLas : public JobTimePolicy {
   std::vector<double> service_offset_, time_offset_;
   std::vector<Where> where_, listed_;  // listed_: which running list holds it (lazily)
   std::vector<uint8_t> touched_flag_;
-  std::vector<int> planned_model_;  // per job: its model in full_ while Answer runs, else -1
+  // Per job: its model in full_ while Answer runs (kWasRunning once the running pass saw it),
+  // else -1.
+  std::vector<int> planned_model_;
+  static constexpr int kWasRunning = -2;
+  std::vector<int> demoted_;  // running jobs this point moved to Q2
   std::vector<int> touched_;  // state may have changed since the last point
   std::vector<int> gpus_, model_;
   std::vector<double> submit_, base_, last_update_, perf_, service_now_, speed_;
