@@ -27,6 +27,7 @@
 // same comparison on the same numbers as the straightforward algorithm (a test compares the two).
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <queue>
 #include <tuple>
 #include <vector>
@@ -61,6 +62,7 @@ class HeteroLas : public JobTimePolicy {
   }
   void OnFinish(int job, const JobTimeView&) override {
     Remove(job);
+    CountFaster(job, -1);
     const int p = active_pos_[job];
     active_[p] = active_.back();
     active_pos_[active_[p]] = p;
@@ -214,6 +216,18 @@ class HeteroLas : public JobTimePolicy {
     gpus_[i] = j.spec.num_gpu;
     submit_[i] = j.spec.submit_time;
     for (int m = 0; m < num_models_; ++m) speed_[i * num_models_ + m] = j.Speed(m);
+    min_gpus_ = std::min(min_gpus_, gpus_[i]);
+    CountFaster(i, +1);
+  }
+
+  // Adds `delta` to the pairs of models (from, to) on which active job i runs strictly faster on
+  // `to`: an upgrade pass skips plan entries on a model no active job would leave.
+  void CountFaster(int i, int delta) {
+    if (faster_count_.size() != static_cast<size_t>(num_models_ * num_models_))
+      faster_count_.assign(num_models_ * num_models_, 0);
+    for (int from = 0; from < num_models_; ++from)
+      for (int to = 0; to < num_models_; ++to)
+        if (Speed(i, to) > Speed(i, from)) faster_count_[from * num_models_ + to] += delta;
   }
 
   void Touch(int i) {
@@ -266,6 +280,7 @@ class HeteroLas : public JobTimePolicy {
   void Rebuild(const JobTimeView& view) {
     num_models_ = view.pool->num_models();
     speed_.assign(low_.size() * num_models_, 0);
+    faster_count_.assign(num_models_ * num_models_, 0);
     q1_.Clear();
     q2_.Clear();
     starving_ = {};
@@ -348,10 +363,23 @@ class HeteroLas : public JobTimePolicy {
 
   void Upgrade(const JobTimeView& view, Filler& fill, std::vector<Assignment>* plan) {
     if (fill.total_free() == 0) return;
+    // movable_[from]: some model `to` has room for the smallest job and some active job runs
+    // faster there than on `from`. Without it no entry on `from` passes the check below, so the
+    // entry is skipped unread (most entries, on a busy cluster).
+    auto refresh = [&] {
+      movable_.assign(num_models_, 0);
+      for (int from = 0; from < num_models_; ++from)
+        for (int to = 0; to < num_models_; ++to)
+          if (to != from && faster_count_[from * num_models_ + to] > 0 &&
+              fill.free(to) >= min_gpus_)
+            movable_[from] = 1;
+    };
+    refresh();
     const size_t n = plan->size();
     for (size_t p = 0; p < n; ++p) {
       const int i = (*plan)[p].job;
       const int from = (*plan)[p].model;
+      if (!movable_[from]) continue;
       // Only a faster model with room can finish it sooner (times are left / speed).
       bool any = false;
       for (int m = 0; m < num_models_ && !any; ++m)
@@ -374,6 +402,7 @@ class HeteroLas : public JobTimePolicy {
       fill.Take(i, best);  // appends an entry: fold it back into position p
       plan->pop_back();
       (*plan)[p].model = best;
+      refresh();
     }
   }
 
@@ -436,6 +465,9 @@ class HeteroLas : public JobTimePolicy {
   std::vector<int> planned_model_;
   static constexpr int kWasRunning = -2;
   std::vector<int> demoted_;  // running jobs this point moved to Q2
+  std::vector<int64_t> faster_count_;  // see CountFaster
+  std::vector<uint8_t> movable_;       // see Upgrade
+  int min_gpus_ = std::numeric_limits<int>::max();  // fewest GPUs of any job seen
   std::vector<int> touched_;  // state may have changed since the last point
   std::vector<int> gpus_, model_;
   std::vector<double> submit_, base_, last_update_, perf_, service_now_, speed_;
