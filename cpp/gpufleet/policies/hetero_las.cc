@@ -85,20 +85,20 @@ class HeteroLas : public JobTimePolicy {
     // 1. Demote running jobs far above the running mean (summed in the host's running order).
     double mean = 0;
     for (int i : *view.running) {
-      service_now_[i] = RunningService(i, now);
-      mean += service_now_[i];
+      c_[i].service_now = RunningService(i, now);
+      mean += c_[i].service_now;
     }
     if (!view.running->empty()) mean /= view.running->size();
     demoted_.clear();
     for (int i : *view.running) {
-      if (!low_[i] && service_now_[i] > mean * priority_ratio_ && mean > 0) {
-        low_[i] = true;
+      if (!c_[i].low && c_[i].service_now > mean * priority_ratio_ && mean > 0) {
+        c_[i].low = true;
         demoted_.push_back(i);
         Remove(i);
         // Waits in Q2 for this point (still running: it keeps its GPUs if nobody needs them).
-        where_[i] = kWaitQ2;
-        wait_key_[i] = Key{service_now_[i], submit_[i], i};
-        q2_.Insert(gpus_[i], wait_key_[i]);
+        c_[i].where = kWaitQ2;
+        wait_key_[i] = Key{c_[i].service_now, c_[i].submit, i};
+        q2_.Insert(c_[i].gpus, wait_key_[i]);
         Touch(i);
       }
     }
@@ -117,11 +117,11 @@ class HeteroLas : public JobTimePolicy {
     // job, without reading their records).
     Filler fill(view, full, view.exact_host);
     if (view.exact_host) {
-      for (int i : demoted_) fill.Release(i, model_[i]);
-      for (int i : run_q2_) fill.Release(i, model_[i]);
-      for (int i : run_q1_) full_.push_back({i, model_[i]});
+      for (int i : demoted_) fill.Release(i, c_[i].model);
+      for (int i : run_q2_) fill.Release(i, c_[i].model);
+      for (int i : run_q1_) full_.push_back({i, c_[i].model});
     } else {
-      for (int i : run_q1_) fill.Take(i, model_[i]);
+      for (int i : run_q1_) fill.Take(i, c_[i].model);
     }
     const ModelChoice choice = aware_ ? ModelChoice::kFastest : ModelChoice::kFirstFit;
     auto most_free = [&] {
@@ -160,10 +160,10 @@ class HeteroLas : public JobTimePolicy {
   void Answer(const JobTimeView& view, std::vector<Assignment>* plan) {
     for (const Assignment& a : full_) planned_model_[a.job] = a.model;
     if (view.exact_host) {
-      // model_ is current for every running job here (touched ones were placed again).
+      // The cached model is current for every running job here (touched ones were placed again).
       for (int i : *view.running) {
         const int m = planned_model_[i];
-        if (m != model_[i]) {
+        if (m != c_[i].model) {
           plan->push_back({i, m < 0 ? kStop : m});
           Touch(i);
         }
@@ -189,22 +189,13 @@ class HeteroLas : public JobTimePolicy {
 
   void Resize(const JobTimeView& view) {
     const size_t n = view.jobs->size();
-    if (n <= low_.size()) return;
-    low_.resize(n, false);
-    service_offset_.resize(n, 0);
+    if (n <= c_.size()) return;
+    c_.resize(n);
     time_offset_.resize(n, 0);
-    where_.resize(n, kNowhere);
     listed_.resize(n, kNowhere);
     touched_flag_.resize(n, 0);
     planned_model_.resize(n, -1);
     active_pos_.resize(n, -1);
-    gpus_.resize(n, 0);
-    submit_.resize(n, 0);
-    model_.resize(n, -1);
-    base_.resize(n, 0);
-    last_update_.resize(n, 0);
-    perf_.resize(n, 1);
-    service_now_.resize(n, 0);
     wait_key_.resize(n);
     stamp_.resize(n, 0);
     num_models_ = view.pool->num_models();
@@ -213,10 +204,10 @@ class HeteroLas : public JobTimePolicy {
 
   void CacheSpec(const JobTimeView& view, int i) {
     const Job& j = view.job(i);
-    gpus_[i] = j.spec.num_gpu;
-    submit_[i] = j.spec.submit_time;
+    c_[i].gpus = j.spec.num_gpu;
+    c_[i].submit = j.spec.submit_time;
     for (int m = 0; m < num_models_; ++m) speed_[i * num_models_ + m] = j.Speed(m);
-    min_gpus_ = std::min(min_gpus_, gpus_[i]);
+    min_gpus_ = std::min(min_gpus_, c_[i].gpus);
     CountFaster(i, +1);
   }
 
@@ -238,9 +229,9 @@ class HeteroLas : public JobTimePolicy {
 
   // Takes a job out of the structures (running jobs leave their order list lazily).
   void Remove(int i) {
-    if (where_[i] == kWaitQ1) q1_.Erase(gpus_[i], wait_key_[i]);
-    if (where_[i] == kWaitQ2) q2_.Erase(gpus_[i], wait_key_[i]);
-    where_[i] = kNowhere;
+    if (c_[i].where == kWaitQ1) q1_.Erase(c_[i].gpus, wait_key_[i]);
+    if (c_[i].where == kWaitQ2) q2_.Erase(c_[i].gpus, wait_key_[i]);
+    c_[i].where = kNowhere;
     ++stamp_[i];
   }
 
@@ -248,30 +239,30 @@ class HeteroLas : public JobTimePolicy {
   void Place(const JobTimeView& view, int i) {
     const Job& j = view.job(i);
     if (j.state == JobState::kRunning) {
-      base_[i] = aware_ ? j.service : j.gpu_time;
-      last_update_[i] = j.last_update;
-      model_[i] = j.model;
-      perf_[i] = view.pool->model(j.model).perf_factor;
-      const Where w = low_[i] ? kRunQ2 : kRunQ1;
-      where_[i] = w;
+      c_[i].base = aware_ ? j.service : j.gpu_time;
+      c_[i].last_update = j.last_update;
+      c_[i].model = j.model;
+      c_[i].perf = view.pool->model(j.model).perf_factor;
+      const Where w = c_[i].low ? kRunQ2 : kRunQ1;
+      c_[i].where = w;
       if (listed_[i] != w) {
         listed_[i] = w;
         (w == kRunQ1 ? run_q1_ : run_q2_).push_back(i);
       }
     } else if (j.state == JobState::kPending) {
       // A waiting job's service does not move: its key is fixed until it runs again.
-      wait_key_[i] = Key{(aware_ ? view.Service(i) : view.GpuTime(i)) - service_offset_[i],
-                         submit_[i], i};
-      if (low_[i]) {
-        where_[i] = kWaitQ2;
-        q2_.Insert(gpus_[i], wait_key_[i]);
+      wait_key_[i] = Key{(aware_ ? view.Service(i) : view.GpuTime(i)) - c_[i].service_offset,
+                         c_[i].submit, i};
+      if (c_[i].low) {
+        c_[i].where = kWaitQ2;
+        q2_.Insert(c_[i].gpus, wait_key_[i]);
         // It starves once (now - wait_since) / ran > starve_ratio: from about this time on.
         const double ran = view.RunTime(i) - time_offset_[i];
         const double at = ran <= 0 ? -kNever : j.wait_since + starve_ratio_ * ran;
         starving_.push({at, i, stamp_[i]});
       } else {
-        where_[i] = kWaitQ1;
-        q1_.Insert(gpus_[i], wait_key_[i]);
+        c_[i].where = kWaitQ1;
+        q1_.Insert(c_[i].gpus, wait_key_[i]);
       }
     }
   }
@@ -279,7 +270,7 @@ class HeteroLas : public JobTimePolicy {
   // Re-reads every active job (a host that does not report every change).
   void Rebuild(const JobTimeView& view) {
     num_models_ = view.pool->num_models();
-    speed_.assign(low_.size() * num_models_, 0);
+    speed_.assign(c_.size() * num_models_, 0);
     faster_count_.assign(num_models_ * num_models_, 0);
     q1_.Clear();
     q2_.Clear();
@@ -291,7 +282,7 @@ class HeteroLas : public JobTimePolicy {
     std::sort(active_.begin(), active_.end());
     for (size_t p = 0; p < active_.size(); ++p) active_pos_[active_[p]] = static_cast<int>(p);
     for (int i : active_) {
-      where_[i] = kNowhere;
+      c_[i].where = kNowhere;
       listed_[i] = kNowhere;
       CacheSpec(view, i);
       Place(view, i);
@@ -301,9 +292,9 @@ class HeteroLas : public JobTimePolicy {
   // Aware: GPU-seconds x the model's perf factor; agnostic: plain GPU-seconds. Computed as
   // JobTimeView::Service / GpuTime compute them, from the counters cached when the job started.
   double RunningService(int i, double now) const {
-    const double e = now - last_update_[i];
-    if (aware_) return (e > 0 ? base_[i] + e * gpus_[i] * perf_[i] : base_[i]) - service_offset_[i];
-    return (base_[i] + e * gpus_[i]) - service_offset_[i];
+    const double e = now - c_[i].last_update;
+    if (aware_) return (e > 0 ? c_[i].base + e * c_[i].gpus * c_[i].perf : c_[i].base) - c_[i].service_offset;
+    return (c_[i].base + e * c_[i].gpus) - c_[i].service_offset;
   }
 
   void Promote(const JobTimeView& view) {
@@ -318,13 +309,13 @@ class HeteroLas : public JobTimePolicy {
       const auto e = starving_.top();
       starving_.pop();
       const int i = e.job;
-      if (where_[i] != kWaitQ2 || stamp_[i] != e.stamp) continue;  // stale
+      if (c_[i].where != kWaitQ2 || stamp_[i] != e.stamp) continue;  // stale
       const Job& j = view.job(i);
       const double ran = view.RunTime(i) - time_offset_[i];
       if (ran <= 0 || (view.now - j.wait_since) / ran > starve_ratio_) {
         Remove(i);
-        low_[i] = false;
-        service_offset_[i] = aware_ ? view.Service(i) : view.GpuTime(i);
+        c_[i].low = false;
+        c_[i].service_offset = aware_ ? view.Service(i) : view.GpuTime(i);
         time_offset_[i] = view.RunTime(i);
         Place(view, i);
       } else {
@@ -339,14 +330,14 @@ class HeteroLas : public JobTimePolicy {
   void SortRunning(std::vector<int>* list, Where kind) {
     size_t kept = 0;
     for (int i : *list) {
-      if (where_[i] == kind)
+      if (c_[i].where == kind)
         (*list)[kept++] = i;
       else if (listed_[i] == kind)
         listed_[i] = kNowhere;
     }
     list->resize(kept);
     auto less = [&](int a, int b) {
-      return std::tie(service_now_[a], submit_[a], a) < std::tie(service_now_[b], submit_[b], b);
+      return std::tie(c_[a].service_now, c_[a].submit, a) < std::tie(c_[b].service_now, c_[b].submit, b);
     };
     for (size_t k = 1; k < list->size(); ++k) {
       const int x = (*list)[k];
@@ -383,7 +374,7 @@ class HeteroLas : public JobTimePolicy {
       // Only a faster model with room can finish it sooner (times are left / speed).
       bool any = false;
       for (int m = 0; m < num_models_ && !any; ++m)
-        any = m != from && gpus_[i] <= fill.free(m) && Speed(i, m) > Speed(i, from);
+        any = m != from && c_[i].gpus <= fill.free(m) && Speed(i, m) > Speed(i, from);
       if (!any) continue;
       const Job& j = view.job(i);
       const double left = view.RemainingWork(i);
@@ -410,7 +401,7 @@ class HeteroLas : public JobTimePolicy {
   void TrySwap(const JobTimeView& view, Filler& fill, std::vector<Assignment>* plan, size_t s_pos) {
     const int s = (*plan)[s_pos].job;
     const int k = (*plan)[s_pos].model;
-    const int ns = gpus_[s];
+    const int ns = c_[s].gpus;
     const GpuModel& mk = view.pool->model(k);
     const double mem_s = view.job(s).spec.memory_gib;
     double best_gain = 1e-12;
@@ -418,9 +409,9 @@ class HeteroLas : public JobTimePolicy {
     for (size_t p = 0; p < s_pos; ++p) {
       const int i = (*plan)[p].job;
       const int j = (*plan)[p].model;
-      const int ni = gpus_[i];
+      const int ni = c_[i].gpus;
       // Running jobs in the plan are the running Q1 jobs (waiting ones are kWaitQ1 here).
-      if (j == k || where_[i] != kRunQ1 || ni > ns) continue;
+      if (j == k || c_[i].where != kRunQ1 || ni > ns) continue;
       if (fill.free(j) + ni < ns || !(Speed(i, k) > 0) || !(Speed(s, j) > 0)) continue;
       const GpuModel& mj = view.pool->model(j);
       if ((mj.memory_gib > 0 && mem_s > mj.memory_gib) ||
@@ -456,9 +447,21 @@ class HeteroLas : public JobTimePolicy {
   int num_models_ = 0;
   std::vector<int> active_, active_pos_;
   // Per job: queue state, and what the structures were built from.
-  std::vector<bool> low_;
-  std::vector<double> service_offset_, time_offset_;
-  std::vector<Where> where_, listed_;  // listed_: which running list holds it (lazily)
+  // What a scheduling point reads of every running job, in one record per job (one cache line
+  // instead of one per array).
+  struct Counters {
+    double base = 0, last_update = 0, perf = 1;  // the host's counters when it last started
+    double service_offset = 0;  // service forgotten at the last promotion
+    double service_now = 0;     // this point's service (running jobs)
+    double submit = 0;
+    int gpus = 0;
+    int model = -1;
+    bool low = false;  // in Q2
+    Where where = kNowhere;
+  };
+  std::vector<Counters> c_;
+  std::vector<double> time_offset_;
+  std::vector<Where> listed_;  // which running list holds it (lazily)
   std::vector<uint8_t> touched_flag_;
   // Per job: its model in full_ while Answer runs (kWasRunning once the running pass saw it),
   // else -1.
@@ -469,8 +472,7 @@ class HeteroLas : public JobTimePolicy {
   std::vector<uint8_t> movable_;       // see Upgrade
   int min_gpus_ = std::numeric_limits<int>::max();  // fewest GPUs of any job seen
   std::vector<int> touched_;  // state may have changed since the last point
-  std::vector<int> gpus_, model_;
-  std::vector<double> submit_, base_, last_update_, perf_, service_now_, speed_;
+  std::vector<double> speed_;
   std::vector<Key> wait_key_;
   std::vector<uint32_t> stamp_;
   WaitQueue q1_, q2_;
