@@ -123,6 +123,9 @@ class HeteroLas : public JobTimePolicy {
     } else {
       for (int i : run_q1_) fill.Take(i, c_[i].model);
     }
+    prefix_ = full_.size();
+    swapped_.clear();
+    upgraded_.clear();
     const ModelChoice choice = aware_ ? ModelChoice::kFastest : ModelChoice::kFirstFit;
     auto most_free = [&] {
       int most = 0;
@@ -158,6 +161,7 @@ class HeteroLas : public JobTimePolicy {
   // finish times and device choices stay the same); elsewhere the full plan. Jobs whose state
   // changes are read again on the next point.
   void Answer(const JobTimeView& view, std::vector<Assignment>* plan) {
+    if (view.exact_host && AnswerChanges(view, plan)) return;
     for (const Assignment& a : full_) planned_model_[a.job] = a.model;
     if (view.exact_host) {
       // The cached model is current for every running job here (touched ones were placed again).
@@ -185,6 +189,51 @@ class HeteroLas : public JobTimePolicy {
         if (planned_model_[i] < 0) Touch(i);
     }
     for (const Assignment& a : full_) planned_model_[a.job] = -1;
+  }
+
+  // The plan of changes in O(changes): only running jobs that left Q1's running set (demoted_,
+  // run_q2_) or that a swap or an upgrade moved can differ from their model; every other running
+  // job is an untouched entry of full_'s first prefix_ entries. Their stops and migrations are
+  // put in the host's running order by Job::running_pos; false (nothing written) when the host
+  // does not keep it.
+  bool AnswerChanges(const JobTimeView& view, std::vector<Assignment>* plan) {
+    for (size_t p = prefix_; p < full_.size(); ++p) planned_model_[full_[p].job] = full_[p].model;
+    for (const Assignment& a : upgraded_) planned_model_[a.job] = a.model;
+    changes_.clear();
+    candidates_.clear();
+    auto consider = [&](int i) {
+      const int m = planned_model_[i];
+      if (m == kWasRunning || m == kSeenStopped) return;  // seen already
+      candidates_.push_back(i);
+      if (m != c_[i].model) changes_.push_back({view.job(i).running_pos, i, m});
+      planned_model_[i] = m >= 0 ? kWasRunning : kSeenStopped;
+    };
+    for (int i : demoted_) consider(i);
+    for (int i : run_q2_) consider(i);
+    for (int i : swapped_) consider(i);
+    for (const Assignment& a : upgraded_) consider(a.job);
+    bool ok = true;
+    for (const Change& c : changes_)
+      ok = ok && c.pos >= 0 && c.pos < static_cast<int>(view.running->size()) &&
+           (*view.running)[c.pos] == c.job;
+    if (ok) {
+      std::sort(changes_.begin(), changes_.end(),
+                [](const Change& a, const Change& b) { return a.pos < b.pos; });
+      for (const Change& c : changes_) {
+        plan->push_back({c.job, c.model < 0 ? kStop : c.model});
+        Touch(c.job);
+      }
+      for (size_t p = prefix_; p < full_.size(); ++p) {
+        const Assignment& a = full_[p];
+        if (planned_model_[a.job] == kWasRunning) continue;
+        plan->push_back(a);
+        Touch(a.job);
+      }
+      KeepUnlistedRunning();
+    }
+    for (size_t p = prefix_; p < full_.size(); ++p) planned_model_[full_[p].job] = -1;
+    for (int i : candidates_) planned_model_[i] = -1;
+    return ok;
   }
 
   void Resize(const JobTimeView& view) {
@@ -393,6 +442,7 @@ class HeteroLas : public JobTimePolicy {
       fill.Take(i, best);  // appends an entry: fold it back into position p
       plan->pop_back();
       (*plan)[p].model = best;
+      if (p < prefix_) upgraded_.push_back({i, best});
       refresh();
     }
   }
@@ -429,6 +479,8 @@ class HeteroLas : public JobTimePolicy {
     // Rebuild the two entries through the filler so its free counts stay right.
     plan->erase(plan->begin() + s_pos);
     plan->erase(plan->begin() + best);
+    if (best < prefix_) --prefix_;
+    swapped_.push_back(i);
     fill.Release(i, j);
     fill.Release(s, k);
     fill.Take(i, k);
@@ -466,7 +518,15 @@ class HeteroLas : public JobTimePolicy {
   // Per job: its model in full_ while Answer runs (kWasRunning once the running pass saw it),
   // else -1.
   std::vector<int> planned_model_;
-  static constexpr int kWasRunning = -2;
+  static constexpr int kWasRunning = -2, kSeenStopped = -3;
+  size_t prefix_ = 0;  // full_'s first entries: running Q1 jobs on their model, unchanged
+  std::vector<int> swapped_;           // running jobs a swap moved (full_ lists them after prefix_)
+  std::vector<Assignment> upgraded_;   // entries of the prefix an upgrade moved
+  struct Change {
+    int pos, job, model;
+  };
+  std::vector<Change> changes_;
+  std::vector<int> candidates_;
   std::vector<int> demoted_;  // running jobs this point moved to Q2
   std::vector<int64_t> faster_count_;  // see CountFaster
   std::vector<uint8_t> movable_;       // see Upgrade
