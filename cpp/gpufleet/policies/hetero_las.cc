@@ -23,8 +23,10 @@
 // sets per GPU count with their (fixed) priority, so the scans of steps 3 and 4 visit only jobs that
 // can still fit; starving Q2 jobs come from a heap of the times their ratio crosses the threshold;
 // running jobs carry their counters in compact arrays, and their order (service grows while they
-// run) is restored by an insertion sort of the last point's order. Every decision is taken by the
-// same comparison on the same numbers as the straightforward algorithm (a test compares the two).
+// run) is restored by an insertion sort of the last point's order. On such a host the answer is a
+// plan of changes, built in O(changes) from the jobs a point can move (see AnswerChanges). Every
+// decision is taken by the same comparison on the same numbers as the straightforward algorithm
+// (a test compares the two).
 #include <algorithm>
 #include <cstdint>
 #include <limits>
