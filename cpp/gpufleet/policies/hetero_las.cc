@@ -85,14 +85,21 @@ class HeteroLas : public JobTimePolicy {
       touched_.clear();
     }
     // 1. Demote running jobs far above the running mean (summed in the host's running order).
+    // The largest Q1 service comes with the sum: when it is not above the threshold, no job is,
+    // and the demotion pass is skipped.
     double mean = 0;
+    double most_q1 = -kNever;
     for (int i : *view.running) {
-      c_[i].service_now = RunningService(i, now);
-      mean += c_[i].service_now;
+      Counters& c = c_[i];
+      c.service_now = RunningService(i, now);
+      mean += c.service_now;
+      if (!c.low && c.service_now > most_q1) most_q1 = c.service_now;
     }
     if (!view.running->empty()) mean /= view.running->size();
     demoted_.clear();
+    const bool any_demoted = most_q1 > mean * priority_ratio_ && mean > 0;
     for (int i : *view.running) {
+      if (!any_demoted) break;
       if (!c_[i].low && c_[i].service_now > mean * priority_ratio_ && mean > 0) {
         c_[i].low = true;
         demoted_.push_back(i);
