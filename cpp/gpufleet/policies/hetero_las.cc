@@ -23,10 +23,13 @@
 // sets per GPU count with their (fixed) priority, so the scans of steps 3 and 4 visit only jobs that
 // can still fit; starving Q2 jobs come from a heap of the times their ratio crosses the threshold;
 // running jobs carry their counters in compact arrays, and their order (service grows while they
-// run) is restored by an insertion sort of the last point's order. Every decision is taken by the
-// same comparison on the same numbers as the straightforward algorithm (a test compares the two).
+// run) is restored by an insertion sort of the last point's order. On such a host the answer is a
+// plan of changes, built in O(changes) from the jobs a point can move (see AnswerChanges). Every
+// decision is taken by the same comparison on the same numbers as the straightforward algorithm
+// (a test compares the two).
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <queue>
 #include <tuple>
 #include <vector>
@@ -61,6 +64,7 @@ class HeteroLas : public JobTimePolicy {
   }
   void OnFinish(int job, const JobTimeView&) override {
     Remove(job);
+    CountFaster(job, -1);
     const int p = active_pos_[job];
     active_[p] = active_.back();
     active_pos_[active_[p]] = p;
@@ -81,20 +85,29 @@ class HeteroLas : public JobTimePolicy {
       touched_.clear();
     }
     // 1. Demote running jobs far above the running mean (summed in the host's running order).
+    // The largest Q1 service comes with the sum: when it is not above the threshold, no job is,
+    // and the demotion pass is skipped.
     double mean = 0;
+    double most_q1 = -kNever;
     for (int i : *view.running) {
-      service_now_[i] = RunningService(i, now);
-      mean += service_now_[i];
+      Counters& c = c_[i];
+      c.service_now = RunningService(i, now);
+      mean += c.service_now;
+      if (!c.low && c.service_now > most_q1) most_q1 = c.service_now;
     }
     if (!view.running->empty()) mean /= view.running->size();
+    demoted_.clear();
+    const bool any_demoted = most_q1 > mean * priority_ratio_ && mean > 0;
     for (int i : *view.running) {
-      if (!low_[i] && service_now_[i] > mean * priority_ratio_ && mean > 0) {
-        low_[i] = true;
+      if (!any_demoted) break;
+      if (!c_[i].low && c_[i].service_now > mean * priority_ratio_ && mean > 0) {
+        c_[i].low = true;
+        demoted_.push_back(i);
         Remove(i);
         // Waits in Q2 for this point (still running: it keeps its GPUs if nobody needs them).
-        where_[i] = kWaitQ2;
-        wait_key_[i] = Key{service_now_[i], submit_[i], i};
-        q2_.Insert(gpus_[i], wait_key_[i]);
+        c_[i].where = kWaitQ2;
+        wait_key_[i] = Key{c_[i].service_now, c_[i].submit, i};
+        q2_.Insert(c_[i].gpus, wait_key_[i]);
         Touch(i);
       }
     }
@@ -105,8 +118,23 @@ class HeteroLas : public JobTimePolicy {
     SortRunning(&run_q2_, kRunQ2);
 
     // 3. Running Q1 jobs keep their GPUs; then Q1's waiting jobs, each followed by a swap search.
-    Filler fill(view, plan);
-    for (int i : run_q1_) fill.Take(i, model_[i]);
+    // The full assignment is built in full_; the host gets only its changes (see Answer).
+    full_.clear();
+    std::vector<Assignment>* const full = &full_;
+    // On an exact host the filler starts from the host's busy counts and gives back the GPUs of
+    // the running jobs outside Q1's running set (the same free counts as taking each running Q1
+    // job, without reading their records).
+    Filler fill(view, full, view.exact_host);
+    if (view.exact_host) {
+      for (int i : demoted_) fill.Release(i, c_[i].model);
+      for (int i : run_q2_) fill.Release(i, c_[i].model);
+      for (int i : run_q1_) full_.push_back({i, c_[i].model});
+    } else {
+      for (int i : run_q1_) fill.Take(i, c_[i].model);
+    }
+    prefix_ = full_.size();
+    swapped_.clear();
+    upgraded_.clear();
     const ModelChoice choice = aware_ ? ModelChoice::kFastest : ModelChoice::kFirstFit;
     auto most_free = [&] {
       int most = 0;
@@ -114,7 +142,7 @@ class HeteroLas : public JobTimePolicy {
       return most;
     };
     q1_.Walk(most_free, [&](const Key& k) {
-      if (fill.TryPlace(k.job, choice) >= 0 && swap_) TrySwap(view, fill, plan, plan->size() - 1);
+      if (fill.TryPlace(k.job, choice) >= 0 && swap_) TrySwap(view, fill, full, full->size() - 1);
       return fill.total_free() > 0;
     });
     // 4. Q2: its running jobs first (each keeps its model while it fits), then its waiting ones.
@@ -129,39 +157,103 @@ class HeteroLas : public JobTimePolicy {
         fill.TryPlace(k.job, choice);
         return fill.total_free() > 0;
       });
-    if (!aware_) KeepModels(view, ModelChoice::kFirstFit, plan);
-    if (upgrade_) Upgrade(view, fill, plan);
+    if (!aware_) KeepModels(view, ModelChoice::kFirstFit, full);
+    if (upgrade_) Upgrade(view, fill, full);
 
-    // Jobs whose state the plan changes are read again on the next point.
-    for (const Assignment& a : *plan) {
-      planned_[a.job] = 1;
-      const Job& j = view.job(a.job);
-      if (j.state != JobState::kRunning || j.model != a.model) Touch(a.job);
-    }
-    for (int i : *view.running)
-      if (!planned_[i]) Touch(i);
-    for (const Assignment& a : *plan) planned_[a.job] = 0;
+    Answer(view, plan);
   }
 
  private:
+  // Hands full_ to the host: on an exact host as a plan of changes (KeepUnlistedRunning), whose
+  // stops and migrations are listed in the host's running order and whose starts keep their order
+  // in full_, so the host applies them in the same sequence as the full plan (its running order,
+  // finish times and device choices stay the same); elsewhere the full plan. Jobs whose state
+  // changes are read again on the next point.
+  void Answer(const JobTimeView& view, std::vector<Assignment>* plan) {
+    if (view.exact_host && AnswerChanges(view, plan)) return;
+    for (const Assignment& a : full_) planned_model_[a.job] = a.model;
+    if (view.exact_host) {
+      // The cached model is current for every running job here (touched ones were placed again).
+      for (int i : *view.running) {
+        const int m = planned_model_[i];
+        if (m != c_[i].model) {
+          plan->push_back({i, m < 0 ? kStop : m});
+          Touch(i);
+        }
+        if (m >= 0) planned_model_[i] = kWasRunning;
+      }
+      for (const Assignment& a : full_) {
+        if (planned_model_[a.job] == kWasRunning) continue;
+        plan->push_back(a);
+        Touch(a.job);
+      }
+      KeepUnlistedRunning();
+    } else {
+      plan->insert(plan->end(), full_.begin(), full_.end());
+      for (const Assignment& a : full_) {
+        const Job& j = view.job(a.job);
+        if (j.state != JobState::kRunning || j.model != a.model) Touch(a.job);
+      }
+      for (int i : *view.running)
+        if (planned_model_[i] < 0) Touch(i);
+    }
+    for (const Assignment& a : full_) planned_model_[a.job] = -1;
+  }
+
+  // The plan of changes in O(changes): only running jobs that left Q1's running set (demoted_,
+  // run_q2_) or that a swap or an upgrade moved can differ from their model; every other running
+  // job is an untouched entry of full_'s first prefix_ entries. Their stops and migrations are
+  // put in the host's running order by Job::running_pos; false (nothing written) when the host
+  // does not keep it.
+  bool AnswerChanges(const JobTimeView& view, std::vector<Assignment>* plan) {
+    for (size_t p = prefix_; p < full_.size(); ++p) planned_model_[full_[p].job] = full_[p].model;
+    for (const Assignment& a : upgraded_) planned_model_[a.job] = a.model;
+    changes_.clear();
+    candidates_.clear();
+    auto consider = [&](int i) {
+      const int m = planned_model_[i];
+      if (m == kWasRunning || m == kSeenStopped) return;  // seen already
+      candidates_.push_back(i);
+      if (m != c_[i].model) changes_.push_back({view.job(i).running_pos, i, m});
+      planned_model_[i] = m >= 0 ? kWasRunning : kSeenStopped;
+    };
+    for (int i : demoted_) consider(i);
+    for (int i : run_q2_) consider(i);
+    for (int i : swapped_) consider(i);
+    for (const Assignment& a : upgraded_) consider(a.job);
+    bool ok = true;
+    for (const Change& c : changes_)
+      ok = ok && c.pos >= 0 && c.pos < static_cast<int>(view.running->size()) &&
+           (*view.running)[c.pos] == c.job;
+    if (ok) {
+      std::sort(changes_.begin(), changes_.end(),
+                [](const Change& a, const Change& b) { return a.pos < b.pos; });
+      for (const Change& c : changes_) {
+        plan->push_back({c.job, c.model < 0 ? kStop : c.model});
+        Touch(c.job);
+      }
+      for (size_t p = prefix_; p < full_.size(); ++p) {
+        const Assignment& a = full_[p];
+        if (planned_model_[a.job] == kWasRunning) continue;
+        plan->push_back(a);
+        Touch(a.job);
+      }
+      KeepUnlistedRunning();
+    }
+    for (size_t p = prefix_; p < full_.size(); ++p) planned_model_[full_[p].job] = -1;
+    for (int i : candidates_) planned_model_[i] = -1;
+    return ok;
+  }
+
   void Resize(const JobTimeView& view) {
     const size_t n = view.jobs->size();
-    if (n <= low_.size()) return;
-    low_.resize(n, false);
-    service_offset_.resize(n, 0);
+    if (n <= c_.size()) return;
+    c_.resize(n);
     time_offset_.resize(n, 0);
-    where_.resize(n, kNowhere);
     listed_.resize(n, kNowhere);
     touched_flag_.resize(n, 0);
-    planned_.resize(n, 0);
+    planned_model_.resize(n, -1);
     active_pos_.resize(n, -1);
-    gpus_.resize(n, 0);
-    submit_.resize(n, 0);
-    model_.resize(n, -1);
-    base_.resize(n, 0);
-    last_update_.resize(n, 0);
-    perf_.resize(n, 1);
-    service_now_.resize(n, 0);
     wait_key_.resize(n);
     stamp_.resize(n, 0);
     num_models_ = view.pool->num_models();
@@ -170,9 +262,21 @@ class HeteroLas : public JobTimePolicy {
 
   void CacheSpec(const JobTimeView& view, int i) {
     const Job& j = view.job(i);
-    gpus_[i] = j.spec.num_gpu;
-    submit_[i] = j.spec.submit_time;
+    c_[i].gpus = j.spec.num_gpu;
+    c_[i].submit = j.spec.submit_time;
     for (int m = 0; m < num_models_; ++m) speed_[i * num_models_ + m] = j.Speed(m);
+    min_gpus_ = std::min(min_gpus_, c_[i].gpus);
+    CountFaster(i, +1);
+  }
+
+  // Adds `delta` to the pairs of models (from, to) on which active job i runs strictly faster on
+  // `to`: an upgrade pass skips plan entries on a model no active job would leave.
+  void CountFaster(int i, int delta) {
+    if (faster_count_.size() != static_cast<size_t>(num_models_ * num_models_))
+      faster_count_.assign(num_models_ * num_models_, 0);
+    for (int from = 0; from < num_models_; ++from)
+      for (int to = 0; to < num_models_; ++to)
+        if (Speed(i, to) > Speed(i, from)) faster_count_[from * num_models_ + to] += delta;
   }
 
   void Touch(int i) {
@@ -183,9 +287,9 @@ class HeteroLas : public JobTimePolicy {
 
   // Takes a job out of the structures (running jobs leave their order list lazily).
   void Remove(int i) {
-    if (where_[i] == kWaitQ1) q1_.Erase(gpus_[i], wait_key_[i]);
-    if (where_[i] == kWaitQ2) q2_.Erase(gpus_[i], wait_key_[i]);
-    where_[i] = kNowhere;
+    if (c_[i].where == kWaitQ1) q1_.Erase(c_[i].gpus, wait_key_[i]);
+    if (c_[i].where == kWaitQ2) q2_.Erase(c_[i].gpus, wait_key_[i]);
+    c_[i].where = kNowhere;
     ++stamp_[i];
   }
 
@@ -193,30 +297,30 @@ class HeteroLas : public JobTimePolicy {
   void Place(const JobTimeView& view, int i) {
     const Job& j = view.job(i);
     if (j.state == JobState::kRunning) {
-      base_[i] = aware_ ? j.service : j.gpu_time;
-      last_update_[i] = j.last_update;
-      model_[i] = j.model;
-      perf_[i] = view.pool->model(j.model).perf_factor;
-      const Where w = low_[i] ? kRunQ2 : kRunQ1;
-      where_[i] = w;
+      c_[i].base = aware_ ? j.service : j.gpu_time;
+      c_[i].last_update = j.last_update;
+      c_[i].model = j.model;
+      c_[i].perf = view.pool->model(j.model).perf_factor;
+      const Where w = c_[i].low ? kRunQ2 : kRunQ1;
+      c_[i].where = w;
       if (listed_[i] != w) {
         listed_[i] = w;
         (w == kRunQ1 ? run_q1_ : run_q2_).push_back(i);
       }
     } else if (j.state == JobState::kPending) {
       // A waiting job's service does not move: its key is fixed until it runs again.
-      wait_key_[i] = Key{(aware_ ? view.Service(i) : view.GpuTime(i)) - service_offset_[i],
-                         submit_[i], i};
-      if (low_[i]) {
-        where_[i] = kWaitQ2;
-        q2_.Insert(gpus_[i], wait_key_[i]);
+      wait_key_[i] = Key{(aware_ ? view.Service(i) : view.GpuTime(i)) - c_[i].service_offset,
+                         c_[i].submit, i};
+      if (c_[i].low) {
+        c_[i].where = kWaitQ2;
+        q2_.Insert(c_[i].gpus, wait_key_[i]);
         // It starves once (now - wait_since) / ran > starve_ratio: from about this time on.
         const double ran = view.RunTime(i) - time_offset_[i];
         const double at = ran <= 0 ? -kNever : j.wait_since + starve_ratio_ * ran;
         starving_.push({at, i, stamp_[i]});
       } else {
-        where_[i] = kWaitQ1;
-        q1_.Insert(gpus_[i], wait_key_[i]);
+        c_[i].where = kWaitQ1;
+        q1_.Insert(c_[i].gpus, wait_key_[i]);
       }
     }
   }
@@ -224,7 +328,8 @@ class HeteroLas : public JobTimePolicy {
   // Re-reads every active job (a host that does not report every change).
   void Rebuild(const JobTimeView& view) {
     num_models_ = view.pool->num_models();
-    speed_.assign(low_.size() * num_models_, 0);
+    speed_.assign(c_.size() * num_models_, 0);
+    faster_count_.assign(num_models_ * num_models_, 0);
     q1_.Clear();
     q2_.Clear();
     starving_ = {};
@@ -235,7 +340,7 @@ class HeteroLas : public JobTimePolicy {
     std::sort(active_.begin(), active_.end());
     for (size_t p = 0; p < active_.size(); ++p) active_pos_[active_[p]] = static_cast<int>(p);
     for (int i : active_) {
-      where_[i] = kNowhere;
+      c_[i].where = kNowhere;
       listed_[i] = kNowhere;
       CacheSpec(view, i);
       Place(view, i);
@@ -245,9 +350,9 @@ class HeteroLas : public JobTimePolicy {
   // Aware: GPU-seconds x the model's perf factor; agnostic: plain GPU-seconds. Computed as
   // JobTimeView::Service / GpuTime compute them, from the counters cached when the job started.
   double RunningService(int i, double now) const {
-    const double e = now - last_update_[i];
-    if (aware_) return (e > 0 ? base_[i] + e * gpus_[i] * perf_[i] : base_[i]) - service_offset_[i];
-    return (base_[i] + e * gpus_[i]) - service_offset_[i];
+    const double e = now - c_[i].last_update;
+    if (aware_) return (e > 0 ? c_[i].base + e * c_[i].gpus * c_[i].perf : c_[i].base) - c_[i].service_offset;
+    return (c_[i].base + e * c_[i].gpus) - c_[i].service_offset;
   }
 
   void Promote(const JobTimeView& view) {
@@ -262,13 +367,13 @@ class HeteroLas : public JobTimePolicy {
       const auto e = starving_.top();
       starving_.pop();
       const int i = e.job;
-      if (where_[i] != kWaitQ2 || stamp_[i] != e.stamp) continue;  // stale
+      if (c_[i].where != kWaitQ2 || stamp_[i] != e.stamp) continue;  // stale
       const Job& j = view.job(i);
       const double ran = view.RunTime(i) - time_offset_[i];
       if (ran <= 0 || (view.now - j.wait_since) / ran > starve_ratio_) {
         Remove(i);
-        low_[i] = false;
-        service_offset_[i] = aware_ ? view.Service(i) : view.GpuTime(i);
+        c_[i].low = false;
+        c_[i].service_offset = aware_ ? view.Service(i) : view.GpuTime(i);
         time_offset_[i] = view.RunTime(i);
         Place(view, i);
       } else {
@@ -283,14 +388,14 @@ class HeteroLas : public JobTimePolicy {
   void SortRunning(std::vector<int>* list, Where kind) {
     size_t kept = 0;
     for (int i : *list) {
-      if (where_[i] == kind)
+      if (c_[i].where == kind)
         (*list)[kept++] = i;
       else if (listed_[i] == kind)
         listed_[i] = kNowhere;
     }
     list->resize(kept);
     auto less = [&](int a, int b) {
-      return std::tie(service_now_[a], submit_[a], a) < std::tie(service_now_[b], submit_[b], b);
+      return std::tie(c_[a].service_now, c_[a].submit, a) < std::tie(c_[b].service_now, c_[b].submit, b);
     };
     for (size_t k = 1; k < list->size(); ++k) {
       const int x = (*list)[k];
@@ -307,14 +412,27 @@ class HeteroLas : public JobTimePolicy {
 
   void Upgrade(const JobTimeView& view, Filler& fill, std::vector<Assignment>* plan) {
     if (fill.total_free() == 0) return;
+    // movable_[from]: some model `to` has room for the smallest job and some active job runs
+    // faster there than on `from`. Without it no entry on `from` passes the check below, so the
+    // entry is skipped unread (most entries, on a busy cluster).
+    auto refresh = [&] {
+      movable_.assign(num_models_, 0);
+      for (int from = 0; from < num_models_; ++from)
+        for (int to = 0; to < num_models_; ++to)
+          if (to != from && faster_count_[from * num_models_ + to] > 0 &&
+              fill.free(to) >= min_gpus_)
+            movable_[from] = 1;
+    };
+    refresh();
     const size_t n = plan->size();
     for (size_t p = 0; p < n; ++p) {
       const int i = (*plan)[p].job;
       const int from = (*plan)[p].model;
+      if (!movable_[from]) continue;
       // Only a faster model with room can finish it sooner (times are left / speed).
       bool any = false;
       for (int m = 0; m < num_models_ && !any; ++m)
-        any = m != from && gpus_[i] <= fill.free(m) && Speed(i, m) > Speed(i, from);
+        any = m != from && c_[i].gpus <= fill.free(m) && Speed(i, m) > Speed(i, from);
       if (!any) continue;
       const Job& j = view.job(i);
       const double left = view.RemainingWork(i);
@@ -333,6 +451,8 @@ class HeteroLas : public JobTimePolicy {
       fill.Take(i, best);  // appends an entry: fold it back into position p
       plan->pop_back();
       (*plan)[p].model = best;
+      if (p < prefix_) upgraded_.push_back({i, best});
+      refresh();
     }
   }
 
@@ -340,7 +460,7 @@ class HeteroLas : public JobTimePolicy {
   void TrySwap(const JobTimeView& view, Filler& fill, std::vector<Assignment>* plan, size_t s_pos) {
     const int s = (*plan)[s_pos].job;
     const int k = (*plan)[s_pos].model;
-    const int ns = gpus_[s];
+    const int ns = c_[s].gpus;
     const GpuModel& mk = view.pool->model(k);
     const double mem_s = view.job(s).spec.memory_gib;
     double best_gain = 1e-12;
@@ -348,9 +468,9 @@ class HeteroLas : public JobTimePolicy {
     for (size_t p = 0; p < s_pos; ++p) {
       const int i = (*plan)[p].job;
       const int j = (*plan)[p].model;
-      const int ni = gpus_[i];
+      const int ni = c_[i].gpus;
       // Running jobs in the plan are the running Q1 jobs (waiting ones are kWaitQ1 here).
-      if (j == k || where_[i] != kRunQ1 || ni > ns) continue;
+      if (j == k || c_[i].where != kRunQ1 || ni > ns) continue;
       if (fill.free(j) + ni < ns || !(Speed(i, k) > 0) || !(Speed(s, j) > 0)) continue;
       const GpuModel& mj = view.pool->model(j);
       if ((mj.memory_gib > 0 && mem_s > mj.memory_gib) ||
@@ -368,6 +488,8 @@ class HeteroLas : public JobTimePolicy {
     // Rebuild the two entries through the filler so its free counts stay right.
     plan->erase(plan->begin() + s_pos);
     plan->erase(plan->begin() + best);
+    if (best < prefix_) --prefix_;
+    swapped_.push_back(i);
     fill.Release(i, j);
     fill.Release(s, k);
     fill.Take(i, k);
@@ -386,17 +508,45 @@ class HeteroLas : public JobTimePolicy {
   int num_models_ = 0;
   std::vector<int> active_, active_pos_;
   // Per job: queue state, and what the structures were built from.
-  std::vector<bool> low_;
-  std::vector<double> service_offset_, time_offset_;
-  std::vector<Where> where_, listed_;  // listed_: which running list holds it (lazily)
-  std::vector<uint8_t> touched_flag_, planned_;
+  // What a scheduling point reads of every running job, in one record per job (one cache line
+  // instead of one per array).
+  struct Counters {
+    double base = 0, last_update = 0, perf = 1;  // the host's counters when it last started
+    double service_offset = 0;  // service forgotten at the last promotion
+    double service_now = 0;     // this point's service (running jobs)
+    double submit = 0;
+    int gpus = 0;
+    int model = -1;
+    bool low = false;  // in Q2
+    Where where = kNowhere;
+  };
+  std::vector<Counters> c_;
+  std::vector<double> time_offset_;
+  std::vector<Where> listed_;  // which running list holds it (lazily)
+  std::vector<uint8_t> touched_flag_;
+  // Per job: its model in full_ while Answer runs (kWasRunning once the running pass saw it),
+  // else -1.
+  std::vector<int> planned_model_;
+  static constexpr int kWasRunning = -2, kSeenStopped = -3;
+  size_t prefix_ = 0;  // full_'s first entries: running Q1 jobs on their model, unchanged
+  std::vector<int> swapped_;           // running jobs a swap moved (full_ lists them after prefix_)
+  std::vector<Assignment> upgraded_;   // entries of the prefix an upgrade moved
+  struct Change {
+    int pos, job, model;
+  };
+  std::vector<Change> changes_;
+  std::vector<int> candidates_;
+  std::vector<int> demoted_;  // running jobs this point moved to Q2
+  std::vector<int64_t> faster_count_;  // see CountFaster
+  std::vector<uint8_t> movable_;       // see Upgrade
+  int min_gpus_ = std::numeric_limits<int>::max();  // fewest GPUs of any job seen
   std::vector<int> touched_;  // state may have changed since the last point
-  std::vector<int> gpus_, model_;
-  std::vector<double> submit_, base_, last_update_, perf_, service_now_, speed_;
+  std::vector<double> speed_;
   std::vector<Key> wait_key_;
   std::vector<uint32_t> stamp_;
   WaitQueue q1_, q2_;
   std::vector<int> run_q1_, run_q2_;  // running jobs per queue, in queue order after SortRunning
+  std::vector<Assignment> full_;      // this point's full assignment
   std::priority_queue<Starving, std::vector<Starving>, std::greater<Starving>> starving_;
 };
 
