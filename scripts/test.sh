@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Every test: GoogleTest through ctest (a normal build and a clang AddressSanitizer + UBSan build that
-# also serves the fuzz targets), the concurrency tests under ThreadSanitizer, then pytest over the
-# Python API, the CLI, the services and every notebook, and last the release artefacts (scripts/release.sh: a portable wheel that
-# installs and runs in a fresh environment, and the sdist).
+# Every test: GoogleTest through ctest (a normal build, and a clang AddressSanitizer + UBSan build
+# that also serves the fuzz targets), the concurrency tests under ThreadSanitizer, then pytest over
+# the Python API, the CLI, the services and every notebook, and last the release artefacts
+# (scripts/release.sh: a portable wheel that installs and runs in a fresh environment, and the
+# sdist).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GPUFLEET_BUILD_TESTS=ON bash scripts/setup.sh
