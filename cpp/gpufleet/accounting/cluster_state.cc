@@ -43,7 +43,8 @@ NodeView ClusterState::View(int i) const {
   v.usage = &usage_[i];
   v.used_core = used_core_.data() + first_device_[i];
   v.used_memory = used_memory_.data() + first_device_[i];
-  v.vf_taken = vf_taken_.data() + first_device_[i];
+  // Left null on nodes without VF NICs, so the per-device VF checks stop at one pointer test.
+  if (has_vf_nics_[i]) v.vf_taken = vf_taken_.data() + first_device_[i];
   return v;
 }
 
@@ -54,6 +55,7 @@ absl::Status ClusterState::AddNode(const Node& node) {
   int index = num_nodes();
   nodes_.push_back(node);
   first_device_.push_back(num_devices());
+  bool vf_nics = false;
   for (const Device& d : node.devices) {
     device_node_.push_back(index);
     used_core_.Append(0);
@@ -62,7 +64,9 @@ absl::Status ClusterState::AddNode(const Node& node) {
     capacity_memory_.push_back(d.memory_bytes);
     healthy_gpu_.push_back(d.type == kGpu && d.healthy);
     vf_taken_.emplace_back(VfCount(d), 0);
+    vf_nics = vf_nics || VfCount(d) > 0;
   }
+  has_vf_nics_.push_back(vf_nics);
   usage_.emplace_back();
   summaries_.Append(usage_.back());
   node_version_.push_back(0);
@@ -91,6 +95,7 @@ absl::Status ClusterState::RemoveNode(const std::string& name) {
   for (auto& n : device_node_)
     if (n > index) --n;
   nodes_.erase(nodes_.begin() + index);
+  has_vf_nics_.erase(has_vf_nics_.begin() + index);
   usage_.erase(usage_.begin() + index);
   summaries_.Erase(index);
   node_version_.erase(node_version_.begin() + index);

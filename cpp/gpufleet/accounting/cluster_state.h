@@ -110,6 +110,8 @@ class ClusterState {
   const std::vector<uint8_t>& healthy_gpu() const { return healthy_gpu_; }
   // Per device: 1 per VF a pod holds, 0 per free VF (flat order, core/rdma_vf.h).
   const std::vector<std::vector<uint8_t>>& vf_taken() const { return vf_taken_; }
+  // Whether any device of the node carries VFs: nodes without them (most) skip every VF check.
+  bool has_vf_nics(int node) const { return has_vf_nics_[node] != 0; }
 
   // Current time source for assume times; tests and the simulator may pin it.
   void set_clock(std::function<int64_t()> clock) { clock_ = std::move(clock); }
@@ -133,6 +135,7 @@ class ClusterState {
   std::vector<int64_t> capacity_memory_;
   std::vector<uint8_t> healthy_gpu_;  // 1 for a healthy GPU, 0 for anything else
   std::vector<std::vector<uint8_t>> vf_taken_;  // per device, per VF: held by a pod
+  std::vector<uint8_t> has_vf_nics_;             // per node
   std::vector<uint64_t> node_version_;
   ChangeLog changes_;
   NodeSummaries summaries_;

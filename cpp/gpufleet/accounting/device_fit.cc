@@ -59,14 +59,10 @@ FitResult ShortageReason(const NodeView& v, const Pod& pod, const DeviceRequest&
 
 }  // namespace
 
-bool NodeHasVfNics(const NodeView& v) {
-  for (int d = 0; d < v.num_devices(); ++d)
-    if (v.has_vfs(d)) return true;
-  return false;
-}
+bool NodeHasVfNics(const NodeView& v) { return v.vf_taken != nullptr; }
 
 bool IsJointVfRequest(const NodeView& v, const Pod& pod) {
-  return pod.Find(kGpu) != nullptr && pod.Find(kRdma) != nullptr && NodeHasVfNics(v);
+  return NodeHasVfNics(v) && pod.Find(kGpu) != nullptr && pod.Find(kRdma) != nullptr;
 }
 
 bool NicCanGiveVf(const NodeView& v, int d, const DeviceRequest& rdma) {

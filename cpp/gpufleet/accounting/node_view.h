@@ -44,6 +44,7 @@ struct NodeView {
   const int64_t* used_core = nullptr;    // indexed like node->devices
   const int64_t* used_memory = nullptr;  // indexed like node->devices
   // Indexed like node->devices: per VF in flat order (core/rdma_vf.h), 1 while a pod holds it.
+  // Null when no device of the node carries VFs.
   const std::vector<uint8_t>* vf_taken = nullptr;
 
   int num_devices() const { return static_cast<int>(node->devices.size()); }

@@ -66,11 +66,13 @@ std::vector<int64_t> NodeClasses::Key(int node) const {
   const int first = state_.first_device(node);
   const int count = static_cast<int>(state_.node(node).devices.size());
   const std::vector<Device>& devices = state_.node(node).devices;
+  const bool vf_nics = state_.has_vf_nics(node);
   for (int d = 0; d < count; ++d) {
     // Health is part of the spec signature too, but that was taken when the classes were built.
     key.push_back(state_.used_core()[first + d] * 2 + (devices[d].healthy ? 1 : 0));
     key.push_back(state_.used_memory()[first + d]);
     // Which VFs are held decides only which one a grant names; how many decides feasibility.
+    if (!vf_nics) continue;
     const std::vector<uint8_t>& vfs = state_.vf_taken()[first + d];
     if (!vfs.empty()) key.push_back(std::count(vfs.begin(), vfs.end(), 1));
   }
