@@ -49,6 +49,16 @@ inline constexpr uint8_t kEven3 = 0b0001'0101;
 inline constexpr uint8_t kHalves = 0b0001'0001;
 inline constexpr uint8_t kFirst = 0b0000'0001;
 
+// A100 80GB and H100 80GB publish the same profile table.
+inline constexpr std::array<ProfileRow, 7> k80GbProfiles = {{
+    {"1g.10gb", 19, 1, 1, 7, kAnyOf7},
+    {"1g.10gb+me", 20, 1, 1, 1, kAnyOf7},
+    {"1g.20gb", 15, 1, 2, 4, kEven4},
+    {"2g.20gb", 14, 2, 2, 3, kEven3},
+    {"3g.40gb", 9, 3, 4, 2, kHalves},
+    {"4g.40gb", 5, 4, 4, 1, kFirst},
+    {"7g.80gb", 0, 7, 8, 1, kFirst}}};
+
 inline constexpr std::array<ModelRow, 4> kModels = {{
     {"A100-40GB",
      {"A100-SXM4-40GB", "A100-PCIE-40GB", "NVIDIA A100-SXM4-40GB", "NVIDIA A100-PCIE-40GB"},
@@ -63,23 +73,11 @@ inline constexpr std::array<ModelRow, 4> kModels = {{
     {"A100-80GB",
      {"A100-SXM4-80GB", "A100-PCIE-80GB", "NVIDIA A100-SXM4-80GB", "NVIDIA A100 80GB PCIe"},
      80,
-     {{{"1g.10gb", 19, 1, 1, 7, kAnyOf7},
-       {"1g.10gb+me", 20, 1, 1, 1, kAnyOf7},
-       {"1g.20gb", 15, 1, 2, 4, kEven4},
-       {"2g.20gb", 14, 2, 2, 3, kEven3},
-       {"3g.40gb", 9, 3, 4, 2, kHalves},
-       {"4g.40gb", 5, 4, 4, 1, kFirst},
-       {"7g.80gb", 0, 7, 8, 1, kFirst}}}},
+     k80GbProfiles},
     {"H100-80GB",
      {"H100-SXM5-80GB", "H100-PCIE-80GB", "NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe"},
      80,
-     {{{"1g.10gb", 19, 1, 1, 7, kAnyOf7},
-       {"1g.10gb+me", 20, 1, 1, 1, kAnyOf7},
-       {"1g.20gb", 15, 1, 2, 4, kEven4},
-       {"2g.20gb", 14, 2, 2, 3, kEven3},
-       {"3g.40gb", 9, 3, 4, 2, kHalves},
-       {"4g.40gb", 5, 4, 4, 1, kFirst},
-       {"7g.80gb", 0, 7, 8, 1, kFirst}}}},
+     k80GbProfiles},
     {"H200-141GB",
      {"H200-SXM5-141GB", "H200-NVL-141GB", "NVIDIA H200", "NVIDIA H200 NVL"},
      141,
