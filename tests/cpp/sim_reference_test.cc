@@ -134,6 +134,65 @@ TEST(SimReference, HeteroLasTakesTheReferenceDecisions) {
   EXPECT_GT(moved, 0) << "the traces never preempt or migrate: they test nothing";
 }
 
+// Many running jobs per model and GPU count (so classes hold long runs, tails and near-tied keys),
+// some jobs without per-model speeds (models tie and are drawn by their free GPUs), whole and
+// fractional times.
+TEST(SimReference, HeteroLasTakesTheReferenceDecisionsOnALargeCluster) {
+  int64_t moved = 0;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    std::mt19937_64 rng(seed);
+    std::vector<GpuModel> models;
+    const char* names[] = {"k80", "p100", "v100"};
+    for (int m = 0; m < 3; ++m) {
+      GpuModel g;
+      g.name = names[m];
+      g.count = 40 + 16 * m + static_cast<int>(seed) * 8;
+      g.perf_factor = 0.25 + 0.375 * m;
+      models.push_back(g);
+    }
+    Case c{GpuPool::Create(models).value(), {}};
+    std::uniform_real_distribution<double> unit(0, 1);
+    std::vector<std::vector<double>> kinds(6);
+    for (auto& k : kinds)
+      for (int m = 0; m < 3; ++m) k.push_back((0.25 + 0.375 * m) * (0.7 + 0.6 * unit(rng)));
+    std::lognormal_distribution<double> duration(std::log(600.0), 1.3);
+    std::discrete_distribution<int> gpus({0.55, 0.2, 0.15, 0.1});
+    const int sizes[] = {1, 2, 4, 8};
+    const bool whole = seed % 2 == 1;
+    std::exponential_distribution<double> gap(c.pool.total_gpus() / (2.4 * 600 * 2.0 * 1.05));
+    double t = 0;
+    for (int i = 0; i < 2500; ++i) {
+      JobSpec s;
+      s.id = i;
+      s.submit_time = whole ? std::floor(t) : t;
+      s.num_gpu = sizes[gpus(rng)];
+      s.duration = whole ? std::max(1.0, std::round(duration(rng))) : duration(rng) + 1;
+      if (unit(rng) < 0.8) s.speed = kinds[rng() % kinds.size()];
+      c.jobs.push_back(s);
+      t += gap(rng);
+    }
+    for (const HeteroParams& p : {HeteroParams{2.0, 4.0, true, true, true},
+                                  HeteroParams{1.2, 2.0, true, true, true}}) {
+      SimOptions o;
+      o.placement = seed == 2 ? "binpack" : "";
+      o.restore_delay = seed >= 3 ? 30 : 0;
+      o.seed = seed;
+      auto fast = jobtime::MakeJobTimePolicy(
+          "hetero-las(priority_threshold_ratio=" + std::to_string(p.priority) +
+          ", starve_threshold_ratio=" + std::to_string(p.starve) + ")");
+      ASSERT_TRUE(fast.ok()) << fast.status();
+      jobtime::reference::HeteroLasReference reference(p.priority, p.starve, p.swap, p.aware,
+                                                       p.upgrade);
+      ExpectSameRun(c, **fast, reference, o,
+                    "seed " + std::to_string(seed) + ", ratios " + std::to_string(p.priority));
+      if (HasFatalFailure()) return;
+      auto again = Simulate(c.pool, c.jobs, reference, o);
+      for (const jobtime::Job& j : again->jobs) moved += j.preemptions + j.migrations;
+    }
+  }
+  EXPECT_GT(moved, 1000) << "the traces rarely preempt or migrate: they test little";
+}
+
 TEST(SimReference, LasTakesTheReferenceDecisions) {
   int64_t preempted = 0;
   for (uint64_t seed = 1; seed <= 8; ++seed) {

@@ -136,12 +136,20 @@ class Filler {
   void Take(int job, int model);  // unchecked: callers check Fits first
   // Gives back the GPUs of `job` on `model`; the caller removes its plan entry.
   void Release(int job, int model);
+  // Counts GPUs of `model` as taken (or given back) by running jobs the plan does not list:
+  // a plan of changes keeps them where they are.
+  void TakeGpus(int model, int gpus) { AddFree(model, -gpus); }
+  void ReleaseGpus(int model, int gpus) { AddFree(model, gpus); }
 
  private:
   // Among the models where `job` fits and `eligible(model)` holds, one drawn with probability
   // proportional to its free GPUs (see ModelChoice::kAgnostic); -1 when there is none.
   template <typename Pred>
   int DrawByFree(int job, Pred eligible) const;
+  void AddFree(int model, int gpus) {
+    free_[model] += gpus;
+    total_free_ += gpus;
+  }
 
   const JobTimeView& view_;
   std::vector<Assignment>* plan_;
