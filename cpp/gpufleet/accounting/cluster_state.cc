@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -156,8 +157,9 @@ NodeUsage ClusterState::SummaryOf(int i) const {
   NodeView v = View(i);
   for (int d = 0; d < v.num_devices(); ++d) {
     const Device& dev = v.device(d);
-    if (dev.type != kGpu) u.has_other_devices = true;
-    if (dev.type != kGpu || !dev.healthy) continue;
+    const bool gpu = std::string_view(dev.type) == kGpu;  // fixed length: compared inline
+    if (!gpu) u.has_other_devices = true;
+    if (!gpu || !dev.healthy) continue;
     u.gpu_min_core_capacity =
         u.gpu_count == 0 ? dev.core : std::min(u.gpu_min_core_capacity, dev.core);
     u.gpu_min_memory_capacity = u.gpu_count == 0

@@ -457,7 +457,7 @@ FitResult PlanOnNode(const ClusterState& state, const Pod& pod, int node,
   std::vector<int> chosen, gpus;
   // Requests are sorted by type, so GPUs ("gpu") are chosen before NICs ("rdma").
   for (const DeviceRequest& r : pod.devices) {
-    if (r.type == kRdma && NodeHasVfNics(view)) {  // NICs with SR-IOV VFs: rdma_vf_plan.h
+    if (NodeHasVfNics(view) && r.type == kRdma) {  // NICs with SR-IOV VFs: rdma_vf_plan.h
       FitResult f = PlanVfGrants(view, pod, r, gpus, strategy, &a.devices);
       if (!f.ok()) return f;
       continue;
@@ -478,7 +478,7 @@ FitResult PlanOnNode(const ClusterState& state, const Pod& pod, int node,
       g.minor = dev.minor;
       g.core = r.whole() ? dev.core : r.core;
       g.memory_bytes = r.whole() ? dev.memory_bytes : RequestBytesOn(r, dev);
-      a.devices.push_back(g);
+      a.devices.push_back(std::move(g));
     }
   }
   *plan = std::move(a);
@@ -694,10 +694,11 @@ absl::StatusOr<int> Placer::ChooseWithTerms(const ClusterState& state, const Pod
                                             const PlacementStrategy& strategy,
                                             const PlacementTerms& terms, Allocation* plan) {
   const NodeClasses* classes = terms.UsesNodeClasses() ? &ClassesFor(state) : nullptr;
+  const DeviceRequest* gpu = pod.Find(kGpu);  // looked up once, not per node
   int best = -1;
   double best_score = -std::numeric_limits<double>::infinity();
   auto consider = [&](int i) {
-    if (!QuickMayFit(pod, state.usage(i))) return;
+    if (!QuickMayFit(pod, gpu, state.usage(i))) return;
     if (!terms.Filter(pod, i).ok()) return;
     const double score = terms.Score(pod, i);
     if (score > best_score || (score == best_score && i < best)) {
