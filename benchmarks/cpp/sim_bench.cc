@@ -224,6 +224,11 @@ BENCHMARK_CAPTURE(BM_Synthetic, las, "las")
 GPUFLEET_HETERO(fifo, "fifo");
 GPUFLEET_HETERO(las, "las");
 GPUFLEET_HETERO(hetero_las, "hetero-las");
+// The heterogeneity-agnostic ablation takes the straightforward path (every running job in queue
+// order on every point).
+BENCHMARK_CAPTURE(BM_Hetero, hetero_las_agnostic, "hetero-las(aware=false)")
+    ->Args({10000, 120, 0, 90, 1})->Args({100000, 1200, 0, 90, 1})
+    ->Unit(benchmark::kSecond)->Iterations(1);
 
 // The reference (pre-incremental) LAS on the single-model synthetic inputs, same jobs and pool.
 void BM_LasReference(benchmark::State& state) {

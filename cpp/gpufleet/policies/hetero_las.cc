@@ -116,8 +116,7 @@ class HeteroLas : public JobTimePolicy {
 
   // The straightforward fill: every running job in queue order.
   void FillFull(const JobTimeView& view, Filler& fill) {
-    order_.Sorted(classes_, view.now, 0, &run_q1_);
-    order_.Sorted(classes_, view.now, 1, &run_q2_);
+    SortRunning(view.now);
     // 3. Running Q1 jobs keep their GPUs; then Q1's waiting jobs, each followed by a swap search.
     // On an exact host the filler starts from the host's busy counts and gives back the GPUs of
     // the running jobs outside Q1's running set.
@@ -158,6 +157,7 @@ class HeteroLas : public JobTimePolicy {
   // the running Q2 jobs in queue order (those step 4 did not read are not listed, the others are
   // full_[q1_end, q2_end)), then full_[q2_end, end).
   void FillChanges(const JobTimeView& view, Filler& fill) {
+    lists_kept_ = false;
     prefix_ = 0;
     for (int i : demoted_) fill.Release(i, c_[i].model);
     for (int m = 0; m < num_models_; ++m) fill.ReleaseGpus(m, q2_gpus_[m]);
@@ -315,6 +315,44 @@ class HeteroLas : public JobTimePolicy {
     const int to = fill.TryPlace(x, ModelChoice::kFastest);
     for (int m = 0; m < num_models_; ++m) fill.TakeGpus(m, added[m]);
     return to;
+  }
+
+  // The straightforward fill's running lists, in queue order. Kept between its points (a job
+  // joins its list when it starts and leaves lazily) and re-sorted by an insertion sort, since
+  // services moved only a little; rebuilt from the classes after points that did not keep them.
+  void SortRunning(double now) {
+    const Where kinds[2] = {kRunQ1, kRunQ2};
+    std::vector<int>* lists[2] = {&run_q1_, &run_q2_};
+    if (!lists_kept_) {
+      for (std::vector<int>* list : lists)
+        for (int i : *list) listed_[i] = kNowhere;
+      for (int q = 0; q < 2; ++q) {
+        order_.Sorted(classes_, now, q, lists[q]);
+        for (int i : *lists[q]) listed_[i] = kinds[q];
+      }
+      lists_kept_ = true;
+      return;
+    }
+    for (int q = 0; q < 2; ++q) {
+      std::vector<std::pair<double, int>>& keyed = sort_scratch_;
+      keyed.clear();
+      for (int i : *lists[q]) {
+        if (c_[i].where == kinds[q])
+          keyed.push_back({RunningService(i, now), i});
+        else if (listed_[i] == kinds[q])
+          listed_[i] = kNowhere;
+      }
+      for (size_t k = 1; k < keyed.size(); ++k) {
+        const auto x = keyed[k];
+        size_t m = k;
+        for (; m > 0 && order_.Before(x.first, x.second, keyed[m - 1].first, keyed[m - 1].second);
+             --m)
+          keyed[m] = keyed[m - 1];
+        keyed[m] = x;
+      }
+      lists[q]->clear();
+      for (const auto& [service, i] : keyed) lists[q]->push_back(i);
+    }
   }
 
   // ---- Swaps ----
@@ -698,6 +736,7 @@ class HeteroLas : public JobTimePolicy {
     touched_flag_.resize(n, 0);
     swapped_flag_.resize(n, 0);
     read_flag_.resize(n, 0);
+    listed_.resize(n, kNowhere);
     planned_model_.resize(n, -1);
     active_pos_.resize(n, -1);
     wait_key_.resize(n);
@@ -801,6 +840,10 @@ class HeteroLas : public JobTimePolicy {
           (*view.running)[j.running_pos] != i)
         positions_kept_ = false;
       IndexRunning(i, +1);
+      if (lists_kept_ && listed_[i] != c.where) {
+        listed_[i] = c.where;
+        (c.where == kRunQ1 ? run_q1_ : run_q2_).push_back(i);
+      }
     } else if (j.state == JobState::kPending) {
       // A waiting job's service does not move: its key is fixed until it runs again.
       wait_key_[i] = Key{(aware_ ? view.Service(i) : view.GpuTime(i)) - c.service_offset,
@@ -839,6 +882,7 @@ class HeteroLas : public JobTimePolicy {
     q1_.Clear();
     q2_.Clear();
     starving_ = {};
+    lists_kept_ = false;
     for (int i : touched_) touched_flag_[i] = 0;
     touched_.clear();
     std::sort(active_.begin(), active_.end());
@@ -931,7 +975,9 @@ class HeteroLas : public JobTimePolicy {
   std::vector<int> q2_gpus_;    // GPUs of running Q2 jobs per model
   bool positions_kept_ = true;  // the host keeps Job::running_pos
   std::vector<Order::Forward> forward_;  // scratch cursors
-  std::vector<int> run_q1_, run_q2_;  // the full fill's running jobs, in queue order
+  std::vector<int> run_q1_, run_q2_;  // the full fill's running jobs (see SortRunning)
+  std::vector<Where> listed_;         // which of them lists a job
+  bool lists_kept_ = false;           // they hold every running job
   std::vector<int> q2_read_;          // running Q2 jobs step 4 listed or stopped (read_flag_)
   // Step 4's streams: per cursor its model; per model open or not, and the GPUs its unread
   // stream jobs hold.
