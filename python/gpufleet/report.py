@@ -57,7 +57,8 @@ def _request(pod: Pod) -> tuple[str, str, str, str]:
 
 
 def _compact(device_allocated: dict[str, Any] | None) -> str:
-    """'gpu0 50% 8Gi, gpu1 ...' from a Koordinator device-allocated dict."""
+    """'gpu0 50% 8Gi, gpu1 ..., rdma1 100% vf 0000:11:00.1' from a Koordinator device-allocated
+    dict (an RDMA entry's virtual functions by PCI address)."""
     if not device_allocated:
         return "(no devices)"
     parts = []
@@ -66,7 +67,9 @@ def _compact(device_allocated: dict[str, Any] | None) -> str:
             res = e.get("resources", {})
             core = res.get(RES_GPU_CORE, res.get(f"koordinator.sh/{dtype}", "?"))
             mem = res.get(RES_GPU_MEMORY)
-            parts.append(f"{dtype}{e['minor']} {core}%" + (f" {mem}" if mem else ""))
+            vfs = (e.get("extension") or {}).get("vfs") or []
+            parts.append(f"{dtype}{e['minor']} {core}%" + (f" {mem}" if mem else "") +
+                         (" vf " + ",".join(v["busID"] for v in vfs) if vfs else ""))
     return ", ".join(parts)
 
 

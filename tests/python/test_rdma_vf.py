@@ -171,3 +171,16 @@ def test_engine_places_joint_gangs_through_the_same_rule():
             assert (g.minor, g.vfs[0].bus_id) not in held
             held.add((g.minor, g.vfs[0].bus_id))
     c.check_invariants()
+
+
+def test_place_table_names_each_virtual_function():
+    from gpufleet.report import placement_table
+    c = Cluster()
+    c.add_node(rdma_node("n"))
+    a, reason = c.place(Pod("ns/p", JOINT))
+    assert a is not None, reason
+    table = placement_table([{"pod": "ns/p", "node": a.node, "device_allocated": a.device_allocated(),
+                              "reason": None}])
+    for g in a.devices:
+        if g.type == "rdma":
+            assert f"rdma{g.minor} " in table and g.vfs[0].bus_id in table
