@@ -239,6 +239,49 @@ TEST(EngineReservationTest, SharedGpuTargetHoldsOnlyItsShareOfTheDevice) {
   EXPECT_FALSE(r.pending.count("small-40"));  // fits in the 40 % the plan leaves
 }
 
+// Four GPUs on one PCIe switch with an RDMA NIC of two virtual functions.
+Json RdmaNode(const std::string& name) {
+  const Json topology = {{"socketID", 0}, {"nodeID", 0}, {"pcieID", "sw0"}};
+  Json devices = Json::array();
+  for (int g = 0; g < 4; ++g)
+    devices.push_back({{"type", "gpu"}, {"minor", g}, {"model", "A100"}, {"memory", "80Gi"},
+                       {"topology", topology}});
+  const Json vfs = Json::array({{{"minor", 0}, {"busID", "0000:1a:00.1"}},
+                                {{"minor", 1}, {"busID", "0000:1a:00.2"}}});
+  devices.push_back({{"type", "rdma"}, {"minor", 0}, {"topology", topology},
+                     {"vfGroups", Json::array({{{"labels", {{"type", "general"}}}, {"vfs", vfs}}})}});
+  return {{"name", name}, {"cpu", "64"}, {"memory", "512Gi"}, {"pods", 100}, {"devices", devices}};
+}
+
+// GPUs (none: the NIC only) and one RDMA virtual function per task.
+Json RdmaJob(const std::string& name, int gpus, int64_t creation) {
+  Json requests = {{"cpu", "1"}, {"koordinator.sh/rdma", "1"}};
+  if (gpus > 0) requests["nvidia.com/gpu"] = gpus;
+  return {{"name", name}, {"queue", "default"}, {"priority", 0}, {"replicas", 1},
+          {"creation", creation}, {"requests", requests}};
+}
+
+TEST(EngineReservationTest, TargetHoldsItsPlannedVirtualFunctions) {
+  // The target needs all four GPUs and a VF beside them; while a 3-GPU job drains, two NIC-only
+  // jobs arrive. The plan's VF is held, so only one of them gets a VF, and the target starts
+  // once the GPUs are free instead of waiting for a NIC-only job to end.
+  Stream stream(ExampleConfig(true, 1), RdmaNode("n0"));
+  StreamStats st;
+  stream.Submit(GpuJob("busy", 1, 3, 1), 3);  // runs cycles 0-2
+  stream.Submit(RdmaJob("gang", 4, 2), 1000);
+  for (int c = 0; c < 2; ++c) stream.Cycle(c, "gang", &st);
+  ASSERT_EQ(st.elected, 1);
+  stream.Submit(RdmaJob("nic-a", 0, 5), 1000);
+  stream.Submit(RdmaJob("nic-b", 0, 6), 1000);
+  CycleResult r = stream.Cycle(2, "gang", &st);
+  EXPECT_EQ(r.pending.count("nic-a") + r.pending.count("nic-b"), 1u);
+  for (const Allocation* a : stream.scheduler().cluster().Allocations())
+    if (a->pod.rfind("nic-", 0) == 0) EXPECT_EQ(a->devices.at(0).vfs.size(), 1u) << a->pod;
+  stream.Cycle(3, "gang", &st);  // busy is gone
+  EXPECT_EQ(st.gang_started, 3);
+  EXPECT_LE(st.gang_started, st.bound);
+}
+
 TEST(EngineReservationTest, MultiNodeGangBehindAStreamOnFourNodes) {
   Stream stream(ExampleConfig(true, 2), {Node8("n0"), Node8("n1"), Node8("n2"), Node8("n3")});
   StreamStats st;

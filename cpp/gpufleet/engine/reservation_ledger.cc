@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "gpufleet/core/rdma_vf.h"
 #include "gpufleet/engine/session.h"
 #include "gpufleet/engine/statement.h"
 #include "gpufleet/placement/placer.h"
@@ -195,6 +196,7 @@ std::vector<ReservationLedger::NodeNeed> ReservationLedger::Needs(const Session&
       const size_t devices = n < 0 ? 0 : s.state().node(n).devices.size();
       nn.core.assign(devices, 0);
       nn.device_memory.assign(devices, 0);
+      nn.vfs.assign(devices, {});
       out.push_back(std::move(nn));
       it = out.end() - 1;
     }
@@ -209,6 +211,13 @@ std::vector<ReservationLedger::NodeNeed> ReservationLedger::Needs(const Session&
       }
       it->core[d] += g.core;
       it->device_memory[d] += g.memory_bytes;
+      for (const VirtualFunction& vf : g.vfs) {
+        const int k = FindVf(s.state().node(n).devices[d], vf);
+        if (k < 0)
+          it->node = -1;  // a VF that is gone: the plan no longer fits
+        else
+          it->vfs[d].push_back(k);
+      }
     }
   }
   return out;
@@ -228,7 +237,12 @@ void ReservationLedger::Hold(Session& s) {
     for (int d = 0; d < v.num_devices(); ++d) {
       const int64_t core = std::clamp<int64_t>(v.free_core(d), 0, nn.core[d]);
       const int64_t mem = std::clamp<int64_t>(v.free_memory(d), 0, nn.device_memory[d]);
-      if (core > 0 || mem > 0) a.devices.push_back(DeviceGrant{v.device(d).type, v.device(d).minor, core, mem});
+      DeviceGrant g{v.device(d).type, v.device(d).minor, core, mem};
+      // The planned VFs that are free now: held like the rest, so no other pod gets them.
+      if (v.has_vfs(d))
+        for (int k : nn.vfs[d])
+          if (v.vf_taken[d][k] == 0) g.vfs.push_back(VfAt(v.device(d), k));
+      if (core > 0 || mem > 0 || !g.vfs.empty()) a.devices.push_back(std::move(g));
     }
     if (a.cpu_milli == 0 && a.memory_bytes == 0 && a.devices.empty()) continue;
     if (s.state().Reserve(a).ok()) held_.push_back(std::move(a));
@@ -278,6 +292,11 @@ bool ReservationLedger::Admits(const Session& s, const TaskInfo& task, int node)
         !within(v.used_memory[d], held_mem, g.memory_bytes, v.device(d).memory_bytes,
                 nn->device_memory[d]))
       return false;
+    // A VF the plan names (one freed in this session, say) stays for the target.
+    for (const VirtualFunction& vf : g.vfs) {
+      const int k = FindVf(v.device(d), vf);
+      if (std::find(nn->vfs[d].begin(), nn->vfs[d].end(), k) != nn->vfs[d].end()) return false;
+    }
   }
   return true;
 }

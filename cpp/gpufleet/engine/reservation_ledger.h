@@ -6,8 +6,8 @@
 // to the next session) and kept as long as the same job is the target and the plan still fits the
 // nodes, so the work standing between the target and its start only shrinks.
 //
-// Within a session the ledger holds the free part of the plan (per device core and memory, per
-// node cpu and memory) as a reservation in the session's accounting, so every placement question
+// Within a session the ledger holds the free part of the plan (per device core and memory, the
+// planned RDMA virtual functions, per node cpu and memory) as a reservation in the session's accounting, so every placement question
 // sees it as taken and device strategies route around it. It also answers one feasibility
 // question, consulted by Session::Predicate for every task of another job: would this placement
 // eat into capacity the plan needs (for instance capacity an eviction just freed)? Together these
@@ -93,6 +93,7 @@ class ReservationLedger {
     int node = -1;
     int64_t cpu = 0, memory = 0;
     std::vector<int64_t> core, device_memory;  // indexed like the node's devices
+    std::vector<std::vector<int>> vfs;         // per device: the planned VFs (flat indices)
   };
   std::vector<NodeNeed> Needs(const Session& s) const;
 
