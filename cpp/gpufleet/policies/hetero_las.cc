@@ -27,9 +27,10 @@
 // start and stop (the straightforward sum decides whenever a service lies within its rounding of
 // the threshold), demotion reads each class from its largest service, the swap search reads one
 // job per class and distinct gain, the upgrade pass only jobs faster on a model with room, and
-// running Q2 jobs are read from the first one that can lose its GPUs. The answer is a plan of
+// step 4 reads only the tails of models left short (KeepRunningQ2). The answer is a plan of
 // changes. Every decision is taken by the same comparison on the same numbers as the
-// straightforward algorithm (tests/cpp/reference/hetero_las_reference.h; a test compares the two).
+// straightforward algorithm (tests/cpp/reference/hetero_las_reference.h; a test compares the two),
+// which the agnostic ablation and hosts that do not report every change still run (FillFull).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
