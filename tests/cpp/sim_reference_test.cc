@@ -134,6 +134,31 @@ TEST(SimReference, HeteroLasTakesTheReferenceDecisions) {
   EXPECT_GT(moved, 0) << "the traces never preempt or migrate: they test nothing";
 }
 
+// 2,500 jobs arriving at `rate` per second: 1-8 GPUs, lognormal durations, whole seconds when
+// `whole` (equal keys happen) and fractional otherwise; with `kinds`, four in five jobs take a
+// kind's per-model speeds and the rest none (every model ties).
+std::vector<JobSpec> LargeStream(std::mt19937_64& rng, double rate, bool whole,
+                                 const std::vector<std::vector<double>>* kinds = nullptr) {
+  std::uniform_real_distribution<double> unit(0, 1);
+  std::lognormal_distribution<double> duration(std::log(600.0), 1.3);
+  std::discrete_distribution<int> gpus({0.55, 0.2, 0.15, 0.1});
+  const int sizes[] = {1, 2, 4, 8};
+  std::exponential_distribution<double> gap(rate);
+  std::vector<JobSpec> jobs;
+  double t = 0;
+  for (int i = 0; i < 2500; ++i) {
+    JobSpec s;
+    s.id = i;
+    s.submit_time = whole ? std::floor(t) : t;
+    s.num_gpu = sizes[gpus(rng)];
+    s.duration = whole ? std::max(1.0, std::round(duration(rng))) : duration(rng) + 1;
+    if (kinds != nullptr && unit(rng) < 0.8) s.speed = (*kinds)[rng() % kinds->size()];
+    jobs.push_back(s);
+    t += gap(rng);
+  }
+  return jobs;
+}
+
 // Many running jobs per model and GPU count (so classes hold long runs, tails and near-tied keys),
 // some jobs without per-model speeds (models tie and are drawn by their free GPUs), whole and
 // fractional times.
@@ -155,22 +180,8 @@ TEST(SimReference, HeteroLasTakesTheReferenceDecisionsOnALargeCluster) {
     std::vector<std::vector<double>> kinds(6);
     for (auto& k : kinds)
       for (int m = 0; m < 3; ++m) k.push_back((0.25 + 0.375 * m) * (0.7 + 0.6 * unit(rng)));
-    std::lognormal_distribution<double> duration(std::log(600.0), 1.3);
-    std::discrete_distribution<int> gpus({0.55, 0.2, 0.15, 0.1});
-    const int sizes[] = {1, 2, 4, 8};
-    const bool whole = seed % 2 == 1;
-    std::exponential_distribution<double> gap(c.pool.total_gpus() / (2.4 * 600 * 2.0 * 1.05));
-    double t = 0;
-    for (int i = 0; i < 2500; ++i) {
-      JobSpec s;
-      s.id = i;
-      s.submit_time = whole ? std::floor(t) : t;
-      s.num_gpu = sizes[gpus(rng)];
-      s.duration = whole ? std::max(1.0, std::round(duration(rng))) : duration(rng) + 1;
-      if (unit(rng) < 0.8) s.speed = kinds[rng() % kinds.size()];
-      c.jobs.push_back(s);
-      t += gap(rng);
-    }
+    c.jobs = LargeStream(rng, c.pool.total_gpus() / (2.4 * 600 * 2.0 * 1.05), seed % 2 == 1,
+                         &kinds);
     for (const HeteroParams& p : {HeteroParams{2.0, 4.0, true, true, true},
                                   HeteroParams{1.2, 2.0, true, true, true}}) {
       SimOptions o;
@@ -232,21 +243,7 @@ TEST(SimReference, LasTakesTheReferenceDecisionsOnALargeCluster) {
     g.name = "v100";
     g.count = 96 + static_cast<int>(seed) * 40;
     Case c{GpuPool::Create({g}).value(), {}};
-    std::lognormal_distribution<double> duration(std::log(600.0), 1.3);
-    std::discrete_distribution<int> gpus({0.55, 0.2, 0.15, 0.1});
-    const int sizes[] = {1, 2, 4, 8};
-    const bool whole = seed % 2 == 1;
-    std::exponential_distribution<double> gap(g.count / (2.4 * 600 * 2.0 * 1.02));
-    double t = 0;
-    for (int i = 0; i < 2500; ++i) {
-      JobSpec s;
-      s.id = i;
-      s.submit_time = whole ? std::floor(t) : t;
-      s.num_gpu = sizes[gpus(rng)];
-      s.duration = whole ? std::max(1.0, std::round(duration(rng))) : duration(rng) + 1;
-      c.jobs.push_back(s);
-      t += gap(rng);
-    }
+    c.jobs = LargeStream(rng, g.count / (2.4 * 600 * 2.0 * 1.02), seed % 2 == 1);
     for (bool gputime : {true, false}) {
       SimOptions o;
       o.placement = seed == 2 ? "binpack" : "";

@@ -376,20 +376,28 @@ class HeteroLas : public JobTimePolicy {
   // full_[s_pos] is the new job s on model k; trades models with the running Q1 job of largest
   // gain (the earliest in the plan among equal gains), when the gain is positive.
   void TrySwapInPlan(const JobTimeView& view, Filler& fill, size_t s_pos) {
-    const int s = full_[s_pos].job, k = full_[s_pos].model;
     double best_gain = 1e-12;
+    const size_t best = BestListedSwap(view, fill, s_pos, &best_gain);
+    if (best < full_.size()) ApplySwap(fill, s_pos, full_[best].job, best);
+  }
+
+  // The listed running Q1 job before s_pos whose swap with full_[s_pos] gains more than
+  // *best_gain (the earliest among equal gains; *best_gain rises to it), or full_.size().
+  size_t BestListedSwap(const JobTimeView& view, const Filler& fill, size_t s_pos,
+                        double* best_gain) const {
+    const int s = full_[s_pos].job, k = full_[s_pos].model;
     size_t best = full_.size();
     for (size_t p = 0; p < s_pos; ++p) {
       const int i = full_[p].job;
       double gain;
       // Running jobs in the plan are the running Q1 jobs (waiting ones are kWaitQ1 here).
       if (c_[i].where != kRunQ1 || !SwapGain(view, fill, i, full_[p].model, s, k, &gain)) continue;
-      if (gain > best_gain) {
-        best_gain = gain;
+      if (gain > *best_gain) {
+        *best_gain = gain;
         best = p;
       }
     }
-    if (best < full_.size()) ApplySwap(fill, s_pos, full_[best].job, best);
+    return best;
   }
 
   // The same choice when running Q1 jobs are not listed: they come first in the plan, in queue
@@ -426,19 +434,11 @@ class HeteroLas : public JobTimePolicy {
             best_job = first;
           }
         }
-        it = index.upper_bound(GainKey{level, RunKey::After(kNever)});
+        it = index.upper_bound(GainKey{level, RunKey::Largest()});
       }
     }
-    size_t best = full_.size();
-    for (size_t p = 0; p < s_pos; ++p) {
-      const int i = full_[p].job;
-      double gain;
-      if (c_[i].where != kRunQ1 || !SwapGain(view, fill, i, full_[p].model, s, k, &gain)) continue;
-      if (gain > best_gain) {
-        best_gain = gain;
-        best = p;
-      }
-    }
+    // Listed ones (swapped before) come after every unlisted one: only a larger gain wins.
+    const size_t best = BestListedSwap(view, fill, s_pos, &best_gain);
     if (best < full_.size())
       ApplySwap(fill, s_pos, full_[best].job, best);
     else if (best_job >= 0)

@@ -92,17 +92,11 @@ int Filler::DrawByFree(int job, Pred eligible) const {
 }
 
 void Filler::Take(int job, int model) {
-  int n = view_.job(job).spec.num_gpu;
-  free_[model] -= n;
-  total_free_ -= n;
+  AddFree(model, -view_.job(job).spec.num_gpu);
   plan_->push_back({job, model});
 }
 
-void Filler::Release(int job, int model) {
-  int n = view_.job(job).spec.num_gpu;
-  free_[model] += n;
-  total_free_ += n;
-}
+void Filler::Release(int job, int model) { AddFree(model, view_.job(job).spec.num_gpu); }
 
 int Filler::TryPlace(int job, ModelChoice choice) {
   if (total_free_ < view_.job(job).spec.num_gpu) return -1;

@@ -23,13 +23,14 @@ struct RunKey {
   bool operator<(const RunKey& o) const {
     return std::tie(c, submit, job) < std::tie(o.c, o.submit, o.job);
   }
-  // Sorts after every key with c <= `c` (the end of a run of equal c).
-  static RunKey After(double c) {
-    return {c, std::numeric_limits<double>::infinity(), std::numeric_limits<int>::max()};
-  }
-  // Sorts before every key with c >= `c`.
-  static RunKey Before(double c) {
+  // The smallest key with this c (every key with a larger or equal c sorts at or after it).
+  static RunKey LeastWith(double c) {
     return {c, -std::numeric_limits<double>::infinity(), std::numeric_limits<int>::min()};
+  }
+  // Sorts after every key.
+  static RunKey Largest() {
+    return {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(),
+            std::numeric_limits<int>::max()};
   }
 };
 

@@ -83,7 +83,7 @@ class RunningOrder {
   void Seek(Forward* cur, const std::set<RunKey>& jobs, double rate, double now, int x, double sx,
             bool after) const {
     const double c = sx - now * rate;
-    Start(cur, jobs.lower_bound(RunKey::Before(c - 2 * NearTie(c, rate, now))), jobs.end(), rate,
+    Start(cur, jobs.lower_bound(RunKey::LeastWith(c - 2 * NearTie(c, rate, now))), jobs.end(), rate,
           now);
     while (cur->head() >= 0) {
       const int h = cur->head();
