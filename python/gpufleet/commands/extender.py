@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from gpufleet import logs
 
@@ -29,8 +30,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "(default %(default)s)")
     p.add_argument("--max-body-mib", type=float, default=64.0,
                    help="largest request body accepted, MiB (default %(default)s)")
+    _add_security_arguments(p)
     logs.add_arguments(p)
     p.set_defaults(func=handler)
+
+
+def _add_security_arguments(p: argparse.ArgumentParser) -> None:
+    """TLS, authentication, the probe port and the bind checks (docs/extender.md#security)."""
+    g = p.add_argument_group("security", "a non-loopback --listen needs TLS with a client CA "
+                                         "or a token, or --insecure")
+    g.add_argument("--tls-cert", metavar="FILE", help="serve HTTPS with this PEM certificate")
+    g.add_argument("--tls-key", metavar="FILE", help="the certificate's PEM private key")
+    g.add_argument("--tls-client-ca", metavar="FILE",
+                   help="require a client certificate signed by this CA (mutual TLS, as "
+                        "kube-scheduler's tlsConfig certFile/keyFile present)")
+    g.add_argument("--token-file", metavar="FILE",
+                   help="require 'Authorization: Bearer <token>' with the token in FILE on every "
+                        "request but /healthz and /readyz (for clients other than kube-scheduler)")
+    g.add_argument("--insecure", action="store_true",
+                   help="allow a non-loopback --listen without TLS and authentication")
+    g.add_argument("--probe-listen", metavar="HOST:PORT",
+                   help="also serve /healthz and /readyz over plain HTTP here (for the kubelet, "
+                        "which cannot present a client certificate)")
+    g.add_argument("--scheduler-name", default="default-scheduler",
+                   help="with --kube: bind only pods whose spec.schedulerName is this "
+                        "(default %(default)s)")
 
 
 def handler(args: argparse.Namespace) -> int:
@@ -38,9 +62,14 @@ def handler(args: argparse.Namespace) -> int:
     from gpufleet.k8s.extender import server, state
     from gpufleet.k8s.listen import parse_listen
 
-    watcher = None
+    watcher = probes = None
     try:
         host, port = parse_listen(args.listen)
+        access = _access(args, host)
+        if args.probe_listen:
+            from gpufleet.k8s.extender.probes import ProbeServer
+
+            probes = ProbeServer(*parse_listen(args.probe_listen, "--probe-listen"))
         if args.journal and args.kube:
             raise ValueError("--journal goes with --state; with --kube the pods' annotations "
                              "are the record")
@@ -53,16 +82,56 @@ def handler(args: argparse.Namespace) -> int:
             st = state.load_scenario(args.state, journal=args.journal or f"{args.state}.journal",
                                      **kw)
     except Exception as e:  # noqa: BLE001 - any start-up failure is a clean exit 2
+        if probes is not None:
+            probes.stop()
         print(f"gpufleet extender: {e}", file=sys.stderr)
         return 2
+    _log_exposure(access, host)
+    guard = None
     if watcher is not None:
         watcher.start()   # deletions, completions and node changes, as they happen
+        guard = _bind_guard(watcher, args.scheduler_name)
     try:
         server.serve(st, host, port, args.prefix, args.log_level,
-                     max_body_bytes=int(args.max_body_mib * (1 << 20)))
+                     max_body_bytes=int(args.max_body_mib * (1 << 20)),
+                     access=access, bind_guard=guard, probes=probes)
     finally:
         if watcher is not None:
             watcher.stop()
         if st.journal is not None:
             st.journal.close()
     return 0
+
+
+def _access(args: argparse.Namespace, host: str) -> Any:
+    """The checked security settings (ValueError names the option at fault)."""
+    from gpufleet.k8s.extender.auth import Access, read_token_file
+
+    access = Access(tls_cert=args.tls_cert, tls_key=args.tls_key,
+                    tls_client_ca=args.tls_client_ca,
+                    token=read_token_file(args.token_file) if args.token_file else None,
+                    insecure=args.insecure)
+    access.check(host)
+    return access
+
+
+def _log_exposure(access: Any, host: str) -> None:
+    import logging
+
+    from gpufleet.k8s.extender.auth import is_loopback
+
+    if not access.authenticates:
+        logging.getLogger("gpufleet.extender").log(
+            logging.INFO if is_loopback(host) else logging.WARNING,
+            "serving on %s without authentication: whoever reaches it can bind and release",
+            host)
+
+
+def _bind_guard(watcher: Any, scheduler_name: str) -> Any:
+    """--kube: binds only for pods this scheduler filtered through us (guard.py)."""
+    from functools import partial
+
+    from gpufleet.k8s.extender.guard import BindGuard
+    from gpufleet.k8s.extender.kube import read_pod_object
+
+    return BindGuard(partial(read_pod_object, watcher.api), scheduler_name)

@@ -26,7 +26,9 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from . import convert, protocol
+from .auth import OPEN_PATHS, RequireToken
 from .convert import ConvertError
+from .guard import BindGuard, release_refusal
 from .metrics import ExtenderMetrics, readiness
 from .protocol import ProtocolError
 from .state import ExtenderState
@@ -120,8 +122,9 @@ async def _read(scope: dict[str, Any], receive: Receive, limit: int = MAX_BODY_B
 class Extender:
     """Request handlers bound to one ExtenderState."""
 
-    def __init__(self, state: ExtenderState) -> None:
+    def __init__(self, state: ExtenderState, bind_guard: BindGuard | None = None) -> None:
         self.state = state
+        self.bind_guard = bind_guard   # --kube: which pods a bind may touch (guard.py)
 
     # ---- filter ------------------------------------------------------------------------------
     def filter(self, data: Any) -> dict[str, Any]:
@@ -178,6 +181,8 @@ class Extender:
         uid = protocol.want_str(args, "PodUID", required=False)
         node = protocol.want_str(args, "Node")
         key = f"{ns}/{name}"
+        if self.bind_guard and (refused := await self.bind_guard.refusal(st, ns, name, uid)):
+            return {"Error": refused}
         pod_args = st.find_pod(ns, name, uid)
         if pod_args is None or pod_args.name != key:
             return {"Error": f"pod {key} (uid {uid or '?'}) is unknown: it was not seen by "
@@ -238,6 +243,9 @@ class Extender:
         if not st.manual_release:
             return {"Error": "release is only served with a scenario file; in a cluster, "
                              "deleting the pod releases its devices"}
+        refused = release_refusal(st, key, uid)
+        if refused:
+            return {"Error": refused}
         if not st.release_pod(key, uid):
             return {"Error": f"pod {key} holds no bound allocation"
                              + (f" with uid {uid}" if uid else "")}
@@ -292,10 +300,13 @@ class Extender:
 
 
 def create_app(state: ExtenderState, prefix: str = "",
-               max_body_bytes: int = MAX_BODY_BYTES) -> ASGIApp:
-    """The ASGI app. `prefix` is the path part of the scheduler's urlPrefix, e.g. "/gpufleet"."""
+               max_body_bytes: int = MAX_BODY_BYTES, token: bytes | None = None,
+               bind_guard: BindGuard | None = None) -> ASGIApp:
+    """The ASGI app. `prefix` is the path part of the scheduler's urlPrefix, e.g. "/gpufleet".
+    `token`: every request but the health probes needs it as a bearer token (auth.py);
+    `bind_guard`: the `--kube` checks of which pods a bind may touch (guard.py)."""
     prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
-    ext = Extender(state)
+    ext = Extender(state, bind_guard)
     metrics = ExtenderMetrics(state)
 
     Endpoint = Callable[[Scope, Receive, Send], Awaitable[None]]
@@ -370,7 +381,16 @@ def create_app(state: ExtenderState, prefix: str = "",
         routes += [Route(f"{base}{path}", view, methods=["GET"]) for path, view in reads.items()]
     views = Starlette(routes=routes)
     views.state.extender = state
-    return _VerbsFirst(verbs, views)
+    app: ASGIApp = _VerbsFirst(verbs, views)
+    if token is not None:
+        # Refusals are counted as requests_total{verb, outcome="unauthorized"}; any path that
+        # is not a verb or a view is counted as "other", so a scan cannot add label values.
+        named = {path: path.rsplit("/", 1)[1] for path in [*verbs] + [
+            f"{base}{path}" for base in {"", prefix} for path in reads]}
+        app = RequireToken(
+            app, token, [f"{base}{path}" for base in {"", prefix} for path in OPEN_PATHS],
+            lambda path: metrics.observe(named.get(path, "other"), "unauthorized", None))
+    return app
 
 
 class _VerbsFirst:

@@ -47,6 +47,12 @@ def _raw(resp: Any) -> Any:
     return json.loads(resp.data)
 
 
+def read_pod_object(core_v1: Any, namespace: str, name: str) -> dict[str, Any]:
+    """The pod's JSON as the API server has it now (raises on any API error): what the bind
+    checks in guard.py compare the request with."""
+    return _raw(core_v1.read_namespaced_pod(name, namespace, _preload_content=False))
+
+
 def _pods(items: Iterable[dict[str, Any]]) -> list[PodArgs]:
     out = []
     for p in items:

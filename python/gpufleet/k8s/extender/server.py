@@ -7,25 +7,42 @@ import time
 from typing import Any, Optional
 
 from .app import MAX_BODY_BYTES, create_app
+from .auth import Access
+from .guard import BindGuard
+from .probes import ProbeServer
 from .state import ExtenderState
 
 
 def make_server(state: ExtenderState, host: str = "127.0.0.1", port: int = 0,
                 prefix: str = "", log_level: str = "warning",
-                max_body_bytes: int = MAX_BODY_BYTES, **uvicorn_kwargs: Any) -> Any:
+                max_body_bytes: int = MAX_BODY_BYTES, access: Optional[Access] = None,
+                bind_guard: Optional[BindGuard] = None, **uvicorn_kwargs: Any) -> Any:
+    """A uvicorn server for the extender; `access` adds TLS, the client CA and the token."""
     import uvicorn
 
-    config = uvicorn.Config(create_app(state, prefix, max_body_bytes), host=host, port=port,
-                            log_level=log_level, access_log=False, **uvicorn_kwargs)
+    access = access or Access()
+    app = create_app(state, prefix, max_body_bytes, token=access.token, bind_guard=bind_guard)
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False,
+                            **access.uvicorn_ssl(), **uvicorn_kwargs)
     return uvicorn.Server(config)
 
 
 def serve(state: ExtenderState, host: str, port: int, prefix: str = "",
-          log_level: str = "info", max_body_bytes: int = MAX_BODY_BYTES) -> None:
+          log_level: str = "info", max_body_bytes: int = MAX_BODY_BYTES,
+          access: Optional[Access] = None, bind_guard: Optional[BindGuard] = None,
+          probes: Optional[ProbeServer] = None) -> None:
     """Run until interrupted (SIGINT/SIGTERM are handled by uvicorn). uvicorn's own loggers are
-    left unconfigured, so they go through the process's logging set-up (gpufleet.logs)."""
+    left unconfigured, so they go through the process's logging set-up (gpufleet.logs).
+    `probes`: the plain-HTTP /healthz and /readyz listener, served alongside."""
     freeze_gc()
-    make_server(state, host, port, prefix, log_level, max_body_bytes, log_config=None).run()
+    if probes is not None:
+        probes.start(state)
+    try:
+        make_server(state, host, port, prefix, log_level, max_body_bytes, access, bind_guard,
+                    log_config=None).run()
+    finally:
+        if probes is not None:
+            probes.stop()
 
 
 def freeze_gc() -> None:
@@ -40,10 +57,13 @@ class BackgroundServer:
 
     def __init__(self, state: ExtenderState, prefix: str = "", host: str = "127.0.0.1",
                  start_timeout_s: float = 10.0, freeze: bool = False,
-                 max_body_bytes: int = MAX_BODY_BYTES) -> None:
+                 max_body_bytes: int = MAX_BODY_BYTES, access: Optional[Access] = None,
+                 bind_guard: Optional[BindGuard] = None) -> None:
         if freeze:
             freeze_gc()
-        self.server = make_server(state, host, 0, prefix, max_body_bytes=max_body_bytes)
+        self.server = make_server(state, host, 0, prefix, max_body_bytes=max_body_bytes,
+                                  access=access, bind_guard=bind_guard)
+        self.scheme = "https" if access is not None and access.tls else "http"
         self.thread = threading.Thread(target=self.server.run, name="gpufleet-extender",
                                        daemon=True)
         self.start_timeout_s = start_timeout_s
@@ -59,7 +79,7 @@ class BackgroundServer:
             time.sleep(0.01)
         sock = self.server.servers[0].sockets[0]
         host, port = sock.getsockname()[:2]
-        self.url = f"http://{host}:{port}"
+        self.url = f"{self.scheme}://{host}:{port}"
         return self
 
     def __exit__(self, *exc: Any) -> None:
