@@ -21,6 +21,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="read nodes and bound pods from the Kubernetes API and bind there")
     p.add_argument("--journal", metavar="FILE",
                    help="with --state: the journal of binds and releases (default SCENARIO.journal)")
+    p.add_argument("--accept-journal-loss", action="store_true",
+                   help="with --state: start even when the journal shows that binds which may "
+                        "have been answered were lost (damaged or cut short); they are logged")
     p.add_argument("--strategy", default="binpack", help="device placement strategy")
     p.add_argument("--prefix", default="/gpufleet", help="URL path prefix (default %(default)s)")
     p.add_argument("--gpushare-annotations", choices=["auto", "always", "never"], default="auto",
@@ -80,7 +83,7 @@ def handler(args: argparse.Namespace) -> int:
             st, _, watcher = kube.load_kube(resync_s=args.resync_s, **kw)
         else:
             st = state.load_scenario(args.state, journal=args.journal or f"{args.state}.journal",
-                                     **kw)
+                                     accept_journal_loss=args.accept_journal_loss, **kw)
     except Exception as e:  # noqa: BLE001 - any start-up failure is a clean exit 2
         if probes is not None:
             probes.stop()

@@ -1,14 +1,29 @@
-"""The durable record of a scenario-mode extender: an append-only journal of binds and releases.
+"""The durable record of a scenario-mode extender: an append-only journal of binds and releases,
+and beside it a high-water mark of what may have been answered.
 
-One line per event, `<crc32 hex> <json>\\n`, written with one `write` on an O_APPEND descriptor and
-fsynced before the bind or release is answered. Concurrent appenders share fsyncs (group commit):
-a thread whose line an earlier fsync already covered does not sync again.
+Version 2 file: a header `# gpufleet extender journal v2 <crc32 hex> {"base": B, "records": K}`,
+then K compacted records (the state as of sequence number B), then one line per event appended
+since, `<crc32 hex> <json>\\n`, numbered B+1, B+2, ... (`seq`). A line is written with one
+`write` loop on an O_APPEND descriptor. Concurrent appenders share one sync (group commit): the
+journal is fsynced, then the mark file (`FILE.mark`) records the last sequence number that fsync
+covered, and only then are those events answered; the two stages are pipelined, so one group's
+mark is written while the next group's fsync runs. So on start, records up to the mark were
+possibly answered and must all be present; records past it were never answered.
 
-On start the journal is replayed (the last event per pod wins) and rewritten compactly (temporary
-file, fsync, rename, fsync of the directory). A last line without its newline or with a wrong
-checksum is what a crash in the middle of a write leaves: it was never answered, so it is dropped
-with a log line. A bad line anywhere else is damage and stops the start, naming file and line.
-A file lock keeps a second process from writing the same journal.
+On start the journal is checked against the mark: a damaged line anywhere, compacted records
+missing, a gap in the numbering or a file that ends before the mark are losses of possibly
+answered binds, reported with the lines, sequence numbers and (where the damaged bytes still
+show them) pods, and the start is refused unless the loss is accepted. A last line past the mark
+that is cut short or fails its checksum is what a crash during a write leaves: it was never
+answered and is dropped with a log line. Binds past the mark are restored flagged `unanswered`
+(the state releases them if the scheduler does not retry them). Then the journal is rewritten
+compactly (durable.replace_verified: a failure leaves the old file as it was). It is also
+compacted while running once it has grown past twice what it holds; if that copy cannot be
+written the old file is kept and fsynced instead. Version 1 journals (no numbers, no mark) are
+read as before, with truncation undetectable, and rewritten as version 2.
+
+A failed write, fsync or mark update puts the journal in the failed state: it takes no more
+events until the extender is restarted. A file lock keeps a second process from writing it.
 """
 from __future__ import annotations
 
@@ -17,31 +32,42 @@ import fcntl
 import json
 import logging
 import os
+import re
 import threading
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from . import faults
 from .convert import PodArgs
+from .durable import Mark, fsync_dir, replace_verified, write_all
+from .faults import crash_point
 
 log = logging.getLogger("gpufleet.extender")
 
-VERSION = 1
+VERSION = 2
+V1_HEADER = b"# gpufleet extender journal v1"
+V2_PREFIX = b"# gpufleet extender journal v2 "
+ACCEPT_HINT = ("start with --accept-journal-loss (accept_loss=True) to go on without what was "
+               "lost")
 
 
 class JournalError(ValueError):
-    """The journal cannot be used: damaged (file and line named), locked, or a write failed."""
+    """The journal cannot be used: damaged or lost records (named), locked, or a write failed."""
 
 
 @dataclass
 class Replay:
-    """What a journal says: the binds it holds, and the pods bound before its first event (in the
-    scenario file) that it released."""
+    """What a journal file says: the binds it holds, the pods bound before its first event (in
+    the scenario file) that it released, and what reading it found wrong."""
     binds: dict[str, dict[str, Any]] = field(default_factory=dict)   # pod -> bind event
     released: dict[str, dict[str, Any]] = field(default_factory=dict)  # pod -> release event
     lines: int = 0
-    torn: bool = False
+    version: Optional[int] = None    # None: no file, or an empty one
+    last_seq: int = 0                # the highest sequence number the file holds
+    torn: Optional[str] = None       # a last line cut short or failing its checksum (dropped)
+    problems: list[str] = field(default_factory=list)   # damage: records that may be lost
 
     def apply(self, event: dict[str, Any]) -> None:
         pod = event["pod"]
@@ -73,19 +99,29 @@ def pod_of(event: dict[str, Any]) -> PodArgs:
     return PodArgs(**event["args"])
 
 
+def _checksummed(obj: dict[str, Any]) -> bytes:
+    body = json.dumps(obj, separators=(",", ":"), sort_keys=True).encode()
+    return b"%08x %s" % (zlib.crc32(body), body)
+
+
 def _encode(event: dict[str, Any]) -> bytes:
-    body = json.dumps(event, separators=(",", ":"), sort_keys=True).encode()
-    return b"%08x %s\n" % (zlib.crc32(body), body)
+    return _checksummed(event) + b"\n"
 
 
-def _decode(line: bytes) -> dict[str, Any]:
+def _verified(line: bytes) -> Any:
     crc, _, body = line.partition(b" ")
     if len(crc) != 8 or int(crc, 16) != zlib.crc32(body):
         raise ValueError("checksum mismatch")
-    event = json.loads(body)
+    return json.loads(body)
+
+
+def _decode(line: bytes) -> dict[str, Any]:
+    event = _verified(line)
     if not isinstance(event, dict) or event.get("op") not in ("bind", "release") or \
             not isinstance(event.get("pod"), str):
         raise ValueError("not a bind or release event")
+    if "seq" in event and (type(event["seq"]) is not int or event["seq"] < 1):
+        raise ValueError("bad sequence number")
     if event["op"] == "bind":
         if not isinstance(event.get("args"), dict):
             raise ValueError("bind event without args")
@@ -93,66 +129,129 @@ def _decode(line: bytes) -> dict[str, Any]:
     return event
 
 
+def _header(base: int, records: int) -> bytes:
+    return V2_PREFIX + _checksummed({"base": base, "records": records}) + b"\n"
+
+
+def _what(line: bytes) -> str:
+    """What damaged bytes still show of their record (pod, sequence number), for the report."""
+    pod = re.search(rb'"pod":"((?:[^"\\]|\\.){1,300})"', line)
+    seq = re.search(rb'"seq":(\d{1,20})', line)
+    found = ([f"seq {int(seq.group(1))}"] if seq else []) + \
+        ([f"pod {pod.group(1).decode(errors='replace')}"] if pod else [])
+    return f" (it shows {', '.join(found)})" if found else ""
+
+
 def read(path: str | Path) -> Replay:
-    """Replay a journal file (a missing file is an empty journal)."""
+    """Replay a journal file, collecting damage in `problems` rather than raising (a missing file
+    is an empty journal). Whether the end is complete is for the caller to judge with the mark."""
     path = Path(path)
     replay = Replay()
     try:
         data = path.read_bytes()
     except FileNotFoundError:
         return replay
+    if not data:
+        return replay
     lines = data.split(b"\n")
     tail = lines.pop()            # after the last newline: b"" unless the last write was torn
-    for i, line in enumerate(lines, start=1):
-        if i == 1 and line.startswith(b"#"):
-            continue              # header
+    first = lines[0] if lines else tail
+    base: Optional[int] = 0
+    compacted = 0
+    if first.startswith(V1_HEADER) and lines:
+        replay.version = 1
+    else:
+        replay.version = 2
         try:
-            replay.apply(_decode(line))
+            if not lines or not first.startswith(V2_PREFIX):
+                raise ValueError("not a journal header" if lines else "cut short")
+            begin = _verified(first[len(V2_PREFIX):])
+            base, compacted = int(begin["base"]), int(begin["records"])
+        except (ValueError, KeyError, TypeError) as e:
+            # A header is only ever written by a verified rename: a crash cannot tear it.
+            replay.problems.append(f"line 1 (the header) is damaged: {e}")
+            base, compacted = None, 0
+            if not lines:
+                return replay
+    last = base or 0
+    body = lines[1:]
+    for n, line in enumerate(body, start=2):
+        in_compacted = n - 1 <= compacted
+        try:
+            event = _decode(line)
+            if replay.version == 1:
+                event["seq"] = n - 1
+            seq = event.get("seq")
+            if seq is None:
+                raise ValueError("no sequence number")
+            if base is None:          # header lost: take the numbers as they come
+                last = max(last, seq)
+            elif in_compacted:
+                if seq > base:
+                    raise ValueError(f"seq {seq} of a compacted record is past the header's {base}")
+            elif seq <= last:
+                raise ValueError(f"seq {seq} does not follow {last}")
+            else:
+                if seq > last + 1:
+                    replay.problems.append(f"records {last + 1}..{seq - 1} are missing before "
+                                           f"line {n}")
+                last = seq
         except (ValueError, TypeError) as e:
-            if i == len(lines) and not tail:
-                log.warning("journal %s: line %d is torn (%s); dropped, it was never answered",
-                            path, i, e)
-                replay.torn = True
+            if n == len(lines) and not tail and not in_compacted:
+                replay.torn = f"line {n} fails its check ({e}){_what(line)}"
                 break
-            raise JournalError(f"journal {path}: line {i} is damaged: {e}") from None
+            replay.problems.append(f"line {n} is damaged: {e}{_what(line)}")
+            continue
+        replay.apply(event)
         replay.lines += 1
     if tail:
-        log.warning("journal %s: last line %d has no newline (a write cut short); dropped",
-                    path, len(lines) + 1)
-        replay.torn = True
+        where = f"line {len(lines) + 1} has no newline (a write cut short){_what(tail)}"
+        if len(lines) <= compacted:
+            replay.problems.append(where.replace("has no newline", "is cut short"))
+        else:
+            replay.torn = where
+    if base is not None and len(body) < compacted:
+        replay.problems.append(f"the file ends after {len(body)} of the {compacted} compacted "
+                               "records its header lists")
+    replay.last_seq = last
     return replay
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 class Journal:
-    """An open journal: `open()` replays and compacts it, then binds and releases are appended."""
+    """An open journal: `open()` checks, replays and compacts it, then events are appended."""
 
-    def __init__(self, path: Path, replay: Replay, lock_fd: int, fsync: bool = True,
-                 compact_min: int = 1024) -> None:
+    def __init__(self, path: Path, replay: Replay, lock_fd: int, mark: Optional[Mark],
+                 seq: int, fsync: bool = True, compact_min: int = 1024) -> None:
         self.path = path
         # Rewritten once more than max(compact_min, 2 x held) events were appended since the last
         # rewrite: the file stays proportional to what is held, at amortised O(1) per event.
         self.compact_min = compact_min
         self._replay = replay     # kept current: compaction rewrites it
         self._lock_fd = lock_fd
+        self._mark = mark
         self._fsync = fsync
         self._lock = threading.Lock()        # file writes and _replay
-        self._sync_lock = threading.Lock()   # fsync and compaction; taken before _lock
+        # A sync is two stages, pipelined: the journal's fsync (or a compaction) under
+        # _sync_lock, then the mark's write under _mark_lock, so one group's mark is written
+        # while the next group's fsync runs. Both are taken before _lock.
+        self._sync_lock = threading.Lock()
+        self._mark_lock = threading.Lock()
         self._fd = -1
-        self._written = 0   # events appended
-        self._synced = 0    # events known durable
+        self._seq = seq        # the last sequence number written
+        self._durable = seq    # the last one fsynced
+        self._synced = seq     # the last one durable and marked (answerable)
         self._since_compaction = 0
+        self._compact_after = 0   # after a failed compaction: retried only past this count
         self._failed: Optional[str] = None
+        self._compaction_failed: Optional[str] = None
+        self.failures: dict[str, int] = {}  # failed writes by kind: write, sync, compaction
+        self.lost: list[str] = list(replay.problems)   # losses accepted at the start
 
     @classmethod
-    def open(cls, path: str | Path, fsync: bool = True, compact_min: int = 1024) -> "Journal":
+    def open(cls, path: str | Path, fsync: bool = True, compact_min: int = 1024,
+             accept_loss: bool = False) -> "Journal":
+        """Lock, check against the mark, replay and compact. Raises JournalError when records
+        that may have been answered are missing or damaged, unless `accept_loss`."""
         path = Path(path)
         lock_fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -160,24 +259,74 @@ class Journal:
         except BlockingIOError:
             os.close(lock_fd)
             raise JournalError(f"journal {path} is in use by another process") from None
+        journal = None
         try:
-            journal = cls(path, read(path), lock_fd, fsync, compact_min)
-            with journal._sync_lock, journal._lock:
-                journal._rewrite()
+            replay = read(path)
+            mark_path = path.with_name(path.name + ".mark")
+            mark = _check_mark(path, mark_path, replay)
+            if replay.problems:
+                what = "; ".join(replay.problems)
+                if not accept_loss:
+                    raise JournalError(f"journal {path}: {what}; answered binds may be lost: "
+                                       f"{ACCEPT_HINT}")
+                log.error("journal %s: %s; going on without them, as accepted", path, what)
+            seq = max(replay.last_seq, mark or 0)
+            if mark is not None:
+                for event in replay.binds.values():
+                    if event["seq"] > mark:
+                        event["unanswered"] = True
+            journal = cls(path, replay, lock_fd, None, seq, fsync, compact_min)
+            # The mark may never claim more than the journal holds: a new mark (seq is then what
+            # the old file holds) is set before the rewrite, an existing one after it.
+            try:
+                if mark is None:
+                    journal._mark = Mark.open(mark_path, seq, fsync)
+                with journal._sync_lock, journal._lock:
+                    journal._rewrite()
+                    if fsync:
+                        fsync_dir(path)
+                if mark is not None:
+                    journal._mark = Mark.open(mark_path, seq, fsync)
+            except OSError as e:
+                raise JournalError(f"journal {path}: cannot compact it at start ({e}); a copy "
+                                   "replaces it only once written and verified, so nothing in it "
+                                   "was lost") from None
         except BaseException:
-            os.close(lock_fd)
+            if journal is not None:
+                journal.close()
+            else:
+                os.close(lock_fd)
             raise
         return journal
+
+    @property
+    def closed(self) -> bool:
+        return self._lock_fd < 0
 
     @property
     def replay(self) -> Replay:
         return self._replay
 
+    def unanswered(self) -> list[str]:
+        """Pods whose bind is journalled but was never answered (restored at this start)."""
+        with self._lock:
+            return [p for p, e in self._replay.binds.items() if e.get("unanswered")]
+
+    def check_ready(self) -> bool:
+        """True while events are taken; raises JournalError naming the failure otherwise."""
+        if self._failed:
+            raise JournalError(f"journal {self.path}: {self._failed}")
+        return True
+
     def stats(self) -> dict[str, Any]:
         with self._lock:
             return {"path": str(self.path), "held": len(self._replay.binds),
                     "events": self._since_compaction + len(self._replay.events()),
-                    "failed": self._failed}
+                    "seq": self._seq, "answered_through": self._mark.value if self._mark else 0,
+                    "unanswered": sum(1 for e in self._replay.binds.values()
+                                      if e.get("unanswered")),
+                    "failed": self._failed, "compaction_failed": self._compaction_failed,
+                    "write_failures": dict(self.failures), "lost_at_start": list(self.lost)}
 
     # ---- appends ----------------------------------------------------------------------------
     def record_bind(self, pod: PodArgs, node: str, annotations: dict[str, str]) -> None:
@@ -186,70 +335,149 @@ class Journal:
     def record_release(self, pod: str, uid: str = "") -> None:
         self._append(release_event(pod, uid))
 
+    def _fail(self, what: str, e: OSError) -> None:
+        """Stop taking events (caller holds _lock)."""
+        self._failed = f"{what} failed: {e}"
+        self.failures[what] = self.failures.get(what, 0) + 1
+        log.error("journal %s: %s; every bind is answered with an error until the extender is "
+                  "restarted", self.path, self._failed)
+
     def _append(self, event: dict[str, Any]) -> None:
-        line = _encode(event)
         with self._lock:
-            if self._failed:
-                raise JournalError(f"journal {self.path} failed earlier ({self._failed}); "
-                                   "restart the extender")
+            self._check_failed()
+            event["seq"] = self._seq + 1
+            line = _encode(event)
+            crash_point("append")
             try:
-                n = os.write(self._fd, line)
-                if n != len(line):
-                    raise OSError(f"short write ({n} of {len(line)} bytes)")
+                if faults.due("append-torn"):
+                    os.write(self._fd, line[:len(line) // 2])
+                    faults.kill()
+                write_all(self._fd, line)
             except OSError as e:
-                self._failed = str(e)
+                self._fail("write", e)
                 raise JournalError(f"journal {self.path}: write failed: {e}") from None
+            crash_point("appended")
+            self._seq = seq = event["seq"]
             self._replay.apply(event)
-            self._written += 1
             self._since_compaction += 1
-            seq = self._written
         self._sync(seq)
 
     def _sync(self, seq: int) -> None:
+        """Make everything written durable, then marked, once for all waiting appenders."""
         with self._sync_lock:
-            if self._synced >= seq:
-                return            # another thread's fsync covered this line
-            with self._lock:
-                target = self._written
-                compact = self._since_compaction > max(self.compact_min,
-                                                       2 * len(self._replay.binds))
-            try:
-                if compact:
-                    with self._lock:
-                        self._rewrite()
-                elif self._fsync:
-                    os.fsync(self._fd)
-            except OSError as e:
-                # After a failed fsync the page cache may or may not reach the disk: stop.
+            if self._durable < seq:
                 with self._lock:
-                    self._failed = str(e)
-                raise JournalError(f"journal {self.path}: sync failed: {e}") from None
-            self._synced = max(self._synced, target)
+                    self._check_failed()
+                    compact = self._since_compaction > max(self.compact_min, self._compact_after,
+                                                           2 * len(self._replay.binds))
+                    target = self._seq
+                try:
+                    compacted = False
+                    if compact:
+                        with self._lock:   # no appends while the file is replaced
+                            target = self._seq
+                            compacted = self._compact()
+                    if not compacted and self._fsync:
+                        os.fsync(self._fd)
+                except OSError as e:
+                    # After a failed fsync the page cache may or may not reach the disk: stop.
+                    self._sync_failed(e)
+                crash_point("synced")
+                self._durable = target
+        with self._mark_lock:
+            if self._synced >= seq:
+                return            # another thread's mark covered this line
+            with self._lock:
+                self._check_failed()
+            target = self._durable   # never more than is durable
+            try:
+                assert self._mark is not None
+                self._mark.write(target)
+            except OSError as e:
+                self._sync_failed(e)
+            crash_point("marked")
+            self._synced = target
+
+    def _check_failed(self) -> None:
+        if self._failed:
+            raise JournalError(f"journal {self.path} failed earlier ({self._failed}); "
+                               "restart the extender")
+
+    def _sync_failed(self, e: OSError) -> None:
+        with self._lock:
+            self._fail("sync", e)
+        raise JournalError(f"journal {self.path}: sync failed: {e}") from None
+
+    def _compact(self) -> bool:
+        """Compact while running (caller holds both locks). False when the copy could not be
+        written: the old file, which holds every event, stays in use and the caller fsyncs it."""
+        try:
+            self._rewrite()
+        except OSError as e:
+            self._compaction_failed = str(e)
+            self.failures["compaction"] = self.failures.get("compaction", 0) + 1
+            self._compact_after = self._since_compaction + self.compact_min
+            log.warning("journal %s: compaction failed (%s); the journal is unchanged and still "
+                        "in use, compaction is retried after %d more events", self.path, e,
+                        self.compact_min)
+            return False
+        self._compaction_failed = None
+        if self._fsync:
+            fsync_dir(self.path)
+        return True
 
     def _rewrite(self) -> None:
-        """Write the compact form and switch to it (caller holds both locks)."""
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            chunks = [b"# gpufleet extender journal v%d\n" % VERSION]
-            chunks += [_encode(e) for e in self._replay.events()]
-            os.write(fd, b"".join(chunks))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.path)
-        _fsync_dir(self.path)
-        old, self._fd = self._fd, os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        """Replace the file by its compact form (caller holds both locks). Raises OSError with the
+        old file untouched when the copy cannot be written; the directory fsync is the caller's."""
+        events = self._replay.events()
+        data = b"".join([_header(self._seq, len(events))] + [_encode(e) for e in events])
+        old, self._fd = self._fd, replace_verified(self.path, data, self._fsync)
         if old >= 0:
             os.close(old)
         self._since_compaction = 0
-        self._synced = self._written
+        self._compact_after = 0
 
     def close(self) -> None:
-        with self._sync_lock, self._lock:
+        with self._sync_lock, self._mark_lock, self._lock:
             if self._fd >= 0:
                 os.close(self._fd)
                 self._fd = -1
+            if self._mark is not None:
+                self._mark.close()
             if self._lock_fd >= 0:
                 os.close(self._lock_fd)
                 self._lock_fd = -1
+
+
+def _check_mark(path: Path, mark_path: Path, replay: Replay) -> Optional[int]:
+    """The mark's value, adding to `replay.problems` what it shows lost; None when there is no
+    usable mark (a version 1 journal, a first start, or a mark missing or damaged)."""
+    if replay.version == 1:
+        log.warning("journal %s is version 1: it has no high-water mark, so a truncation cannot "
+                    "be detected (whether its last line was answered is unknown); it is rewritten "
+                    "as version %d", path, VERSION)
+        if replay.torn:
+            log.warning("journal %s: %s; dropped", path, replay.torn)
+        return None
+    torn = f"; {replay.torn}" if replay.torn else ""
+    try:
+        mark = Mark.read(mark_path)
+    except (OSError, ValueError) as e:
+        replay.problems.append(f"{e}, so lost records cannot be ruled out{torn}")
+        return None
+    if mark is None:
+        if replay.version is not None:
+            replay.problems.append(f"its high-water mark {mark_path} is missing, so lost records "
+                                   f"cannot be ruled out{torn}")
+        return None
+    if replay.version is None and mark > 0:
+        replay.problems.append(f"the file is missing or empty but its high-water mark says "
+                               f"records up to {mark} were written before answers")
+    elif replay.last_seq < mark:
+        replay.problems.append(f"records {replay.last_seq + 1}..{mark} were written before "
+                               f"answers (high-water mark {mark}) but the file ends at "
+                               f"{replay.last_seq}{torn}")
+    elif replay.torn:
+        log.warning("journal %s: %s; dropped: it was never answered (answers cover records up to "
+                    "%d)", path, replay.torn, mark)
+    return mark

@@ -11,7 +11,10 @@ Exported (prefix gpufleet_extender_):
 - binds_total: successful binds;
 - allocations{state}: pods holding devices, Reserved (bind in flight) or Bound;
 - rebuild_pods{result}: what the last start's rebuild did with each bound pod
-  (restored, refused, skipped).
+  (restored, refused, skipped);
+- journal_failed (scenario mode): 1 once a journal write failed and binds are refused;
+- journal_write_failures_total{what}: failed journal writes (write, sync: the journal then
+  fails; compaction: the old file is kept and the journal goes on).
 """
 from __future__ import annotations
 
@@ -69,7 +72,7 @@ class _StateCollector:
         return []  # read at scrape time only; nothing to check at registration
 
     def collect(self) -> Iterator[Any]:
-        from prometheus_client.core import GaugeMetricFamily
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
         held = GaugeMetricFamily("gpufleet_extender_allocations",
                                  "Pods holding devices, by allocation state.", labels=["state"])
@@ -87,16 +90,31 @@ class _StateCollector:
         rebuild.add_metric(["refused"], len(summary["refused"]))
         rebuild.add_metric(["skipped"], len(summary["skipped"]))
         yield rebuild
+        journal = self.state.journal
+        if journal is not None:
+            stats = journal.stats()
+            failed = GaugeMetricFamily("gpufleet_extender_journal_failed",
+                                       "1 once a journal write failed: binds are answered with "
+                                       "an error until a restart.")
+            failed.add_metric([], 1 if stats["failed"] else 0)
+            yield failed
+            failures = CounterMetricFamily("gpufleet_extender_journal_write_failures",
+                                           "Failed journal writes by kind.", labels=["what"])
+            for what in ("write", "sync", "compaction"):
+                failures.add_metric([what], stats["write_failures"].get(what, 0))
+            yield failures
 
 
 def readiness(checks: dict[str, Callable[[], bool]]) -> list[str]:
-    """The names of the readiness checks that fail (an empty list: ready)."""
+    """The readiness checks that fail (an empty list: ready): a check's name, followed by the
+    reason when it raised one."""
     failing = []
     for name, check in sorted(checks.items()):
         try:
             ok = bool(check())
-        except Exception:  # noqa: BLE001 - a check that raises is a failing check
-            ok = False
+        except Exception as e:  # noqa: BLE001 - a check that raises is a failing check
+            failing.append(f"{name} ({e})" if str(e) else name)
+            continue
         if not ok:
             failing.append(name)
     return failing

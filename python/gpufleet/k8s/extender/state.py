@@ -357,17 +357,20 @@ def _msg(e: Exception) -> str:
 
 
 def load_scenario(path: str | Path, journal: str | Path | None = None,
-                  **state_kwargs: Any) -> ExtenderState:
+                  accept_journal_loss: bool = False, **state_kwargs: Any) -> ExtenderState:
     """Scenario file (YAML or JSON): `nodes:` node specs or Node objects, `pods:` pods; bound pods
     (with `node`) are restored from their annotations, or placed directly when they have none.
-    With `journal` (a path), binds and releases are recorded there and replayed on the next start."""
+    With `journal` (a path), binds and releases are recorded there and replayed on the next start;
+    a journal that lost binds that may have been answered stops the start unless
+    `accept_journal_loss`."""
     from gpufleet.scenario import ScenarioError, read_document
 
     try:
         data = read_document(path)  # duplicate keys, NaN, junk and deep nesting are errors
     except ScenarioError as e:
         raise ConvertError(str(e)) from None
-    opened = Journal.open(journal) if journal is not None else None
+    opened = Journal.open(journal, accept_loss=accept_journal_loss) \
+        if journal is not None else None
     try:
         return state_from_scenario(data or {}, journal=opened, **state_kwargs)
     except BaseException:
@@ -428,6 +431,7 @@ def state_from_scenario(data: dict[str, Any], journal: Optional[Journal] = None,
         journal_report.log(f"journal {journal.path}")
         state.rebuild.merge(journal_report)
         state.journal = journal
+        state.ready_checks["journal"] = journal.check_ready
     return state
 
 
