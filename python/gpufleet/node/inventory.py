@@ -306,8 +306,28 @@ def load_devices_file(path: str) -> NodeInventory:
 
     doc = read_document(path)
     if isinstance(doc, list):
-        return NodeInventory([d for d in doc if isinstance(d, dict)])
+        doc = {"devices": doc}
     if not isinstance(doc, dict) or not isinstance(doc.get("devices"), list):
         raise ValueError(f"{path}: expected a list of devices or a mapping with 'devices'")
-    return NodeInventory(doc["devices"], [list(g) for g in doc.get("nvlink_groups") or []],
-                         doc.get("driver_version"))
+    groups = doc.get("nvlink_groups") or []
+    _check_device_list(doc["devices"], groups, path)
+    return NodeInventory(doc["devices"], [list(g) for g in groups], doc.get("driver_version"))
+
+
+def _check_device_list(devices: list[Any], groups: Any, path: str) -> None:
+    """The shape the node tools rely on, so that a malformed file is one line naming the entry."""
+    for i, d in enumerate(devices):
+        where = f"{path}: devices[{i}]"
+        if not isinstance(d, dict):
+            raise ValueError(f"{where}: expected a mapping")
+        if type(d.get("minor")) is not int or d["minor"] < 0:
+            raise ValueError(f"{where}: minor: expected a whole number >= 0, got {d.get('minor')!r}")
+        for key in ("resources", "topology"):
+            if d.get(key) is not None and not isinstance(d[key], dict):
+                raise ValueError(f"{where}: {key}: expected a mapping")
+        mig = d.get("mig")
+        if mig is not None and not (isinstance(mig, list) and all(isinstance(m, dict) for m in mig)):
+            raise ValueError(f"{where}: mig: expected a list of mappings")
+    if not isinstance(groups, list) or not all(
+            isinstance(g, list) and all(type(m) is int for m in g) for g in groups):
+        raise ValueError(f"{path}: nvlink_groups: expected lists of GPU minors")

@@ -18,7 +18,6 @@ Lets the inventory, health and profiler code run on machines without a GPU (CI) 
 """
 from __future__ import annotations
 
-import json
 from typing import Any
 
 NVML_ERROR_INVALID_ARGUMENT = 2
@@ -59,8 +58,16 @@ class ReplayNvml:
 
     @classmethod
     def from_json(cls, path: str) -> "ReplayNvml":
-        with open(path) as f:
-            return cls(json.load(f))
+        """The recording in ``path``, read by the strict reader (gpufleet.documents); ValueError,
+        one line naming the file, when it is unreadable or has no list of device mappings."""
+        from gpufleet.documents import ScenarioError, read_document
+        data = read_document(path)
+        devices = data.get("devices") if isinstance(data, dict) else None
+        if not isinstance(devices, list) or not all(
+                isinstance(d, dict) and type(d.get("index", 0)) is int for d in devices):
+            raise ScenarioError(f"{path}: expected recorded NVML answers: a mapping whose 'devices' "
+                                "is a list of mappings (with an integer 'index')")
+        return cls(data)
 
     def _dev(self, handle: Any, *, lost_ok: bool = False) -> dict[str, Any]:
         if isinstance(handle, _MigHandle):
