@@ -51,28 +51,91 @@ SCENARIO_KEYS = ("nodes", "pods", "queues", "jobs")
 _BOUND_POD_KEYS = ("node", "annotations")
 
 
-def _read(path: Path) -> dict[str, Any]:
+@dataclass
+class PodEntry:
+    """A scenario's pod entry, checked: the core's Pod, and where and how it is bound."""
+
+    pod: Pod
+    node: str                     # "" for a pending pod
+    annotations: dict[str, str]   # the allocation record of a bound pod
+
+
+def read_scenario_file(path: str | Path) -> dict[str, Any]:
+    """A scenario file's mapping (strict YAML or JSON, see :mod:`gpufleet.documents`), unchecked
+    otherwise; ScenarioError when it is unreadable or not a mapping."""
     data = read_document(path)
     if not isinstance(data, dict):
         raise ScenarioError(f"{path}: expected a mapping with 'nodes' and 'pods'")
     return data
 
 
-def _list(data: dict[str, Any], key: str, where: str) -> list[Any]:
-    value = data.get(key) or []
+def scenario_list(data: dict[str, Any], key: str, where: str) -> list[Any]:
+    """``data[key]`` as a list (absent or null: empty); ScenarioError when it is something else."""
+    value = data.get(key)
+    if value is None:
+        return []
     if not isinstance(value, list):
         raise ScenarioError(f"{where}: '{key}' must be a list")
     return value
+
+
+def scenario_sections(data: Any, where: str) -> tuple[list[Any], list[Any]]:
+    """The ``nodes`` and ``pods`` lists of a scenario mapping, after its keys are checked (unknown
+    ones with a did-you-mean) and each of nodes, pods, queues and jobs is a list when present."""
+    if not isinstance(data, dict):
+        raise ScenarioError(f"{where}: expected a mapping with 'nodes' and 'pods'")
+    check_keys(data, SCENARIO_KEYS, where)
+    nodes, pods, _, _ = (scenario_list(data, key, where) for key in SCENARIO_KEYS)
+    return nodes, pods
+
+
+def entry_name(spec: Any, where: str) -> str:
+    """The ``name`` of a node or pod entry: a non-empty string, else ScenarioError naming
+    ``where`` (``file: pods[3]``)."""
+    if not isinstance(spec, dict):
+        raise ScenarioError(f"{where}: expected a mapping")
+    name = spec.get("name")
+    if not isinstance(name, str) or not name:
+        raise ScenarioError(f"{where}: name: expected a non-empty string, got {_shown(name)}")
+    return name
+
+
+def read_pod_entry(spec: dict[str, Any], where: str) -> PodEntry:
+    """A pod entry checked by the same rules wherever a scenario is read (``gpufleet place`` and
+    ``cycle``, the extender's ``--state``): the core's pod fields (unknown keys with a
+    did-you-mean, types, quantities, request rules), ``node`` as a node name and ``annotations`` as
+    a mapping of text (a number is taken as its text). ScenarioError names ``where``, the pod and
+    the field."""
+    name = entry_name(spec, where)
+    where = f"{where} ({name})"
+    node = spec.get("node") or ""
+    if not isinstance(node, str):
+        raise ScenarioError(f"{where}: node: expected a node name, got {_shown(node)}")
+    annotations = spec.get("annotations") or {}
+    if not isinstance(annotations, dict):
+        raise ScenarioError(f"{where}: annotations: expected a mapping")
+    text = {}
+    for key, value in annotations.items():
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise ScenarioError(f"{where}: annotations.{key}: expected text, got {_shown(value)} "
+                                "(quote a JSON annotation)")
+        text[str(key)] = str(value)
+    try:
+        pod = Pod.from_dict({k: v for k, v in spec.items() if k not in _BOUND_POD_KEYS})
+    except (ValueError, KeyError) as e:
+        raise ScenarioError(f"{where}: {_msg(e)}") from None
+    return PodEntry(pod, node, text)
 
 
 def build_scenario(data: dict[str, Any], where: str = "<scenario>") -> Scenario:
     """Build a Scenario from an already-parsed mapping (used by the CLI, tests and notebooks):
     nodes are added, pods with a ``node`` are restored there with their annotations, the others
     are pending. ScenarioError (a ValueError) names ``where``, the entry and the problem."""
-    check_keys(data, SCENARIO_KEYS, where)
+    nodes, pods = scenario_sections(data, where)
     cluster = Cluster()
-    for i, node in enumerate(_list(data, "nodes", where)):
-        name = node.get("name", f"#{i}") if isinstance(node, dict) else f"#{i}"
+    for i, node in enumerate(nodes):
+        name = entry_name(node, f"{where}: nodes[{i}]") if isinstance(node, dict) and "name" in node \
+            else f"#{i}"
         if not isinstance(node, dict):
             raise ScenarioError(f"{where}: nodes[{i}]: expected a mapping")
         try:
@@ -81,24 +144,17 @@ def build_scenario(data: dict[str, Any], where: str = "<scenario>") -> Scenario:
             raise ScenarioError(f"{where}: nodes[{i}] ({name}): {_msg(e)}") from None
     pending: list[Pod] = []
     seen: set[str] = set()
-    for i, spec in enumerate(_list(data, "pods", where)):
-        if not isinstance(spec, dict):
-            raise ScenarioError(f"{where}: pods[{i}]: expected a mapping")
-        name = spec.get("name", f"#{i}")
+    for i, spec in enumerate(pods):
+        entry = read_pod_entry(spec, f"{where}: pods[{i}]")
+        name = entry.pod.name
         if name in seen:
             raise ScenarioError(f"{where}: pods[{i}] ({name}): duplicate pod name")
         seen.add(name)
-        pod_fields = {k: v for k, v in spec.items() if k not in _BOUND_POD_KEYS}
-        annotations = spec.get("annotations") or {}
-        if not isinstance(annotations, dict):
-            raise ScenarioError(f"{where}: pods[{i}] ({name}): annotations: expected a mapping")
+        if not entry.node:
+            pending.append(entry.pod)
+            continue
         try:
-            pod = Pod.from_dict(pod_fields)
-            if spec.get("node"):
-                annotations = {str(k): str(v) for k, v in annotations.items()}
-                cluster.restore_allocation(pod, str(spec["node"]), annotations)
-            else:
-                pending.append(pod)
+            cluster.restore_allocation(entry.pod, entry.node, entry.annotations)
         except (ValueError, KeyError) as e:
             raise ScenarioError(f"{where}: pods[{i}] ({name}): {_msg(e)}") from None
     return Scenario(cluster=cluster, pending=pending, raw=data, path=where)
@@ -109,9 +165,15 @@ def load_scenario(path: str | Path) -> Scenario:
     doc). ScenarioError names the file, the entry and the problem: unreadable or invalid
     YAML/JSON, an unknown field, a bad quantity, a pod bound to a missing node."""
     p = Path(path)
-    return build_scenario(_read(p), str(p))
+    return build_scenario(read_scenario_file(p), str(p))
 
 
 def _msg(e: Exception) -> str:
     # KeyError wraps its message in quotes; show the core's text as it is.
     return str(e.args[0]) if e.args else str(e)
+
+
+def _shown(value: Any) -> str:
+    """A wrong value in a message: short and on one line."""
+    text = " ".join(repr(value).split())
+    return text if len(text) <= 40 else text[:37] + "..."

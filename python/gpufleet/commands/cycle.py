@@ -11,7 +11,7 @@ import sys
 from gpufleet._core import DeviceGrant, format_bytes
 from gpufleet.commands._output import add_output_options, emit, is_document, table
 from gpufleet.engine import engine_from_scenario, load_config
-from gpufleet.scenario import ScenarioError, _read
+from gpufleet.scenario import ScenarioError, read_scenario_file
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"gpufleet cycle: {e.args[0] if e.args else e}", file=sys.stderr)  # names the file
         return 2
     try:
-        engine = engine_from_scenario(_read(Path(args.scenario)), args.scenario, config)
+        engine = engine_from_scenario(read_scenario_file(args.scenario), args.scenario, config)
     except ScenarioError as e:
         print(f"gpufleet cycle: {e}", file=sys.stderr)
         return 1
