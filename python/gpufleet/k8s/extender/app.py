@@ -147,6 +147,14 @@ class Extender:
                 passed, failed, unresolvable, unknown = st.cluster.partition_nodes(pod, names)
             for n in unknown:
                 failed[n] = UNKNOWN_NODE
+            # A retried bind goes back to the devices the pod already holds: its node passes
+            # rather than look full with the pod's own devices.
+            own = st.held_node(pod_args) if st.held else None
+            if own is not None and (own in failed or own in unresolvable):
+                failed.pop(own, None)
+                unresolvable.pop(own, None)
+                keep = set(passed) | {own}
+                passed = [n for n in names if n in keep]
         out: dict[str, Any] = {"Nodes": None, "NodeNames": None, "FailedNodes": failed,
                                "FailedAndUnresolvableNodes": unresolvable, "Error": ""}
         if items is None:
@@ -192,18 +200,30 @@ class Extender:
         except ValueError as e:
             return {"Error": f"pod {key}: invalid request: {e}"}
         with st.lock:
-            prev = st.cluster.allocation(key)
-            if prev is not None:
-                if prev.node == node and prev.state == "Bound":
-                    return {"Error": ""}   # a retried bind that already succeeded
-                return {"Error": f"pod {key} already holds an allocation on {prev.node} "
-                                 f"({prev.state})"}
-            if not st.cluster.has_node(node):
-                return {"Error": f"node {node}: {UNKNOWN_NODE}"}
+            # A retry of a bind already answered, or journalled and never answered (confirmed
+            # below), or in scenario mode a move of the pod's hold to another node.
+            prior = st.prior_bind(key, uid, node)
+            if prior.action == "error":
+                return {"Error": prior.error}
+            if prior.action == "done":
+                return {"Error": ""}   # a retried bind that already succeeded
+            if prior.action != "confirm":
+                if not st.cluster.has_node(node):
+                    st.undo_move(prior)
+                    return {"Error": f"node {node}: {UNKNOWN_NODE}"}
+                try:
+                    alloc = st.cluster.reserve(pod, node, st.strategy)
+                except (ValueError, KeyError) as e:
+                    st.undo_move(prior)
+                    return {"Error": f"pod {key} does not fit on {node}: {e}"}
+        if prior.action == "confirm" and prior.held is not None:
             try:
-                alloc = st.cluster.reserve(pod, node, st.strategy)
-            except (ValueError, KeyError) as e:
-                return {"Error": f"pod {key} does not fit on {node}: {e}"}
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(st.confirm_bind, prior.held)
+            except (ValueError, OSError) as e:
+                log.warning("retried bind of %s to %s failed: %s", key, node, e)
+                return {"Error": f"bind of {key} to {node} failed: {e}"}
+            return {"Error": ""}
         # From here on the devices are reserved: every exit either commits or unreserves.
         try:
             annotations = alloc.annotations(gpushare=st.want_gpushare(pod_args))
@@ -226,6 +246,7 @@ class Extender:
                 st.commit_bind(pod_args, node, annotations)
         except BaseException as e:  # never leave a reservation behind
             st.unreserve(key)
+            st.undo_move(prior)
             if not isinstance(e, Exception):
                 raise
             log.warning("bind of %s to %s failed: %s", key, node, e)

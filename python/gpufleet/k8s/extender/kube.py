@@ -64,22 +64,38 @@ def _pods(items: Iterable[dict[str, Any]]) -> list[PodArgs]:
 
 
 def reconcile(state: ExtenderState, live: Iterable[PodArgs], listed_at_ns: int,
-              grace_ns: int = 60_000_000_000) -> dict[str, Any]:
-    """Release Bound allocations whose pod is gone (deleted, finished) and restore annotated bound
-    pods gpufleet does not know. `listed_at_ns` is when the pod list was requested: pods this
-    process bound within `grace_ns` before it are kept, since the list may predate their Binding."""
-    live = [p for p in live if p.node_name]
-    names = {p.name for p in live}
-    released = []
+              grace_ns: Optional[int] = None) -> dict[str, Any]:
+    """Bring the held allocations in line with the API server's bound pods, which are the truth.
+    A Bound allocation whose pod is not listed bound (deleted, finished, or never bound: its
+    annotations written but no nodeName) is released, unless this process bound it within
+    `grace_ns` (default: the state's hold timeout) before `listed_at_ns`, when the list was
+    requested, since the list may predate the Binding. One whose pod is listed bound to another
+    node, or under another uid (re-created), is moved: released here and restored from the listed
+    pod's annotations, as is every annotated bound pod gpufleet does not hold."""
+    if grace_ns is None:
+        grace_ns = int(state.hold_timeout_s * 1e9)
+    bound = {p.name: p for p in live if p.node_name}
+    released, moved = [], []
     with state.lock:
         for a in list(state.cluster.allocations()):
-            if a.state == "Bound" and a.pod not in names and \
-                    state.bound_at.get(a.pod, 0) < listed_at_ns - grace_ns:
+            if a.state != "Bound":
+                continue
+            p = bound.get(a.pod)
+            held = state.held.get(a.pod)
+            if p is None:
+                if state.bound_at.get(a.pod, 0) < listed_at_ns - grace_ns:
+                    state.release_pod(a.pod)
+                    released.append(a.pod)
+            elif p.node_name != a.node or (held is not None and held.uid and p.uid and
+                                           held.uid != p.uid):
                 state.release_pod(a.pod)
-                released.append(a.pod)
-        unknown = [p for p in live if state.cluster.allocation(p.name) is None]
+                moved.append(a.pod)
+        unknown = [p for p in bound.values() if state.cluster.allocation(p.name) is None]
+    if moved:
+        log.warning("pods bound elsewhere than gpufleet held them (or re-created): %s; their "
+                    "holds follow the API server", moved)
     report = state.restore_bound(unknown)
-    return {"released": released, "restored": report.restored, "report": report}
+    return {"released": released, "moved": moved, "restored": report.restored, "report": report}
 
 
 class KubeWatcher:
@@ -195,9 +211,13 @@ class KubeWatcher:
             known = st.cluster.allocation(key) is not None
             held = st.held.get(key)
         if known:
-            if not (held is not None and held.uid and uid and held.uid != uid):
+            node = obj["spec"]["nodeName"]
+            if not (held is not None and ((held.uid and uid and held.uid != uid) or
+                                          held.node_name != node)):
                 return    # ours already (our own Binding coming back, or an update)
-            st.release_pod(key)   # a pod re-created under the same name
+            # A pod re-created under the same name, or bound elsewhere than we hold it: the API
+            # server is the truth, the hold follows it.
+            st.release_pod(key)
         try:
             pods = [convert.pod_args(obj)]
         except ConvertError as e:

@@ -12,6 +12,7 @@ Exported (prefix gpufleet_extender_):
 - allocations{state}: pods holding devices, Reserved (bind in flight) or Bound;
 - rebuild_pods{result}: what the last start's rebuild did with each bound pod
   (restored, refused, skipped);
+- unanswered_holds: holds of binds journalled but never answered, waiting for a retry;
 - journal_failed (scenario mode): 1 once a journal write failed and binds are refused;
 - journal_write_failures_total{what}: failed journal writes (write, sync: the journal then
   fails; compaction: the old file is kept and the journal goes on).
@@ -90,6 +91,11 @@ class _StateCollector:
         rebuild.add_metric(["refused"], len(summary["refused"]))
         rebuild.add_metric(["skipped"], len(summary["skipped"]))
         yield rebuild
+        unanswered = GaugeMetricFamily("gpufleet_extender_unanswered_holds",
+                                       "Holds of binds journalled but never answered, waiting "
+                                       "for the scheduler's retry.")
+        unanswered.add_metric([], len(self.state.unanswered))
+        yield unanswered
         journal = self.state.journal
         if journal is not None:
             stats = journal.stats()

@@ -20,12 +20,16 @@ from typing import Any, Callable, Iterable, Optional
 from . import convert
 from .binder import Binder, MemoryBinder
 from .convert import ConvertError, PodArgs
-from .journal import Journal, pod_of
+from .journal import Journal, JournalError, pod_of
 from ..keys import GPUSHARE_IDX as ANN_GPUSHARE_IDX
 from ..keys import KOORD_DEVICE_ALLOCATED as ANN_DEVICE_ALLOCATED
 
 log = logging.getLogger("gpufleet.extender")
 
+# How long a hold the scheduler was never answered for waits for the scheduler's retry: a bind
+# journalled but not answered before a restart (scenario mode), or, with --kube, a pod this
+# process bound that the API server does not show bound there (its list may predate the Binding).
+HOLD_TIMEOUT_S = 60.0
 
 
 def _gpufleet_api() -> Any:
@@ -66,6 +70,14 @@ PodSource = Callable[[str, str], Optional[PodArgs]]  # (namespace, name) -> pod 
 
 
 @dataclass
+class PriorBind:
+    """ExtenderState.prior_bind's answer: action new, done, confirm, moved or error."""
+    action: str
+    held: Optional[PodArgs] = None
+    error: str = ""
+
+
+@dataclass
 class RebuildReport:
     restored: list[str] = field(default_factory=list)
     # Bound pods without allocation annotations: their devices are unknown to gpufleet.
@@ -99,7 +111,8 @@ class ExtenderState:
 
     def __init__(self, cluster: Any = None, *, api: Any = None, strategy: str = "binpack",
                  binder: Optional[Binder] = None, pod_source: Optional[PodSource] = None,
-                 gpushare_annotations: str = "auto", pod_cache_size: int = 20000) -> None:
+                 gpushare_annotations: str = "auto", pod_cache_size: int = 20000,
+                 hold_timeout_s: float = HOLD_TIMEOUT_S) -> None:
         self.api = api if api is not None else _gpufleet_api()
         self.cluster = cluster if cluster is not None else self.api.Cluster()
         if strategy.split("(")[0] not in self.api.strategies():
@@ -128,6 +141,9 @@ class ExtenderState:
         self.latency_s: dict[str, deque[float]] = {}
         # Named readiness checks for /readyz beyond "the state is loaded" (the Kubernetes watches).
         self.ready_checks: dict[str, Callable[[], bool]] = {}
+        self.hold_timeout_s = hold_timeout_s
+        # Binds journalled but never answered, restored at the start: pod -> monotonic deadline.
+        self.unanswered: dict[str, float] = {}
 
     # ---- nodes and pods -------------------------------------------------------------------
     def add_node(self, spec: dict[str, Any]) -> None:
@@ -142,7 +158,13 @@ class ExtenderState:
         return self.api.Pod(**args.kwargs())
 
     def find_pod(self, namespace: str, name: str, uid: str) -> Optional[PodArgs]:
+        """The pod a bind names: from filter/prioritize's cache, else the pod as held (a bind
+        retried after a restart, same name and uid), else the pod source."""
         pod = self.pods.get(uid, f"{namespace}/{name}")
+        if pod is None:
+            held = self.held.get(f"{namespace}/{name}")
+            if held is not None and not (uid and held.uid and held.uid != uid):
+                pod = held
         if pod is None and self.pod_source is not None:
             pod = self.pod_source(namespace, name)
             if pod is not None and uid and pod.uid and pod.uid != uid:
@@ -216,8 +238,104 @@ class ExtenderState:
             self.cluster.unreserve(name)
             self._gone.pop(name, None)
 
+    # ---- retried binds and holds nobody was answered for --------------------------------------
+    def held_node(self, pod: PodArgs) -> Optional[str]:
+        """The node where this pod (same uid) already holds a Bound allocation: a retried bind
+        there is answered from it, so filter must pass that node rather than count the pod's own
+        devices against it."""
+        with self.lock:
+            held = self.held.get(pod.name)
+            if held is None or (pod.uid and held.uid and pod.uid != held.uid):
+                return None
+            a = self.cluster.allocation(pod.name)
+        return a.node if a is not None and a.state == "Bound" else None
+
+    def prior_bind(self, key: str, uid: str, node: str) -> "PriorBind":
+        """What a bind of `key` to `node` meets (caller holds the lock): no allocation ("new"), the
+        same bind answered before ("done"), the same bind journalled but never answered
+        ("confirm": record it again, then answer), or in scenario mode a hold on another node,
+        dropped here in memory only ("moved": the new bind's record supersedes it; `undo_move`
+        puts it back if the new bind fails). Anything else is refused ("error")."""
+        prev = self.cluster.allocation(key)
+        if prev is None:
+            return PriorBind("new")
+        held = self.held.get(key)
+        if held is not None and uid and held.uid and held.uid != uid:
+            return PriorBind("error", error=f"pod {key} on {prev.node} is held for uid "
+                                            f"{held.uid}, not {uid}")
+        if prev.state == "Bound" and prev.node == node:
+            if held is not None and self.unanswered.pop(key, None) is not None:
+                return PriorBind("confirm", held)
+            return PriorBind("done")
+        if prev.state == "Bound" and self.manual_release and held is not None:
+            self.cluster.release(key)
+            self._forget(key)
+            self.unanswered.pop(key, None)
+            log.info("pod %s: bind to %s moves its hold from %s", key, node, prev.node)
+            return PriorBind("moved", held)
+        return PriorBind("error", error=f"pod {key} already holds an allocation on {prev.node} "
+                                        f"({prev.state})")
+
+    def undo_move(self, prior: "PriorBind") -> None:
+        """Put back the hold a failed moving bind dropped."""
+        if prior.action == "moved" and prior.held is not None:
+            report = self.restore_bound([prior.held])
+            if report.refused:
+                log.error("pod %s: its hold on %s could not be put back after a failed move (%s); "
+                          "the journal still holds it, so a restart restores it",
+                          prior.held.name, prior.held.node_name, report.refused[0][1])
+
+    def confirm_bind(self, held: PodArgs) -> None:
+        """Record a retried bind that was journalled but never answered, so it may be answered
+        now (blocking: run it off the event loop)."""
+        with self.lock:   # ordered with a concurrent release of the same pod
+            if self.held.get(held.name) is not held:
+                raise ValueError(f"pod {held.name} was released while its bind was retried")
+            assert self.journal is not None
+            self.journal.record_bind(held, held.node_name, held.annotations)
+        log.info("pod %s: retried bind to %s confirmed", held.name, held.node_name)
+
+    def hold_unanswered(self, pods: Iterable[str]) -> None:
+        """Holds of binds journalled but never answered: kept for `hold_timeout_s` for the
+        scheduler's retry (same node: confirmed; another node: moved), then released."""
+        with self.lock:
+            deadline = time.monotonic() + self.hold_timeout_s
+            for p in pods:
+                if p in self.held:
+                    self.unanswered[p] = deadline
+            n = len(self.unanswered)
+        if n:
+            log.warning("%d binds were journalled but never answered (%s); their holds wait %g s "
+                        "for the scheduler's retry", n, ", ".join(sorted(self.unanswered)),
+                        self.hold_timeout_s)
+            timer = threading.Timer(self.hold_timeout_s, self.expire_unanswered)
+            timer.daemon = True
+            timer.start()
+
+    def expire_unanswered(self) -> list[str]:
+        """Release the unanswered holds whose wait is over (journalled first)."""
+        released = []
+        with self.lock:
+            if self.journal is not None and self.journal.closed:
+                return released
+            now = time.monotonic()
+            for p, deadline in list(self.unanswered.items()):
+                if deadline > now:
+                    continue
+                del self.unanswered[p]
+                try:
+                    if self.release_pod(p):
+                        released.append(p)
+                except JournalError as e:
+                    log.error("pod %s: unanswered hold not released: %s", p, e)
+        if released:
+            log.warning("released %d holds of binds never answered nor retried within %g s: %s",
+                        len(released), self.hold_timeout_s, ", ".join(released))
+        return released
+
     def _forget(self, name: str) -> None:
         self.bound_at.pop(name, None)
+        self.unanswered.pop(name, None)
         held = self.held.pop(name, None)
         if held is not None and held.uid and self.uid_to_pod.get(held.uid) == name:
             del self.uid_to_pod[held.uid]
@@ -323,38 +441,32 @@ class ExtenderState:
 
 
 # ---- sources ---------------------------------------------------------------------------------
-def _scenario_pod(entry: dict[str, Any], where: str) -> PodArgs:
-    """A scenario pod: either a Kubernetes Pod object or the short form of the scenario format
-    {name, requests, node?, annotations?, node_selector?, tolerations?, gpu_models?, scope?,
-    priority?} plus the extender's identity fields {namespace?, uid?}; ``name`` may be
-    ``namespace/name``. The short form is checked by the scenario reader's rules
-    (gpufleet.scenario.read_pod_entry); errors name ``where`` (``file: pods[3]``) and the field."""
-    from gpufleet.scenario import ScenarioError, entry_name, read_pod_entry
-
+def _scenario_pod(entry: dict[str, Any], i: int) -> PodArgs:
+    """A scenario pod: either a Kubernetes Pod object or the short form
+    {name, namespace?, uid?, requests, node?, annotations?, node_selector?, tolerations?, scope?}."""
     if "metadata" in entry or "spec" in entry:
-        try:
-            return convert.pod_args(entry)
-        except ConvertError as e:
-            raise ConvertError(f"{where}: {e}") from None
-    try:
-        name = entry_name(entry, where)
-        for key in ("namespace", "uid"):
-            if key in entry and not (isinstance(entry[key], str) and entry[key]):
-                raise ScenarioError(f"{where} ({name}): {key}: expected a non-empty string")
-        ns = entry.get("namespace", "default")
-        if "/" in name:
-            ns, name = name.split("/", 1)
-        fields = {k: v for k, v in entry.items() if k not in ("namespace", "uid")}
-        checked = read_pod_entry({**fields, "name": f"{ns}/{name}"}, where)
-    except ScenarioError as e:
-        raise ConvertError(str(e)) from None
-    return PodArgs(name=checked.pod.name, namespace=ns, pod_name=name, uid=entry.get("uid", ""),
-                   requests={k: str(v) for k, v in (entry.get("requests") or {}).items()},
+        return convert.pod_args(entry)
+    name = entry.get("name")
+    if not isinstance(name, str) or not name:
+        raise ConvertError(f"pods[{i}].name: missing")
+    ns = entry.get("namespace", "default")
+    if "/" in name:
+        ns, name = name.split("/", 1)
+    requests = entry.get("requests") or {}
+    if not isinstance(requests, dict):
+        raise ConvertError(f"pods[{i}] ({name}).requests: expected a map")
+    ann = entry.get("annotations") or {}
+    if not isinstance(ann, dict):
+        raise ConvertError(f"pods[{i}] ({name}).annotations: expected a map")
+    return PodArgs(name=f"{ns}/{name}", namespace=ns, pod_name=name, uid=str(entry.get("uid", "")),
+                   requests={k: str(v) for k, v in requests.items()},
                    node_selector=dict(entry.get("node_selector") or {}),
                    tolerations=list(entry.get("tolerations") or []),
                    gpu_models=list(entry.get("gpu_models") or []),
-                   scope=checked.pod.scope, priority=checked.pod.priority,
-                   node_name=checked.node, annotations=checked.annotations)
+                   scope=str(entry.get("scope", "none")), priority=int(entry.get("priority", 0)),
+                   node_name=str(entry.get("node") or ""),
+                   annotations={str(k): v if isinstance(v, str) else json.dumps(v)
+                                for k, v in ann.items()})
 
 
 def _msg(e: Exception) -> str:
@@ -369,16 +481,16 @@ def load_scenario(path: str | Path, journal: str | Path | None = None,
     With `journal` (a path), binds and releases are recorded there and replayed on the next start;
     a journal that lost binds that may have been answered stops the start unless
     `accept_journal_loss`."""
-    from gpufleet.scenario import ScenarioError, read_scenario_file
+    from gpufleet.scenario import ScenarioError, read_document
 
     try:
-        data = read_scenario_file(path)  # duplicate keys, NaN, junk, sizes: as every scenario
+        data = read_document(path)  # duplicate keys, NaN, junk and deep nesting are errors
     except ScenarioError as e:
         raise ConvertError(str(e)) from None
     opened = Journal.open(journal, accept_loss=accept_journal_loss) \
         if journal is not None else None
     try:
-        return state_from_scenario(data, journal=opened, where=str(path), **state_kwargs)
+        return state_from_scenario(data or {}, journal=opened, **state_kwargs)
     except BaseException:
         if opened is not None:
             opened.close()
@@ -386,38 +498,28 @@ def load_scenario(path: str | Path, journal: str | Path | None = None,
 
 
 def state_from_scenario(data: dict[str, Any], journal: Optional[Journal] = None,
-                        where: str = "scenario", **state_kwargs: Any) -> ExtenderState:
-    """State from scenario data, then the journal's binds and releases on top of it. The data is
-    checked as the scenario reader checks it (gpufleet.scenario); ConvertError names ``where``
-    (the file), the entry and the field."""
-    from gpufleet.scenario import ScenarioError, scenario_sections
-
-    try:
-        nodes, pods = scenario_sections(data, where)   # queues and jobs are the engine's: unused
-    except ScenarioError as e:
-        raise ConvertError(str(e)) from None
+                        **state_kwargs: Any) -> ExtenderState:
+    """State from scenario data, then the journal's binds and releases on top of it."""
+    if not isinstance(data, dict):
+        raise ConvertError("scenario: expected a map with nodes: and pods:")
     pending: dict[str, PodArgs] = {}
     state = ExtenderState(pod_source=lambda ns, n: pending.get(f"{ns}/{n}"), **state_kwargs)
     state.manual_release = True
     replay = journal.replay if journal is not None else None
     # A pod the journal mentions is decided by its last journal event, not by the scenario.
     journalled = set(replay.binds) | set(replay.released) if replay is not None else set()
-    for i, n in enumerate(nodes):
+    for i, n in enumerate(data.get("nodes") or []):
         if not isinstance(n, dict):
-            raise ConvertError(f"{where}: nodes[{i}]: expected a mapping")
+            raise ConvertError(f"scenario nodes[{i}]: expected a map")
         try:
             state.add_node(convert.node_spec(n) if "metadata" in n else n)
         except (ValueError, KeyError) as e:
-            raise ConvertError(f"{where}: nodes[{i}] ({n.get('name', '?')}): {_msg(e)}") from None
+            raise ConvertError(f"scenario nodes[{i}] ({n.get('name', '?')}): {_msg(e)}") from None
     bound = []
-    seen: set[str] = set()
-    for i, entry in enumerate(pods):
+    for i, entry in enumerate(data.get("pods") or []):
         if not isinstance(entry, dict):
-            raise ConvertError(f"{where}: pods[{i}]: expected a mapping")
-        p = _scenario_pod(entry, f"{where}: pods[{i}]")
-        if p.name in seen:
-            raise ConvertError(f"{where}: pods[{i}] ({p.name}): duplicate pod name")
-        seen.add(p.name)
+            raise ConvertError(f"scenario pods[{i}]: expected a map")
+        p = _scenario_pod(entry, i)
         if not p.node_name:
             pending[p.name] = p
         elif p.name in journalled:
@@ -433,11 +535,11 @@ def state_from_scenario(data: dict[str, Any], journal: Optional[Journal] = None,
                     state._hold(dataclasses.replace(p, annotations=a.annotations(
                         gpushare=state.want_gpushare(p))))
             except (ValueError, KeyError) as e:
-                raise ConvertError(f"{where}: pods[{i}] ({p.name}): {_msg(e)}") from None
+                raise ConvertError(f"scenario pods[{i}] ({p.name}): {_msg(e)}") from None
     report = state.restore_bound(bound)
     if report.skipped or report.refused:
         # The scenario file is input: a bound pod in it that cannot be restored is an error in it.
-        raise ConvertError(f"{where}: bound pods could not be restored: " + "; ".join(
+        raise ConvertError("scenario: bound pods could not be restored: " + "; ".join(
             f"{n}: {why}" for n, why in report.skipped + report.refused))
     state.rebuild.merge(report)
     if journal is not None:
@@ -448,6 +550,7 @@ def state_from_scenario(data: dict[str, Any], journal: Optional[Journal] = None,
         state.rebuild.merge(journal_report)
         state.journal = journal
         state.ready_checks["journal"] = journal.check_ready
+        state.hold_unanswered(journal.unanswered())
     return state
 
 
