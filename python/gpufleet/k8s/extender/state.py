@@ -441,32 +441,38 @@ class ExtenderState:
 
 
 # ---- sources ---------------------------------------------------------------------------------
-def _scenario_pod(entry: dict[str, Any], i: int) -> PodArgs:
-    """A scenario pod: either a Kubernetes Pod object or the short form
-    {name, namespace?, uid?, requests, node?, annotations?, node_selector?, tolerations?, scope?}."""
+def _scenario_pod(entry: dict[str, Any], where: str) -> PodArgs:
+    """A scenario pod: either a Kubernetes Pod object or the short form of the scenario format
+    {name, requests, node?, annotations?, node_selector?, tolerations?, gpu_models?, scope?,
+    priority?} plus the extender's identity fields {namespace?, uid?}; ``name`` may be
+    ``namespace/name``. The short form is checked by the scenario reader's rules
+    (gpufleet.scenario.read_pod_entry); errors name ``where`` (``file: pods[3]``) and the field."""
+    from gpufleet.scenario import ScenarioError, entry_name, read_pod_entry
+
     if "metadata" in entry or "spec" in entry:
-        return convert.pod_args(entry)
-    name = entry.get("name")
-    if not isinstance(name, str) or not name:
-        raise ConvertError(f"pods[{i}].name: missing")
-    ns = entry.get("namespace", "default")
-    if "/" in name:
-        ns, name = name.split("/", 1)
-    requests = entry.get("requests") or {}
-    if not isinstance(requests, dict):
-        raise ConvertError(f"pods[{i}] ({name}).requests: expected a map")
-    ann = entry.get("annotations") or {}
-    if not isinstance(ann, dict):
-        raise ConvertError(f"pods[{i}] ({name}).annotations: expected a map")
-    return PodArgs(name=f"{ns}/{name}", namespace=ns, pod_name=name, uid=str(entry.get("uid", "")),
-                   requests={k: str(v) for k, v in requests.items()},
+        try:
+            return convert.pod_args(entry)
+        except ConvertError as e:
+            raise ConvertError(f"{where}: {e}") from None
+    try:
+        name = entry_name(entry, where)
+        for key in ("namespace", "uid"):
+            if key in entry and not (isinstance(entry[key], str) and entry[key]):
+                raise ScenarioError(f"{where} ({name}): {key}: expected a non-empty string")
+        ns = entry.get("namespace", "default")
+        if "/" in name:
+            ns, name = name.split("/", 1)
+        fields = {k: v for k, v in entry.items() if k not in ("namespace", "uid")}
+        checked = read_pod_entry({**fields, "name": f"{ns}/{name}"}, where)
+    except ScenarioError as e:
+        raise ConvertError(str(e)) from None
+    return PodArgs(name=checked.pod.name, namespace=ns, pod_name=name, uid=entry.get("uid", ""),
+                   requests={k: str(v) for k, v in (entry.get("requests") or {}).items()},
                    node_selector=dict(entry.get("node_selector") or {}),
                    tolerations=list(entry.get("tolerations") or []),
                    gpu_models=list(entry.get("gpu_models") or []),
-                   scope=str(entry.get("scope", "none")), priority=int(entry.get("priority", 0)),
-                   node_name=str(entry.get("node") or ""),
-                   annotations={str(k): v if isinstance(v, str) else json.dumps(v)
-                                for k, v in ann.items()})
+                   scope=checked.pod.scope, priority=checked.pod.priority,
+                   node_name=checked.node, annotations=checked.annotations)
 
 
 def _msg(e: Exception) -> str:
@@ -481,16 +487,16 @@ def load_scenario(path: str | Path, journal: str | Path | None = None,
     With `journal` (a path), binds and releases are recorded there and replayed on the next start;
     a journal that lost binds that may have been answered stops the start unless
     `accept_journal_loss`."""
-    from gpufleet.scenario import ScenarioError, read_document
+    from gpufleet.scenario import ScenarioError, read_scenario_file
 
     try:
-        data = read_document(path)  # duplicate keys, NaN, junk and deep nesting are errors
+        data = read_scenario_file(path)  # duplicate keys, NaN, junk, sizes: as every scenario
     except ScenarioError as e:
         raise ConvertError(str(e)) from None
     opened = Journal.open(journal, accept_loss=accept_journal_loss) \
         if journal is not None else None
     try:
-        return state_from_scenario(data or {}, journal=opened, **state_kwargs)
+        return state_from_scenario(data, journal=opened, where=str(path), **state_kwargs)
     except BaseException:
         if opened is not None:
             opened.close()
@@ -498,28 +504,38 @@ def load_scenario(path: str | Path, journal: str | Path | None = None,
 
 
 def state_from_scenario(data: dict[str, Any], journal: Optional[Journal] = None,
-                        **state_kwargs: Any) -> ExtenderState:
-    """State from scenario data, then the journal's binds and releases on top of it."""
-    if not isinstance(data, dict):
-        raise ConvertError("scenario: expected a map with nodes: and pods:")
+                        where: str = "scenario", **state_kwargs: Any) -> ExtenderState:
+    """State from scenario data, then the journal's binds and releases on top of it. The data is
+    checked as the scenario reader checks it (gpufleet.scenario); ConvertError names ``where``
+    (the file), the entry and the field."""
+    from gpufleet.scenario import ScenarioError, scenario_sections
+
+    try:
+        nodes, pods = scenario_sections(data, where)   # queues and jobs are the engine's: unused
+    except ScenarioError as e:
+        raise ConvertError(str(e)) from None
     pending: dict[str, PodArgs] = {}
     state = ExtenderState(pod_source=lambda ns, n: pending.get(f"{ns}/{n}"), **state_kwargs)
     state.manual_release = True
     replay = journal.replay if journal is not None else None
     # A pod the journal mentions is decided by its last journal event, not by the scenario.
     journalled = set(replay.binds) | set(replay.released) if replay is not None else set()
-    for i, n in enumerate(data.get("nodes") or []):
+    for i, n in enumerate(nodes):
         if not isinstance(n, dict):
-            raise ConvertError(f"scenario nodes[{i}]: expected a map")
+            raise ConvertError(f"{where}: nodes[{i}]: expected a mapping")
         try:
             state.add_node(convert.node_spec(n) if "metadata" in n else n)
         except (ValueError, KeyError) as e:
-            raise ConvertError(f"scenario nodes[{i}] ({n.get('name', '?')}): {_msg(e)}") from None
+            raise ConvertError(f"{where}: nodes[{i}] ({n.get('name', '?')}): {_msg(e)}") from None
     bound = []
-    for i, entry in enumerate(data.get("pods") or []):
+    seen: set[str] = set()
+    for i, entry in enumerate(pods):
         if not isinstance(entry, dict):
-            raise ConvertError(f"scenario pods[{i}]: expected a map")
-        p = _scenario_pod(entry, i)
+            raise ConvertError(f"{where}: pods[{i}]: expected a mapping")
+        p = _scenario_pod(entry, f"{where}: pods[{i}]")
+        if p.name in seen:
+            raise ConvertError(f"{where}: pods[{i}] ({p.name}): duplicate pod name")
+        seen.add(p.name)
         if not p.node_name:
             pending[p.name] = p
         elif p.name in journalled:
@@ -535,11 +551,11 @@ def state_from_scenario(data: dict[str, Any], journal: Optional[Journal] = None,
                     state._hold(dataclasses.replace(p, annotations=a.annotations(
                         gpushare=state.want_gpushare(p))))
             except (ValueError, KeyError) as e:
-                raise ConvertError(f"scenario pods[{i}] ({p.name}): {_msg(e)}") from None
+                raise ConvertError(f"{where}: pods[{i}] ({p.name}): {_msg(e)}") from None
     report = state.restore_bound(bound)
     if report.skipped or report.refused:
         # The scenario file is input: a bound pod in it that cannot be restored is an error in it.
-        raise ConvertError("scenario: bound pods could not be restored: " + "; ".join(
+        raise ConvertError(f"{where}: bound pods could not be restored: " + "; ".join(
             f"{n}: {why}" for n, why in report.skipped + report.refused))
     state.rebuild.merge(report)
     if journal is not None:
