@@ -11,11 +11,19 @@ import sys
 import gpufleet.commands
 
 
+class OneLineErrors(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on stderr (exit 2), as every other
+    error of the command is; ``--help`` still shows the usage. Subcommand parsers inherit it."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``gpufleet`` parser with every subcommand found in :mod:`gpufleet.commands`. A command
     whose module cannot be imported because the native extension is missing is still listed and
     explains how to build it; any other ImportError propagates."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrors(
         prog="gpufleet",
         description="Scheduling core for deep-learning GPU clusters.",
     )

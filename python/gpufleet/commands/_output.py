@@ -26,6 +26,13 @@ def add_output_options(parser: argparse.ArgumentParser, default: str = "human-re
                         help="same as -o json")
 
 
+def one_line(message: object, limit: int = 400) -> str:
+    """An error message on one line (a native signature listing or a pandas report may span
+    several), cut at ``limit`` characters."""
+    text = " ".join(str(message).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def is_document(fmt: str | None) -> bool:
     """Whether ``fmt`` asks for a JSON or YAML document rather than tables."""
     return fmt in DOCUMENT_FORMATS

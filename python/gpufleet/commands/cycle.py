@@ -9,6 +9,7 @@ import math
 import sys
 
 from gpufleet._core import DeviceGrant, format_bytes
+from gpufleet.commands._bounds import CYCLES_MAX, count
 from gpufleet.commands._output import add_output_options, emit, is_document, table
 from gpufleet.engine import engine_from_scenario, load_config
 from gpufleet.scenario import ScenarioError, read_scenario_file
@@ -20,7 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("scenario", nargs="?", help="YAML or JSON scenario with nodes, queues and jobs")
     p.add_argument("--conf", help="scheduler configuration (YAML/JSON with actions and tiers); "
                                   "default: enqueue, allocate, backfill with the built-in plugins")
-    p.add_argument("--cycles", type=int, default=1, help="cycles to run (default 1)")
+    p.add_argument("--cycles", type=count(1, CYCLES_MAX), default=1,
+                   help=f"cycles to run, 1 to {CYCLES_MAX:,} (default 1)")
     add_output_options(p)
     p.add_argument("--list-plugins", action="store_true",
                    help="list the engine plugins with their parameters and exit")
@@ -55,8 +57,6 @@ def _memory(b: float) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``gpufleet cycle``; returns 0, 1 (invalid scenario) or 2 (usage, bad configuration)."""
-    from pathlib import Path
-
     if args.list_plugins or args.list_actions:
         from gpufleet.commands._output import print_listing
         kinds = ({"plugins": ""} if args.list_plugins else {}) | ({"actions": ""} if args.list_actions else {})
@@ -65,9 +65,6 @@ def run(args: argparse.Namespace) -> int:
     if not args.scenario:
         print("gpufleet cycle: a scenario file is required (or --list-plugins / --list-actions)",
               file=sys.stderr)
-        return 2
-    if args.cycles < 1:
-        print("gpufleet cycle: --cycles must be >= 1", file=sys.stderr)
         return 2
     try:
         config = load_config(args.conf) if args.conf else None

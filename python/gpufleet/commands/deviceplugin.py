@@ -9,6 +9,7 @@ import threading
 from typing import Any
 
 from gpufleet import logs
+from gpufleet.commands._bounds import REPLICAS_MAX, count, seconds
 
 from gpufleet.k8s.keys import RES_NVIDIA_GPU
 
@@ -23,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="extended resource (default %(default)s; e.g. aliyun.com/gpu-mem for shared)")
     p.add_argument("--mode", choices=["whole", "shared"], default="whole")
     share = p.add_mutually_exclusive_group()
-    share.add_argument("--replicas", type=int, help="shared: IDs per GPU")
+    share.add_argument("--replicas", type=count(1, REPLICAS_MAX), help="shared: IDs per GPU")
     share.add_argument("--memory-unit", help="shared: bytes per ID as a quantity (default 1Gi). The "
                        "kubelet reads at most 4 MiB of IDs per ListAndWatch message; a smaller unit "
                        "(or more --replicas) than fits is refused at start, naming what fits")
@@ -38,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--mps-pipe-dir", default=None,
                    help="shared: mount this host MPS pipe directory into containers that get MPS "
                         "limits (e.g. /tmp/nvidia-mps; the MPS daemon must run on the node)")
-    p.add_argument("--health-interval", type=float, default=10.0,
+    p.add_argument("--health-interval", type=seconds(), default=10.0,
                    help="seconds between NVML health probes (0: off)")
     p.add_argument("--mig-strategy", choices=["none", "mixed", "single"], default="mixed",
                    help="GPUs in MIG mode: mixed serves nvidia.com/mig-<profile> per profile (and "
@@ -77,12 +78,11 @@ def handler(args: argparse.Namespace) -> int:
     try:
         if args.devices:
             inv = load_devices_file(args.devices)
+        elif args.replay:
+            from gpufleet.commands.node import read_replay
+            nvml, inv = read_replay(args.replay)
         else:
-            if args.replay:
-                from gpufleet.node.nvml_replay import ReplayNvml
-                nvml = ReplayNvml.from_json(args.replay)
-            else:
-                nvml = load_nvml()
+            nvml = load_nvml()
             inv = read_inventory(nvml)
         from gpufleet.k8s.deviceplugin.pods import KubernetesPodSource
         from gpufleet.k8s.deviceplugin.server import DevicePluginServer, serve

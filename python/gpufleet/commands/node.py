@@ -7,9 +7,12 @@ table. ``profile`` prints a few lines by default; ``-o json|yaml`` print its res
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import traceback
 from typing import Any
 
+from gpufleet.commands._bounds import DEVICE_MAX, STEPS_MAX, count
 from gpufleet.commands._output import add_output_options, emit, is_document, render, table
 
 
@@ -42,9 +45,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     prof = sub.add_parser("profile", help="time a script's step() and report peak GPU memory")
     prof.add_argument("script", help="Python file defining step() (and optionally setup())")
-    prof.add_argument("--steps", type=int, default=20, help="timed steps (default %(default)s)")
-    prof.add_argument("--warmup", type=int, default=3, help="untimed steps (default %(default)s)")
-    prof.add_argument("--device", type=int, default=None, help="GPU index for memory readings")
+    prof.add_argument("--steps", type=count(1, STEPS_MAX), default=20,
+                      help=f"timed steps, 1 to {STEPS_MAX:,} (default %(default)s)")
+    prof.add_argument("--warmup", type=count(0, STEPS_MAX), default=3,
+                      help=f"untimed steps, 0 to {STEPS_MAX:,} (default %(default)s)")
+    prof.add_argument("--device", type=count(0, DEVICE_MAX), default=None,
+                      help="GPU index for memory readings")
     add_output_options(prof, default="iterations/s, peak memory, GPU model and steps, one per line "
                                       "(wide: also the time per step and the warm-up)")
     prof.set_defaults(func=profile_cmd)
@@ -79,17 +85,30 @@ def _inventory_table(doc: dict[str, Any]) -> str:
     return text
 
 
-def inventory_cmd(args: argparse.Namespace) -> int:
-    """``gpufleet node inventory``: 0, or 2 when NVML is unavailable (no driver, no GPU)."""
-    from gpufleet.node.inventory import NvmlUnavailable, read_inventory
-    nvml = None
-    if args.replay:
-        from gpufleet.node.nvml_replay import ReplayNvml
-        nvml = ReplayNvml.from_json(args.replay)
+def read_replay(path: str) -> tuple[Any, Any]:
+    """``--replay PATH``: the recorded NVML answers and the inventory read from them. ValueError,
+    one line naming the file, for a recording that is unreadable or whose answers are malformed
+    (a recording is data: what the inventory fails on is in the file)."""
+    from gpufleet.node.inventory import read_inventory
+    from gpufleet.node.nvml_replay import ReplayNvml
+    nvml = ReplayNvml.from_json(path)
     try:
-        inv = read_inventory(nvml)
+        return nvml, read_inventory(nvml)
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
+        raise ValueError(f"{path}: recorded NVML answers unusable: {type(e).__name__}: {e}") from None
+
+
+def inventory_cmd(args: argparse.Namespace) -> int:
+    """``gpufleet node inventory``: 0, or 2 when NVML is unavailable (no driver, no GPU) or the
+    ``--replay`` file is unusable."""
+    from gpufleet.node.inventory import NvmlUnavailable, read_inventory
+    try:
+        inv = read_replay(args.replay)[1] if args.replay else read_inventory()
     except NvmlUnavailable as e:
         print(f"gpufleet node inventory: no GPU inventory: {e}", file=sys.stderr)
+        return 2
+    except ValueError as e:
+        print(f"gpufleet node inventory: {e}", file=sys.stderr)
         return 2
     if args.output == "wide":
         print(_inventory_table(inv.to_dict()))
@@ -148,21 +167,24 @@ def profile_cmd(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
     from gpufleet.node.profiler import profile
+    if not os.path.isfile(args.script):   # runpy would take a folder for a package to run
+        print(f"gpufleet node profile: cannot load {args.script}: not a file", file=sys.stderr)
+        return 2
     try:
         ns = runpy.run_path(args.script, run_name="__gpufleet_profile__")
+        step = ns.get("step")
+        if not callable(step):
+            print(f"gpufleet node profile: {args.script} defines no step() function", file=sys.stderr)
+            return 2
+        if callable(ns.get("setup")):
+            ns["setup"]()
+        res = profile(step, warmup=args.warmup, iters=args.steps, device=args.device)
     except (OSError, SyntaxError) as e:
         print(f"gpufleet node profile: cannot load {args.script}: {e}", file=sys.stderr)
         return 2
-    step = ns.get("step")
-    if not callable(step):
-        print(f"gpufleet node profile: {args.script} defines no step() function", file=sys.stderr)
-        return 2
-    if callable(ns.get("setup")):
-        ns["setup"]()
-    try:
-        res = profile(step, warmup=args.warmup, iters=args.steps, device=args.device)
-    except ValueError as e:
-        print(f"gpufleet node profile: {e}", file=sys.stderr)
+    except Exception as e:  # noqa: BLE001 - the script's own error, reported where it happened
+        print(f"gpufleet node profile: {args.script}{_script_line(e, args.script)}: "
+              f"{type(e).__name__}: {e}", file=sys.stderr)
         return 2
     if is_document(args.output):
         emit(asdict(res), args.output)
@@ -175,3 +197,10 @@ def profile_cmd(args: argparse.Namespace) -> int:
         per_step = 1000 * res.seconds / res.iterations if res.iterations else float("nan")
         print(f"time/step:    {per_step:.3f} ms\nwarm-up:      {args.warmup} steps (not timed)")
     return 0
+
+
+def _script_line(e: BaseException, script: str) -> str:
+    """``, line N`` of the last frame of ``script`` in the error's traceback, if any."""
+    frames = [f for f in traceback.extract_tb(e.__traceback__)
+              if os.path.abspath(f.filename) == os.path.abspath(script)]
+    return f", line {frames[-1].lineno}" if frames else ""

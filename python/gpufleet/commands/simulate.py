@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gpufleet.commands._output import add_output_options, emit, is_document, number, table
+from gpufleet.commands._bounds import JOBS_MAX, SEED_MAX, count, seconds
+from gpufleet.commands._output import add_output_options, emit, is_document, number, one_line, table
 
 JOB_FORMATS = ("tiresias", "gavel", "philly", "synthetic")
 FORMATS = ("openb",) + JOB_FORMATS
@@ -25,16 +26,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cluster", help="GPUs: 'N', 'v100:4,k80:4', a Tiresias cluster CSV or a Gavel "
                                      "cluster-spec JSON (job formats)")
     p.add_argument("--policy", help="policy name or spec, e.g. 'dlas-gpu(queue_limits=[3250,7200])'")
-    p.add_argument("--seed", type=int, default=0, help="seed (openb arrival order, synthetic traces, ties)")
+    p.add_argument("--seed", type=count(0, SEED_MAX), default=0,
+                   help="seed (openb arrival order, synthetic traces, ties), 0 to 2^63-1")
     add_output_options(p, default="the summary as a METRIC/VALUE table (wide: also per job, or per "
                                   "10%% of arrived workload for openb)")
     p.add_argument("--list-policies", action="store_true",
                    help="list the job-time policies and the openb replay's strategies, with their "
                         "parameters, and exit")
     p.add_argument("--throughputs", help="Gavel throughput JSON (gavel format)")
-    p.add_argument("--num-jobs", type=int, default=500, help="jobs to generate (synthetic, no --trace)")
+    p.add_argument("--num-jobs", type=count(1, JOBS_MAX), default=500,
+                   help=f"jobs to generate (synthetic, no --trace), 1 to {JOBS_MAX:,}")
     p.add_argument("--tiresias-compat", action="store_true", help="Tiresias-simulator-compatible mode")
-    p.add_argument("--restore-delay", type=float, default=0.0, help="checkpoint/restore delay, s")
+    p.add_argument("--restore-delay", type=seconds(), default=0.0, help="checkpoint/restore delay, s")
     p.add_argument("--jobs-csv", help="also write the per-job results to this CSV")
     p.add_argument("--placement", default="binpack",
                    help="placement strategy giving each start real devices (job-time formats; "
@@ -171,9 +174,13 @@ def run(args: argparse.Namespace) -> int:
                           restore_delay=args.restore_delay, placement=placement)
     except (KeyError, ValueError, OSError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
-        print(f"gpufleet simulate: {msg}", file=sys.stderr)
+        print(f"gpufleet simulate: {one_line(msg)}", file=sys.stderr)
         return 1
     if args.jobs_csv:
-        result.jobs.to_csv(args.jobs_csv, index=False)
+        try:
+            result.jobs.to_csv(args.jobs_csv, index=False)
+        except OSError as e:
+            print(f"gpufleet simulate: --jobs-csv {args.jobs_csv}: cannot write: {e}", file=sys.stderr)
+            return 1
     _print(result.summary, args.output, _job_rows(result.jobs) if args.output == "wide" else None)
     return 0

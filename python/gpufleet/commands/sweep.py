@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import Any
 
-from gpufleet.commands._output import add_output_options, emit, is_document, number, table
+from gpufleet.commands._bounds import EXPERIMENTS_MAX, JOBS_MAX, SEED_MAX, SEEDS_MAX, WORKERS_MAX, count
+from gpufleet.commands._output import add_output_options, emit, is_document, number, one_line, table
 
 # The metric the default table shows per kind; openb ratios are printed in percent.
 HEADLINE = {"openb": "alloc_ratio_at_100", "sim": "avg_jct"}
@@ -27,8 +29,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="job-time policy specs (job traces) or placement strategies (openb), e.g. "
                         "'dlas-gpu(queue_limits=[3250,7200])' or fgd")
     seeds = p.add_mutually_exclusive_group()
-    seeds.add_argument("--seeds", type=int, default=None, metavar="N", help="seeds 0..N-1 (default 3)")
-    seeds.add_argument("--seed", type=int, nargs="+", metavar="SEED", help="these seeds")
+    seeds.add_argument("--seeds", type=count(1, SEEDS_MAX), default=None, metavar="N",
+                       help=f"seeds 0..N-1, N from 1 to {SEEDS_MAX:,} (default 3)")
+    seeds.add_argument("--seed", type=count(0, SEED_MAX), nargs="+", metavar="SEED",
+                       help="these seeds (0 to 2^63-1)")
     p.add_argument("--option", action="append", default=[], metavar="KEY=V1,V2",
                    help="an option of simulate/replay_openb and its alternatives, comma-separated, each "
                         "read as JSON when it parses (--option restore_delay=0,30); repeatable")
@@ -38,11 +42,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cluster", help="GPUs for job traces: 'N', 'v100:4,k80:4', a Tiresias cluster CSV "
                                      "or a Gavel cluster-spec JSON")
     p.add_argument("--throughputs", help="Gavel throughput JSON (gavel traces)")
-    p.add_argument("--num-jobs", type=int, default=500, help="jobs per generated synthetic trace")
+    p.add_argument("--num-jobs", type=count(1, JOBS_MAX), default=500,
+                   help=f"jobs per generated synthetic trace, 1 to {JOBS_MAX:,}")
     p.add_argument("--results", metavar="DIR",
                    help="keep one result file per experiment here; a rerun skips what is recorded")
-    p.add_argument("--workers", type=int, default=None,
-                   help="local worker processes (default: the CPU count); with --ray, Ray's CPUs "
+    p.add_argument("--workers", type=count(1, WORKERS_MAX), default=None,
+                   help=f"local worker processes, 1 to {WORKERS_MAX:,} (default: the CPU count); with --ray, Ray's CPUs "
                         "when it starts a local instance")
     p.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
                    help="run on Ray: the cluster at ADDRESS ('auto', 'ray://host:10001'), or a local "
@@ -121,14 +126,20 @@ def run(args: argparse.Namespace) -> int:
     or 2 (usage)."""
     from gpufleet.sweep import summarize, sweep
     seeds = args.seed if args.seed is not None else range(3 if args.seeds is None else args.seeds)
-    if args.seeds is not None and args.seeds < 1:
-        print("gpufleet sweep: --seeds must be at least 1", file=sys.stderr)
-        return 2
-    if args.workers is not None and args.workers < 1:
-        print("gpufleet sweep: --workers must be at least 1", file=sys.stderr)
-        return 2
+    try:
+        published = _published(args.published)
+    except (KeyError, ValueError, OSError, TypeError, AttributeError) as e:
+        # pandas reads any CSV; a file of another layout fails in the arithmetic, not the parse.
+        print(f"gpufleet sweep: --published {args.published}: not the FGD study's results: "
+              f"{one_line(e)}", file=sys.stderr)
+        return 1
     try:
         options = parse_options(args.option)
+        grid = len(args.trace) * len(args.policy) * len(seeds) * math.prod(len(v) for v in options.values())
+        if grid > EXPERIMENTS_MAX:
+            print(f"gpufleet sweep: {grid:,} experiments (traces x policies x seeds x option values) "
+                  f"is more than the {EXPERIMENTS_MAX:,} one sweep may run", file=sys.stderr)
+            return 2
         df = sweep(args.trace, args.policy, seeds, options, format=args.format, cluster=args.cluster,
                    nodes=args.nodes, throughputs=args.throughputs, num_jobs=args.num_jobs,
                    results_dir=args.results, workers=args.workers,
@@ -137,20 +148,16 @@ def run(args: argparse.Namespace) -> int:
                    progress=not args.no_progress)
         metrics = args.metric or [m for m in HEADLINE.values() if m in set(df["metric"])]
         summary = summarize(df, None if args.output in ("wide", "json", "yaml") else metrics)
-        published = _published(args.published)
     except (KeyError, ValueError, OSError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
-        print(f"gpufleet sweep: {msg}", file=sys.stderr)
+        print(f"gpufleet sweep: {one_line(msg)}", file=sys.stderr)
         return 1
     option_names = [c for c in df.columns if c not in ("kind", "trace", "policy", "seed", "metric", "value")]
-    if args.csv:
-        df.to_csv(args.csv, index=False)
-    if args.plot:
-        from gpufleet.plots import sweep_errorbars
-        import matplotlib.pyplot as plt
-        ax = sweep_errorbars(df, metrics[0], published=published if metrics[0] == "alloc_ratio_at_100" else None)
-        ax.figure.savefig(args.plot, dpi=120, bbox_inches="tight")
-        plt.close(ax.figure)
+    try:
+        _write_files(args, df, metrics, published)
+    except OSError as e:
+        print(f"gpufleet sweep: cannot write: {e}", file=sys.stderr)
+        return 1
     rows = _summary_rows(summary, published, option_names)
     attrs = df.attrs
     print(f"gpufleet sweep: {attrs['experiments']} experiments: {attrs['ran']} run, {attrs['reused']} "
@@ -172,6 +179,20 @@ def run(args: argparse.Namespace) -> int:
         out.append(cells)
     print(table(out, header, right=["MEAN", "STD", "RUNS", "PUBLISHED", "DIFF"]))
     return 0
+
+
+def _write_files(args: argparse.Namespace, df, metrics: list[str], published) -> None:
+    """``--csv`` and ``--plot``; OSError (a missing folder, a folder for a file) names the path."""
+    if args.csv:
+        df.to_csv(args.csv, index=False)
+    if args.plot:
+        from gpufleet.plots import sweep_errorbars
+        import matplotlib.pyplot as plt
+        ax = sweep_errorbars(df, metrics[0], published=published if metrics[0] == "alloc_ratio_at_100" else None)
+        try:
+            ax.figure.savefig(args.plot, dpi=120, bbox_inches="tight")
+        finally:
+            plt.close(ax.figure)
 
 
 def _opt(v: Any) -> str:

@@ -1,0 +1,61 @@
+"""Bounded numeric options: argparse types that refuse zero, negative or absurd counts on one line
+(``gpufleet cycle: error: argument --cycles: 0 is out of range: 1 to 10,000``), before a command
+starts work it could never finish. The limits are documented in docs/cli.md ("Input limits")."""
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Callable
+
+SEED_MAX = 2**63 - 1          # the core's seeds are signed 64-bit
+CYCLES_MAX = 10_000           # a scheduling cycle of a large cluster takes up to a second
+JOBS_MAX = 1_000_000          # generated synthetic jobs: about a million-job trace
+SEEDS_MAX = 1_000             # seeds of a sweep: each one is a full run per grid point
+WORKERS_MAX = 1_024
+EXPERIMENTS_MAX = 100_000     # one sweep's grid: traces x policies x seeds x option values
+STEPS_MAX = 1_000_000         # profiler steps (timed or warm-up)
+DEVICE_MAX = 1_023            # a GPU index: below the 1,024 devices a node may have
+REPLICAS_MAX = 1_000_000      # IDs per GPU: the start-up check then names what the kubelet takes
+SECONDS_MAX = 10**9           # about 31 years: any longer delay or interval is a typo
+
+
+def count(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: a whole number from ``low`` to ``high``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number from {low:,} to {high:,}, "
+                                             f"got {_shown(text)}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{_brief(text)} is out of range: {low:,} to {high:,}")
+        return value
+    return parse
+
+
+def seconds(low: float = 0.0, high: float = SECONDS_MAX) -> Callable[[str], float]:
+    """An argparse type: a finite number of seconds from ``low`` to ``high``."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected seconds from {_number(low)} to "
+                                             f"{_number(high)}, got {_shown(text)}") from None
+        if not math.isfinite(value) or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{_brief(text)} is out of range: {_number(low)} to "
+                                             f"{_number(high)} seconds")
+        return value
+    return parse
+
+
+def _number(x: float) -> str:
+    return f"{x:,.0f}" if x == int(x) else f"{x:g}"
+
+
+def _brief(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= 24 else text[:21] + "..."
+
+
+def _shown(text: str) -> str:
+    return repr(_brief(text))
