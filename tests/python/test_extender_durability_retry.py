@@ -68,6 +68,8 @@ def test_a_hold_never_answered_is_confirmed_by_a_retry_or_released_after_the_tim
     nodes = {"nodes": [node("n1", gpus=1)]}
     path = tmp_path / "s.journal"
     _unanswered_bind(path, nodes)
+    st, _ = start(path, nodes)     # a restart before the timeout: still unanswered after it
+    st.journal.close()
     st, client = start(path, nodes, hold_timeout_s=0.3)
     assert set(holdings(st)) == {"default/a"}
     assert client.get("/state").json()["journal"]["unanswered"] == 1
