@@ -3,7 +3,10 @@
 // that holds an object's lock may need the GIL (an engine plugin written in Python runs under the
 // engine's lock), so waiting for the lock with the GIL held could wait forever. These helpers drop
 // the GIL, take the lock, run `f` (plain C++: it builds no Python object), release the lock and
-// take the GIL back; Python values are made from f's result afterwards.
+// take the GIL back; Python values are made from f's result afterwards. `f` must use no Python
+// object of the caller's: the arguments are read into C++ values before these helpers are called.
+// Taking the lock may raise std::system_error (a RuntimeError in Python) where waiting would close
+// a ring of objects waiting for each other (see ObjectLock).
 #ifndef GPUFLEET_BINDINGS_LOCKING_H_
 #define GPUFLEET_BINDINGS_LOCKING_H_
 

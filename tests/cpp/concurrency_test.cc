@@ -4,10 +4,12 @@
 // ThreadSanitizer, which also reports any access the locks fail to order.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <latch>
 #include <map>
 #include <memory>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -106,6 +108,83 @@ TEST(ObjectLockTest, KnowsItsWriterAndLetsReadersShare) {
   }).join();
   EXPECT_TRUE(second_reader);
   EXPECT_FALSE(writer);
+}
+
+// Threads t = 0 .. n-1 each hold lock t alone, then ask for lock t+1 (mod n) shared or exclusive:
+// a ring. Exactly one of them (the last to ask) must be refused with an error naming the locks
+// of the ring, and the others must then get what they asked for.
+void RingOfWaits(int n, bool shared) {
+  std::vector<std::unique_ptr<ObjectLock>> locks;
+  for (int t = 0; t < n; ++t) locks.push_back(std::make_unique<ObjectLock>("engine"));
+  std::latch all_hold(n);
+  std::atomic<int> refused{0}, got{0};
+  std::vector<std::string> messages(n);
+  RunThreads(n, [&](int t) {
+    std::unique_lock<ObjectLock> mine(*locks[t]);
+    all_hold.arrive_and_wait();
+    ObjectLock& next = *locks[(t + 1) % n];
+    try {
+      if (shared) {
+        std::shared_lock<ObjectLock> theirs(next);
+      } else {
+        std::unique_lock<ObjectLock> theirs(next);
+      }
+      ++got;
+    } catch (const std::system_error& e) {
+      EXPECT_EQ(e.code(), std::errc::resource_deadlock_would_occur);
+      messages[t] = e.what();
+      ++refused;
+    }
+  });
+  EXPECT_EQ(refused.load(), 1);
+  EXPECT_EQ(got.load(), n - 1);
+  for (int t = 0; t < n; ++t) {
+    if (messages[t].empty()) continue;
+    for (const auto& lock : locks) EXPECT_NE(messages[t].find(lock->name()), std::string::npos) << messages[t];
+    EXPECT_NE(messages[t].find("held by this thread"), std::string::npos) << messages[t];
+  }
+}
+
+TEST(ObjectLockTest, RefusesToCloseARingOfWaitsInsteadOfDeadlocking) {
+  for (int round = 0; round < 20; ++round) {
+    RingOfWaits(2, /*shared=*/false);
+    RingOfWaits(2, /*shared=*/true);
+    RingOfWaits(3, /*shared=*/round % 2 == 0);
+  }
+}
+
+TEST(ObjectLockTest, RefusesToWaitForItselfAndNamesItsKind) {
+  ObjectLock lock("cluster");
+  EXPECT_EQ(lock.name().rfind("cluster #", 0), 0u) << lock.name();
+  std::unique_lock<ObjectLock> w(lock);
+  EXPECT_THROW(lock.lock_shared(), std::system_error);
+  EXPECT_THROW(lock.lock(), std::system_error);
+  EXPECT_TRUE(lock.HeldByThisThread());
+}
+
+TEST(ObjectLockTest, AChainThatEndsElsewhereJustWaits) {
+  // t0 holds a and waits for b; t1 holds b, waits for c held by t2, which lets go: no ring, so
+  // nobody is refused and everybody gets through.
+  ObjectLock a, b, c;
+  std::latch holding(3);
+  std::atomic<int> refused{0};
+  RunThreads(3, [&](int t) {
+    ObjectLock& own = t == 0 ? a : t == 1 ? b : c;
+    std::unique_lock<ObjectLock> mine(own);
+    holding.arrive_and_wait();
+    try {
+      if (t == 0) {
+        std::unique_lock<ObjectLock> wait(b);
+      } else if (t == 1) {
+        std::shared_lock<ObjectLock> wait(c);
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    } catch (const std::system_error&) {
+      ++refused;
+    }
+  });
+  EXPECT_EQ(refused.load(), 0);
 }
 
 // --- StrategyCache ---------------------------------------------------------------------------

@@ -121,7 +121,7 @@ class GuardedScheduler {
   GuardedCluster& cluster() { return cluster_; }
 
  private:
-  mutable ObjectLock lock_;
+  mutable ObjectLock lock_{"engine"};
   StrategyCache strategies_;
   Scheduler scheduler_;
   GuardedCluster cluster_;  // declared after what it borrows

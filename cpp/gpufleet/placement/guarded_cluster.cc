@@ -1,7 +1,5 @@
 #include "gpufleet/placement/guarded_cluster.h"
 
-#include <functional>
-
 #include "absl/strings/str_format.h"
 #include "gpufleet/core/status_macros.h"
 
@@ -54,11 +52,8 @@ GuardedCluster GuardedCluster::Copy() const {
 
 bool GuardedCluster::Equals(const GuardedCluster& other) const {
   if (lock_ == other.lock_) return Read([&](const ClusterState& s) { return s == *other.state_; });
-  // Lock in address order so two threads comparing the same pair both ways cannot deadlock.
-  const bool mine_first = std::less<const ObjectLock*>()(lock_, other.lock_);
-  std::shared_lock<ObjectLock> first(mine_first ? *lock_ : *other.lock_);
-  std::shared_lock<ObjectLock> second(mine_first ? *other.lock_ : *lock_);
-  return *state_ == *other.state_;
+  const ClusterState theirs = other.Read([](const ClusterState& s) { return ClusterState(s); });
+  return Read([&](const ClusterState& s) { return s == theirs; });
 }
 
 absl::StatusOr<std::vector<int>> NodeIndices(const ClusterState& state,

@@ -78,7 +78,8 @@ class GuardedCluster {
   // A deep copy of the state as it was at one instant; the copy has its own lock and starts with
   // no strategies (fresh memos, generators from their seeds).
   GuardedCluster Copy() const;
-  // Equal states; takes both locks in a fixed order, so a == b and b == a never deadlock.
+  // Equal states: copies `other`'s state under its lock, then compares under this one's. It never
+  // holds two locks at once, so it can take no part in a lock-order cycle (see ObjectLock).
   bool Equals(const GuardedCluster& other) const;
 
  private:
@@ -87,7 +88,7 @@ class GuardedCluster {
 
   struct Owned {
     ClusterState state;
-    ObjectLock lock;
+    ObjectLock lock{"cluster"};
     StrategyCache strategies;
   };
   std::unique_ptr<Owned> owned_;  // null for a borrowed view
