@@ -10,6 +10,7 @@
 #include "gpufleet/placement/placer.h"
 #include "py_cluster_types.h"
 #include "py_json.h"
+#include "status_cast.h"
 
 namespace py = pybind11;
 
@@ -79,10 +80,12 @@ void InitAllocation(py::module_& m) {
                              "When it was reserved, in nanoseconds since the Unix epoch (gpushare's ASSUME_TIME).")
       .def("annotations",
            [](const PyAllocation& a, bool gpushare, int64_t unit_bytes) {
+             Check(CheckUnitBytes(unit_bytes));
              return AllocationAnnotations(a.allocation, a.node, gpushare, unit_bytes);
            },
            py::arg("gpushare") = false, py::arg("unit_bytes") = int64_t{1} << 20,
-           "Pod annotations recording this allocation (Koordinator's, and gpushare's if asked).")
+           "Pod annotations recording this allocation (Koordinator's, and gpushare's if asked, "
+           "with memory in units of `unit_bytes`; ValueError unless it is positive).")
       .def("device_allocated",
            [](const PyAllocation& a) { return JsonToPy(Json::parse(DeviceAllocatedJson(a.allocation, a.node))); },
            "The Koordinator device-allocated annotation as a dict.")

@@ -254,12 +254,16 @@ std::shared_ptr<SimRun> Simulate(const py::object& cluster, Arr<int64_t> job_id,
   auto sub = submit_time.unchecked<1>();
   auto gpus = num_gpu.unchecked<1>();
   auto dur = duration.unchecked<1>();
+  if (seed < 0) throw py::value_error("simulate: seed must be >= 0, got " + std::to_string(seed));
   for (size_t i = 0; i < n; ++i) {
     jobs[i].id = id(i);
     jobs[i].submit_time = sub(i);
-    if (gpus(i) < 1 || gpus(i) > (1 << 30))
-      throw py::value_error("simulate: job " + std::to_string(id(i)) + ": num_gpu must be >= 1");
-    jobs[i].num_gpu = static_cast<int>(gpus(i));
+    // Read once: the array's memory is the caller's, and the value checked must be the one used.
+    const int64_t num_gpu = gpus(i);
+    if (num_gpu < 1 || num_gpu > (1 << 30))
+      throw py::value_error("simulate: job " + std::to_string(jobs[i].id) + ": num_gpu must be from 1 to 2^30, got " +
+                            std::to_string(num_gpu));
+    jobs[i].num_gpu = static_cast<int>(num_gpu);
     jobs[i].duration = dur(i);
   }
   if (!speed.is_none()) {
@@ -290,9 +294,11 @@ std::shared_ptr<SimRun> Simulate(const py::object& cluster, Arr<int64_t> job_id,
   o.placement = placement;
   o.seed = static_cast<uint64_t>(seed);
   if (!progress.is_none()) {
-    o.progress = [progress](int64_t finished) {
+    // A borrowed handle (the argument keeps the callable alive for the call): the simulator may
+    // copy and destroy this std::function without the GIL, which must not touch reference counts.
+    o.progress = [fn = py::handle(progress)](int64_t finished) {
       py::gil_scoped_acquire gil;
-      progress(finished);
+      fn(finished);
     };
   }
   absl::StatusOr<sim::SimResult> r;

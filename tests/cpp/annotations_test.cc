@@ -4,6 +4,8 @@
 // accounting from bound pods' annotations.
 #include "gpufleet/io/annotations.h"
 
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 
@@ -88,6 +90,23 @@ TEST(AnnotationsTest, RendersGpushareKeys) {
 
   Allocation cpu_only = MakeAllocation(R"({"pod":"c","node":"g","cpu":"1"})");
   EXPECT_EQ(AllocationAnnotations(cpu_only, node, true).size(), 1u);
+}
+
+TEST(AnnotationsTest, MemoryUnitMustBePositive) {
+  Node node = MakeNode(kGpushareNode);
+  Allocation a = MakeAllocation(R"({"pod":"p","node":"g","devices":[{"minor":1,"memory":"8138Mi"}]})");
+  Pod pod = MakePod(R"({"name":"p","requests":{"aliyun.com/gpu-mem":"8138"}})");
+  const Annotations recorded = {{kGpushareIdx, "1"}, {kGpusharePod, "8138"}};
+  for (int64_t unit : {int64_t{0}, int64_t{-1}, std::numeric_limits<int64_t>::min()}) {
+    EXPECT_TRUE(IsError(CheckUnitBytes(unit), absl::StatusCode::kInvalidArgument, {"unit_bytes"}));
+    // No division by it, no negative counts: only Koordinator's key is written.
+    Annotations out = AllocationAnnotations(a, node, /*gpushare=*/true, unit);
+    EXPECT_EQ(out.size(), 1u);
+    EXPECT_EQ(out.count(kDeviceAllocatedAnnotation), 1u);
+    EXPECT_TRUE(IsError(GrantsFromAnnotations(recorded, node, pod, unit),
+                        absl::StatusCode::kInvalidArgument, {"unit_bytes must be a positive"}));
+  }
+  EXPECT_TRUE(CheckUnitBytes(1).ok());
 }
 
 TEST(AnnotationsTest, GrantsParseBackFromKoordinatorAnnotation) {

@@ -2,6 +2,7 @@
 // on small hand-made nodes, the fragmentation measure on a worked example, and the replay's
 // determinism, invariants and input errors.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <memory>
@@ -548,8 +549,13 @@ TEST(OpenbReplay, BadInputIsAnErrorNamingTheRow) {
   o.policy = "no-such-policy";
   EXPECT_EQ(ReplayOpenb(SmallNodes(), SmallPods(), o).status().code(), absl::StatusCode::kNotFound);
   o.policy = "fgd";
-  o.stop_at = 0;
-  EXPECT_FALSE(ReplayOpenb(SmallNodes(), SmallPods(), o).ok());
+  for (double stop_at : {0.0, -1.0, std::nan(""), std::numeric_limits<double>::infinity(), 1e9}) {
+    o.stop_at = stop_at;
+    absl::StatusOr<OpenbReplayResult> refused = ReplayOpenb(SmallNodes(), SmallPods(), o);
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << stop_at;
+    EXPECT_NE(refused.status().message().find("stop_at must be > 0 and at most 100"), std::string::npos)
+        << refused.status();
+  }
   o.stop_at = 1.3;
   EXPECT_FALSE(ReplayOpenb({{"cpu-only", 8000, 1024, 0, ""}}, SmallPods(), o).ok());
 }

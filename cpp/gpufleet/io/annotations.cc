@@ -90,11 +90,17 @@ std::string DeviceAllocatedJson(const Allocation& a, const Node& node) {
   return out.dump();
 }
 
+absl::Status CheckUnitBytes(int64_t unit_bytes) {
+  if (unit_bytes > 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrFormat("unit_bytes must be a positive number of bytes, got %d", unit_bytes));
+}
+
 std::map<std::string, std::string> AllocationAnnotations(const Allocation& a, const Node& node,
                                                          bool gpushare, int64_t unit_bytes) {
   std::map<std::string, std::string> out;
   out[kDeviceAllocatedAnnotation] = DeviceAllocatedJson(a, node);
-  if (!gpushare) return out;
+  if (!gpushare || !CheckUnitBytes(unit_bytes).ok()) return out;
   std::vector<std::string> minors;
   int64_t memory = 0, device_memory = 0;
   for (const DeviceGrant& g : a.devices) {
@@ -115,6 +121,7 @@ std::map<std::string, std::string> AllocationAnnotations(const Allocation& a, co
 absl::StatusOr<std::vector<DeviceGrant>> GrantsFromAnnotations(
     const std::map<std::string, std::string>& annotations, const Node& node, const Pod& pod,
     int64_t unit_bytes) {
+  RETURN_IF_ERROR(CheckUnitBytes(unit_bytes));
   std::vector<DeviceGrant> grants;
   auto bad = [&](const std::string& key, const std::string& why) {
     return absl::InvalidArgumentError(

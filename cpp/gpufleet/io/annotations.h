@@ -26,13 +26,19 @@ inline constexpr char kGpushareAssumeTime[] = "ALIYUN_COM_GPU_MEM_ASSUME_TIME";
 // JSON: device type -> [{"minor", "resources": {name: quantity string}}].
 std::string DeviceAllocatedJson(const Allocation& allocation, const Node& node);
 
-// The Koordinator annotation, plus gpushare's keys when `gpushare` (memory in `unit_bytes`).
+// gpushare counts memory in units of `unit_bytes`, which must be positive: InvalidArgument naming
+// unit_bytes otherwise.
+absl::Status CheckUnitBytes(int64_t unit_bytes);
+
+// The Koordinator annotation, plus gpushare's keys when `gpushare` (memory in `unit_bytes`). With
+// a unit that CheckUnitBytes refuses there is no gpushare memory to write: only Koordinator's key.
 std::map<std::string, std::string> AllocationAnnotations(const Allocation& allocation,
                                                          const Node& node, bool gpushare,
                                                          int64_t unit_bytes = int64_t{1} << 20);
 
 // Device grants recorded in a bound pod's annotations (Koordinator's key wins over gpushare's).
-// A pod with device requests and no allocation annotation is an error naming the pod.
+// A pod with device requests and no allocation annotation is an error naming the pod, and so is a
+// unit_bytes that CheckUnitBytes refuses.
 absl::StatusOr<std::vector<DeviceGrant>> GrantsFromAnnotations(
     const std::map<std::string, std::string>& annotations, const Node& node, const Pod& pod,
     int64_t unit_bytes = int64_t{1} << 20);

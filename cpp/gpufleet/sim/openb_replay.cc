@@ -141,8 +141,12 @@ absl::StatusOr<Pod> OpenbPodToPod(const OpenbPod& row) {
 absl::StatusOr<OpenbReplayResult> ReplayOpenb(const std::vector<OpenbNode>& nodes,
                                               const std::vector<OpenbPod>& pods,
                                               const OpenbReplayOptions& o) {
-  if (!(o.stop_at > 0.0) || !std::isfinite(o.stop_at))
-    return absl::InvalidArgumentError(absl::StrFormat("replay: stop_at must be > 0, got %g", o.stop_at));
+  // Bounded: arrivals are kept per row, and a huge stop_at would draw without end.
+  constexpr double kMaxStopAt = 100;
+  if (!(o.stop_at > 0.0 && o.stop_at <= kMaxStopAt))
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "replay: stop_at must be > 0 and at most %g (times the cluster's GPUs), got %g", kMaxStopAt,
+        o.stop_at));
   if (!(o.coverage > 0.0 && o.coverage <= 1.0))
     return absl::InvalidArgumentError(
         absl::StrFormat("replay: coverage must be in (0, 1], got %g", o.coverage));

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 #include <queue>
+#include <utility>
 
 #include "absl/strings/str_format.h"
 #include "gpufleet/core/status_macros.h"
@@ -34,6 +35,8 @@ absl::Status ValidateJob(const JobSpec& s, size_t index, const GpuPool& pool) {
   if (!std::isfinite(s.submit_time) || s.submit_time < 0) return bad("submit_time must be >= 0");
   if (s.num_gpu < 1) return bad("num_gpu must be >= 1");
   if (!std::isfinite(s.duration) || s.duration <= 0) return bad("duration must be > 0");
+  if (!std::isfinite(s.memory_gib) || s.memory_gib < 0)
+    return bad(absl::StrFormat("memory_gib must be finite and >= 0 (0: unknown), got %g", s.memory_gib));
   if (!s.speed.empty() && static_cast<int>(s.speed.size()) != pool.num_models())
     return bad(absl::StrFormat("has %d speeds for %d GPU models", s.speed.size(),
                                pool.num_models()));
@@ -318,10 +321,15 @@ absl::StatusOr<SimResult> Simulate(const GpuPool& pool, std::vector<JobSpec> job
 
 absl::StatusOr<SimResult> Simulate(const GpuPool& pool, std::vector<Job> jobs,
                                    JobTimePolicy& policy, const SimOptions& options) {
-  if (!(options.restore_delay >= 0) || !(options.tick >= 0) ||
-      !(options.scheduling_interval >= 0) || options.progress_every < 1)
-    return absl::InvalidArgumentError(
-        "simulate: restore_delay, tick and scheduling_interval must be >= 0, progress_every >= 1");
+  // Finite too: an infinite delay or interval would leave jobs waiting for a time never reached.
+  for (auto [name, value] : {std::pair{"restore_delay", options.restore_delay},
+                             std::pair{"tick", options.tick},
+                             std::pair{"scheduling_interval", options.scheduling_interval}})
+    if (!(value >= 0) || !std::isfinite(value))
+      return absl::InvalidArgumentError(
+          absl::StrFormat("simulate: %s must be a finite number of seconds >= 0, got %g", name, value));
+  if (options.progress_every < 1)
+    return absl::InvalidArgumentError("simulate: progress_every must be >= 1");
   for (size_t i = 0; i < jobs.size(); ++i) RETURN_IF_ERROR(ValidateJob(jobs[i].spec, i, pool));
   // Only the specs are read: every other field starts from a default record.
   for (Job& j : jobs) j = Job{std::move(j.spec)};
