@@ -48,13 +48,23 @@ auto Asking(const GuardedCluster& c, const PlacementStrategy& st, F&& f) {
   return c.ReadWith(st, std::forward<F>(f));
 }
 
-// Views of a list of node-name strings, valid while the list lives (the GIL is held to read it,
-// not to use the views). No per-name copy: the extender hands thousands of names per request.
-std::vector<absl::string_view> NodeNameViews(const py::list& nodes) {
-  std::vector<absl::string_view> out;
-  out.reserve(nodes.size());
-  for (size_t k = 0; k < nodes.size(); ++k) {
-    PyObject* o = nodes[k].ptr();
+// The node names of one call: a tuple of the caller's list items taken with the GIL held (the
+// tuple holds a reference to each string, so another thread replacing or clearing list items
+// cannot free one), and views of their UTF-8 text, valid while the tuple lives. The views are
+// read without the GIL; Python strings never change, and no per-name copy is made: the extender
+// hands thousands of names per request. Answers name the nodes with the tuple's own objects.
+struct NodeNames {
+  py::tuple items;
+  std::vector<absl::string_view> views;
+};
+
+NodeNames NodeNamesOf(const py::list& nodes) {
+  NodeNames out;
+  out.items = py::reinterpret_steal<py::tuple>(PySequence_Tuple(nodes.ptr()));
+  if (!out.items) throw py::error_already_set();
+  out.views.reserve(out.items.size());
+  for (size_t k = 0; k < out.items.size(); ++k) {
+    PyObject* o = PyTuple_GET_ITEM(out.items.ptr(), static_cast<Py_ssize_t>(k));
     Py_ssize_t n = 0;
     const char* data = PyUnicode_Check(o) ? PyUnicode_AsUTF8AndSize(o, &n) : nullptr;
     if (data == nullptr) {
@@ -62,7 +72,7 @@ std::vector<absl::string_view> NodeNameViews(const py::list& nodes) {
       throw py::type_error("nodes[" + std::to_string(k) + "]: expected a node name (a string), got " +
                            std::string(Py_TYPE(o)->tp_name));
     }
-    out.emplace_back(data, static_cast<size_t>(n));
+    out.views.emplace_back(data, static_cast<size_t>(n));
   }
   return out;
 }
@@ -74,24 +84,38 @@ absl::StatusOr<int> NodeIndex(const ClusterState& s, const std::string& name) {
 }
 
 
-// A NumPy array over a block of int64s; the capsule keeps the block alive. Read-only for a view
-// of the core's live buffer, writable for a private copy.
-py::array_t<int64_t> View(std::shared_ptr<std::vector<int64_t>> block, bool writable) {
-  auto* keep = new std::shared_ptr<std::vector<int64_t>>(std::move(block));
+// The first `size` values of a block of int64s, as read under the cluster's lock: the block may
+// grow in place later (a node added), but what was there at the read stays where it is.
+struct Block {
+  std::shared_ptr<std::vector<int64_t>> owner;
+  const int64_t* data = nullptr;
+  size_t size = 0;
+};
+
+Block BlockOf(std::shared_ptr<std::vector<int64_t>> owner, size_t size) {
+  Block b{std::move(owner), nullptr, size};
+  b.data = b.owner->data();
+  return b;
+}
+
+// A NumPy array over a block; the capsule keeps the block alive. Read-only for a view of the
+// core's live buffer, writable for a private copy.
+py::array_t<int64_t> View(Block block, bool writable) {
+  auto* keep = new std::shared_ptr<std::vector<int64_t>>(std::move(block.owner));
   py::capsule owner(keep, [](void* p) { delete static_cast<std::shared_ptr<std::vector<int64_t>>*>(p); });
-  py::array_t<int64_t> arr({static_cast<py::ssize_t>((*keep)->size())}, {sizeof(int64_t)},
-                           (*keep)->data(), owner);
+  py::array_t<int64_t> arr({static_cast<py::ssize_t>(block.size)}, {sizeof(int64_t)}, block.data, owner);
   if (!writable) py::detail::array_proxy(arr.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
   return arr;
 }
 
-// Everything device_usage returns, read under one shared lock.
+// Everything device_usage returns, read under one shared lock (the live blocks' sizes too, so
+// every array of one answer has the same length however many nodes are added meanwhile).
 struct DeviceUsage {
   std::vector<int32_t> node, minor;
   std::vector<int64_t> core_capacity, memory_capacity;
   std::vector<uint8_t> healthy, is_gpu;
   std::vector<std::string> type, model, node_names;
-  std::shared_ptr<std::vector<int64_t>> core_used, memory_used;
+  Block core_used, memory_used;
 };
 
 DeviceUsage ReadDeviceUsage(const ClusterState& s, bool copy) {
@@ -121,13 +145,13 @@ DeviceUsage ReadDeviceUsage(const ClusterState& s, bool copy) {
       u.model[g] = nd.devices[d].model;
     }
   }
-  if (copy) {
-    u.core_used = std::make_shared<std::vector<int64_t>>(*s.used_core().storage());
-    u.memory_used = std::make_shared<std::vector<int64_t>>(*s.used_memory().storage());
-  } else {
-    u.core_used = s.used_core().storage();
-    u.memory_used = s.used_memory().storage();
-  }
+  auto read = [&](const SharedBuffer& used) {
+    const std::shared_ptr<std::vector<int64_t>>& live = used.storage();
+    if (!copy) return BlockOf(live, n);
+    return BlockOf(std::make_shared<std::vector<int64_t>>(live->begin(), live->begin() + n), n);
+  };
+  u.core_used = read(s.used_core());
+  u.memory_used = read(s.used_memory());
   return u;
 }
 
@@ -262,12 +286,13 @@ void InitCluster(py::module_& m) {
       .def("partition_nodes",
            [](const GuardedCluster& c, py::handle pod, const py::list& nodes) {
              Pod p = PodFrom(pod);
-             std::vector<absl::string_view> names = NodeNameViews(nodes);
-             std::vector<FitResult> fits(names.size());
-             std::vector<int8_t> known(names.size(), 1);
+             const NodeNames names = NodeNamesOf(nodes);
+             const size_t count = names.views.size();
+             std::vector<FitResult> fits(count);
+             std::vector<int8_t> known(count, 1);
              Reading(c, kCluster, [&](const ClusterState& s) {
-               for (size_t k = 0; k < names.size(); ++k) {
-                 int i = s.FindNode(names[k]);
+               for (size_t k = 0; k < count; ++k) {
+                 int i = s.FindNode(names.views[k]);
                  if (i < 0) {
                    known[k] = 0;
                    continue;
@@ -280,8 +305,8 @@ void InitCluster(py::module_& m) {
              // The caller's own name objects go back out: no per-node string is made.
              py::list passed, unknown;
              py::dict failed, unresolvable;
-             for (size_t k = 0; k < names.size(); ++k) {
-               py::handle name = nodes[k];
+             for (size_t k = 0; k < count; ++k) {
+               py::handle name(PyTuple_GET_ITEM(names.items.ptr(), static_cast<Py_ssize_t>(k)));
                if (!known[k]) {
                  unknown.append(name);
                } else if (fits[k].ok()) {
@@ -296,7 +321,8 @@ void InitCluster(py::module_& m) {
            },
            py::arg("pod"), py::arg("nodes"),
            "The extender's filter in one native call: (passed, failed, unresolvable, unknown).\n\n"
-           "`nodes` is a list of node names. `passed` lists the nodes that fit, in the given order; "
+           "`nodes` is a list of node names, read once when the call starts (another thread may "
+           "change the list meanwhile). `passed` lists the nodes that fit, in the given order; "
            "`failed` maps a node that does not fit now to the reason (preemption may help); "
            "`unresolvable` maps a node that can never fit to the reason; `unknown` lists names "
            "this cluster does not have. Raises TypeError naming the first entry that is not a "
@@ -307,12 +333,13 @@ void InitCluster(py::module_& m) {
              if (max_priority < 1)
                throw py::value_error("max_priority must be >= 1, got " + std::to_string(max_priority));
              Pod p = PodFrom(pod);
-             std::vector<absl::string_view> names = NodeNameViews(nodes);
+             const NodeNames names = NodeNamesOf(nodes);
+             const size_t count = names.views.size();
              const PlacementStrategy& st = StrategyOf(c, strategy);
              std::vector<int> scaled = Asking(c, st, [&](const ClusterState& s) {
-               std::vector<int> out(names.size(), 0);
-               for (size_t k = 0; k < names.size(); ++k) {
-                 int i = s.FindNode(names[k]);
+               std::vector<int> out(count, 0);
+               for (size_t k = 0; k < count; ++k) {
+                 int i = s.FindNode(names.views[k]);
                  if (i < 0) continue;  // unknown: the lowest priority
                  // 0..100 to 0..max, rounding half to even as the protocol's reference does.
                  double v = std::nearbyint(ScoreOnNode(s, p, i, st) * max_priority / 100.0);
@@ -320,11 +347,11 @@ void InitCluster(py::module_& m) {
                }
                return out;
              });
-             py::list out(names.size());
+             py::list out(count);
              py::str host("Host"), score("Score");
-             for (size_t k = 0; k < names.size(); ++k) {
+             for (size_t k = 0; k < count; ++k) {
                py::dict d;
-               d[host] = nodes[k];
+               d[host] = py::handle(PyTuple_GET_ITEM(names.items.ptr(), static_cast<Py_ssize_t>(k)));
                d[score] = py::int_(scaled[k]);
                out[k] = std::move(d);
              }
@@ -463,6 +490,7 @@ void InitCluster(py::module_& m) {
       .def("restore_allocation",
            [](GuardedCluster& c, py::handle pod, const std::string& node,
               const std::map<std::string, std::string>& annotations, int64_t unit_bytes) {
+             Check(CheckUnitBytes(unit_bytes));
              Pod p = PodFrom(pod);
              return Unwrap(Writing(c, kCluster, [&](ClusterState& s) -> absl::StatusOr<PyAllocation> {
                ASSIGN_OR_RETURN(Allocation a, RestoreBoundPod(s, p, node, annotations, unit_bytes));
@@ -471,7 +499,8 @@ void InitCluster(py::module_& m) {
            },
            py::arg("pod"), py::arg("node"), py::arg("annotations"),
            py::arg("unit_bytes") = int64_t{1} << 20,
-           "Rebuild a bound pod's allocation from its annotations (after a restart).")
+           "Rebuild a bound pod's allocation from its annotations (after a restart); gpushare's "
+           "memory counts in units of `unit_bytes` (ValueError unless it is positive).")
       .def("check_invariants",
            [](const GuardedCluster& c) {
              absl::Status st = Reading(c, kCluster, [](const ClusterState& s) { return s.CheckInvariants(); });

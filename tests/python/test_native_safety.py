@@ -1,0 +1,287 @@
+"""Bindings that release the GIL, while other threads change their arguments
+(docs/architecture.md, "Concurrency model").
+
+A binding reads its Python arguments with the GIL held and then runs without it; another thread may
+meanwhile replace the items of a list it was given, clear it, or change a dict. Whatever happens,
+the call must answer for the arguments as they were when it started (or raise a documented error),
+and never read memory the caller has since freed. The crash-prone cases run in a child interpreter
+so that a crash fails the test instead of ending the run.
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+from gpufleet import Cluster
+
+from conftest import gpu_node
+from native_isolation import run_isolated
+
+# Strings of 256 KiB live in their own mappings when glibc's mmap threshold is pinned below their
+# size: freeing one unmaps it, so a view kept into it faults instead of reading stale bytes.
+_UNMAP_FREED = {"MALLOC_MMAP_THRESHOLD_": "131072"}
+
+
+def test_partition_nodes_and_host_priorities_keep_the_names_they_were_given():
+    """The extender's two calls take views of the name strings; another thread replacing every
+    item (the old strings freed), rotating or clearing the list while they wait for the lock and
+    score must not crash them, and each answer must describe one state of the list: every node
+    found, every stranger unknown, nothing answered under another entry's name."""
+    out = run_isolated("""
+        import sys, threading, time
+        from gpufleet import Cluster, Pod
+        sys.setswitchinterval(1e-6)
+        c = Cluster()
+        NODES = [f"n{i}" for i in range(32)]
+        for n in NODES:
+            c.add_node({"name": n, "cpu": "8", "memory": "32Gi",
+                        "gpus": {"count": 2, "model": "V100", "memory": "16Gi"}})
+        KNOWN = set(NODES)
+        pod = Pod("p", {"nvidia.com/gpu": "1"})
+        def stranger(k):
+            return "?" * (1 << 18) + str(k)
+        names = NODES + [stranger(k) for k in range(8)]
+        stop = threading.Event()
+
+        def churn():
+            k = 0
+            while not stop.is_set():
+                k += 1
+                fresh = NODES + [stranger(8 * k + j) for j in range(8)]
+                names[:] = fresh[k % 40:] + fresh[:k % 40]
+                if k % 7 == 0:
+                    names.clear()
+
+        def hold_the_lock():
+            k = 0
+            while not stop.is_set():
+                c.add_node({"name": f"x{k}", "cpu": "1", "memory": "1Gi"})
+                c.remove_node(f"x{k}")
+                k += 1
+
+        threads = [threading.Thread(target=f) for f in (churn, hold_the_lock)]
+        for t in threads:
+            t.start()
+        calls = 0
+        deadline = time.monotonic() + 1.5
+        try:
+            while time.monotonic() < deadline:
+                passed, failed, unresolvable, unknown = c.partition_nodes(pod, names)
+                found = passed + list(failed) + list(unresolvable)
+                assert len(found) + len(unknown) in (0, 40), (len(found), len(unknown))
+                assert all(n in KNOWN for n in found), "a stranger answered as a node"
+                assert all(n.startswith("?") for n in unknown), "a node answered as unknown"
+                assert len(found) in (0, 32)
+                hosts = c.host_priorities(pod, names)
+                assert len(hosts) in (0, 40)
+                for h in hosts:
+                    assert h["Host"] in KNOWN or (h["Host"].startswith("?") and h["Score"] == 0)
+                calls += 1
+        finally:
+            stop.set()
+            for t in threads:
+                t.join()
+        print(calls)
+        """, env=_UNMAP_FREED)
+    assert int(out) > 0
+
+
+def test_every_binding_that_releases_the_gil_survives_its_arguments_changing():
+    """Each binding that takes a list, dict or array and releases the GIL is called again and
+    again while a second thread changes that argument and a third holds the object's lock (so the
+    call waits without the GIL). Each answer must fit the argument at some instant; the only
+    errors allowed are the documented ValueError/KeyError for an argument caught half-changed."""
+    out = run_isolated("""
+        import sys, threading, time
+        import numpy as np
+        from gpufleet import Cluster, Pod, _core
+        from gpufleet.engine import Engine
+        sys.setswitchinterval(1e-6)
+
+        def node(name, gpus=2):
+            return {"name": name, "cpu": "16", "memory": "64Gi",
+                    "gpus": {"count": gpus, "model": "V100", "memory": "16Gi"}}
+
+        c = Cluster()
+        NODES = [f"n{i}" for i in range(8)]
+        for n in NODES:
+            c.add_node(node(n))
+        pod = Pod("p", {"nvidia.com/gpu": "1"})
+        names = list(NODES)
+        pod_dict = {"name": "d", "requests": {"nvidia.com/gpu": "1"}}
+        spec = node("spec")
+        share = {"koordinator.sh/gpu-core": "50", "koordinator.sh/gpu-memory-ratio": "50"}
+        annotations = {"scheduling.koordinator.sh/device-allocated":
+                       '{"gpu": [{"minor": 0, "resources": {"koordinator.sh/gpu-core": "50", '
+                       '"koordinator.sh/gpu-memory-ratio": "50"}}]}'}
+        pods = [Pod(f"m{i}", {"nvidia.com/gpu": "1"}) for i in range(4)]
+        e = Engine()
+        e.add_node(node("e0", 4))
+        job = {"name": "j", "replicas": 2, "requests": {"cpu": "1", "nvidia.com/gpu": 1}}
+        queue = {"name": "default", "weight": 1}
+        conf = {"actions": "enqueue, allocate", "tiers": [{"plugins": ["priority", "gang"]},
+                                                         {"plugins": ["predicates", "proportion"]}]}
+        lp_a = [[1.0, 2.0], [3.0, 1.0]]
+        submit = np.array([0.0, 1.0, 2.0])
+        def free_everything():
+            for a in c.allocations():
+                c.release(a.pod)
+
+        def change_names(k):
+            names[:] = NODES[k % 8:] + NODES[:k % 8]
+            if k % 3 == 0:
+                names[k % 8:] = ["ghost"]
+            if k % 5 == 0:
+                names.clear()
+        def change_pod_dict(k):
+            pod_dict["requests"] = {"nvidia.com/gpu": str(1 + k % 2)} if k % 2 else dict(share)
+            if k % 9 == 0:
+                pod_dict.pop("requests")
+        def change_spec(k):
+            spec["gpus"] = {"count": 1 + k % 3, "model": "V100", "memory": "16Gi"}
+            if k % 4 == 0:
+                spec["cpu"] = "many" if k % 8 == 0 else "16"
+        def change_annotations(k):
+            annotations["ALIYUN_COM_GPU_MEM_IDX"] = str(k % 2)
+            if k % 3 == 0:
+                annotations.pop("ALIYUN_COM_GPU_MEM_IDX")
+        def change_pods(k):
+            pods[:] = [Pod(f"m{k}-{i}", {"nvidia.com/gpu": "1"}) for i in range(k % 5)]
+        def change_job(k):
+            job["replicas"] = 1 + k % 3
+            job["requests"] = {"cpu": "1", "nvidia.com/gpu": k % 2}
+        def change_queue(k):
+            queue["weight"] = 1 + k % 4
+            if k % 5 == 0:
+                queue["weight"] = -1
+        def change_conf(k):
+            conf["tiers"][0]["plugins"] = ["priority", "gang"] if k % 2 else ["gang"]
+        def change_lp(k):
+            lp_a[k % 2] = [float(k % 3), 1.0]
+            if k % 4 == 0:
+                lp_a[1] = [1.0]
+        def change_submit(k):
+            submit[:] = [0.0, float(k % 3), -1.0 if k % 5 == 0 else 2.0]
+
+        def check_filter(r):
+            codes, reasons = r
+            assert len(codes) == len(reasons)
+        def check_partition(r):
+            passed, failed, unresolvable, unknown = r
+            assert len(passed) + len(failed) + len(unresolvable) + len(unknown) <= 8
+        def placed_then_free(r):
+            free_everything()
+        def reserved_then_free(r):
+            free_everything()
+        def added_then_removed(r):
+            c.remove_node("spec")
+        def submitted_then_deleted(r):
+            e.delete("j")
+
+        CASES = [
+            ("filter_nodes", lambda: c.filter_nodes(pod, names), change_names, check_filter),
+            ("score_nodes", lambda: c.score_nodes(pod, names), change_names, lambda r: None),
+            ("partition_nodes", lambda: c.partition_nodes(pod, names), change_names, check_partition),
+            ("host_priorities", lambda: c.host_priorities(pod, names), change_names, lambda r: None),
+            ("place(nodes=)", lambda: c.place(pod, "binpack", True, names), change_names, placed_then_free),
+            ("place_many", lambda: c.place_many(pods), change_pods, placed_then_free),
+            ("filter(dict pod)", lambda: c.filter(pod_dict, "n0"), change_pod_dict, lambda r: None),
+            ("score(dict pod)", lambda: c.score(pod_dict, "n0"), change_pod_dict, lambda r: None),
+            ("plan(dict pod)", lambda: c.plan(pod_dict, "n0"), change_pod_dict, lambda r: None),
+            ("reserve(dict pod)", lambda: c.reserve(pod_dict, "n1"), change_pod_dict, reserved_then_free),
+            ("add_node", lambda: c.add_node(spec), change_spec, added_then_removed),
+            ("restore_allocation", lambda: c.restore_allocation(Pod("r", share), "n2", annotations),
+             change_annotations, reserved_then_free),
+            ("engine.add_node", lambda: e._native.add_node(spec), change_spec,
+             lambda r: spec.update(name=f"spec{time.monotonic_ns()}")),
+            ("engine.submit_job", lambda: e._native.submit_job(job), change_job, submitted_then_deleted),
+            ("engine.update_queue", lambda: e._native.update_queue(queue), change_queue, lambda r: None),
+            ("engine.configure", lambda: e._native.configure(conf), change_conf, lambda r: None),
+            ("maximize_lp", lambda: _core.maximize_lp(lp_a, [4.0, 5.0], [1.0, 1.0]), change_lp,
+             lambda r: None),
+            ("sim_run", lambda: _core.sim_run([{"name": "v100", "count": 4}], np.arange(3), submit,
+                                               np.array([1, 2, 1]), np.array([5.0, 3.0, 1.0]), None,
+                                               None, "fifo", placement=""),
+             change_submit, lambda r: None),
+        ]
+
+        def hold_the_locks(stop):
+            k = 0
+            while not stop.is_set():
+                c.add_node(node(f"x{k}"))
+                c.remove_node(f"x{k}")
+                e.run_cycle()
+                k += 1
+
+        for name, call, change, check in CASES:
+            stop = threading.Event()
+            def churn():
+                k = 0
+                while not stop.is_set():
+                    change(k)
+                    k += 1
+            threads = [threading.Thread(target=churn), threading.Thread(target=hold_the_locks, args=(stop,))]
+            for t in threads:
+                t.start()
+            answered = refused = 0
+            deadline = time.monotonic() + 0.15
+            try:
+                while time.monotonic() < deadline:
+                    try:
+                        r = call()
+                    except (ValueError, KeyError) as err:
+                        refused += 1
+                        continue
+                    check(r)
+                    answered += 1
+            finally:
+                stop.set()
+                for t in threads:
+                    t.join()
+            assert answered + refused > 0, name
+            print(name, answered, refused)
+        c.check_invariants()
+        e.cluster.check_invariants()
+        """)
+    assert len(out.splitlines()) == 18, out
+
+
+def test_device_usage_arrays_have_one_length_while_nodes_are_added():
+    """Every array of one device_usage() answer, the live views included, has one length (the
+    device count when it was read) while another thread adds nodes, and every device's node index
+    names a node of the answer."""
+    c = Cluster()
+    for i in range(4):
+        c.add_node(gpu_node(f"n{i}", 4))
+    stop = threading.Event()
+    problems: list[str] = []
+    per_device = ("node", "minor", "is_gpu", "type", "model", "healthy", "core_capacity",
+                  "memory_capacity", "core_used", "memory_used")
+
+    def add_nodes() -> None:
+        for k in range(3000):
+            if stop.is_set():
+                return
+            c.add_node(gpu_node(f"a{k}", 1 + k % 4))
+        stop.set()
+
+    def read(copy: bool) -> None:
+        while not stop.is_set():
+            u = c.device_usage(copy=copy)
+            lengths = {key: len(u[key]) for key in per_device}
+            if len(set(lengths.values())) != 1:
+                problems.append(f"copy={copy}: {lengths}")
+            if len(u["node"]) and u["node"].max() >= len(u["node_names"]):
+                problems.append(f"copy={copy}: node index past node_names")
+
+    threads = [threading.Thread(target=add_nodes)] + [
+        threading.Thread(target=read, args=(copy,)) for copy in (False, True, False)]
+    for t in threads:
+        t.start()
+    time.sleep(1.5)
+    stop.set()
+    for t in threads:
+        t.join()
+    assert problems == []
+    live = c.device_usage()
+    assert len(live["core_used"]) == c.num_devices == len(live["node"])
