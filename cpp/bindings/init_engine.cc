@@ -6,8 +6,12 @@
 #include <pybind11/stl.h>
 
 #include <cmath>
+#include <memory>
 #include <optional>
 #include <set>
+#include <vector>
+
+#include "absl/strings/str_format.h"
 
 #include "gpufleet/engine/config.h"
 #include "gpufleet/engine/plugin.h"
@@ -20,6 +24,7 @@
 #include "locking.h"
 #include "py_engine_types.h"
 #include "py_json.h"
+#include "py_plugin_order.h"
 #include "status_cast.h"
 
 namespace py = pybind11;
@@ -71,20 +76,21 @@ class PyPlugin : public engine::Plugin {
     // Callbacks capture `this`, never a py::object: the session's std::functions are copied and
     // destroyed without the GIL, which must not touch Python reference counts.
     PyPlugin* self = this;
+    // Orders answer consistently (py_plugin_order.h): the engine's sorts rely on it.
     if (has("job_order"))
-      s.AddJobOrderFn(name_, [&s, self](int a, int b) {
-        py::gil_scoped_acquire g;
-        return Sign(self->impl_.attr("job_order")(ViewOf(s, s.jobs()[a]), ViewOf(s, s.jobs()[b])));
+      s.AddJobOrderFn(name_, [&s, self, seen = std::make_shared<ConsistentOrder<JobView>>()](int a, int b) {
+        const JobView va = ViewOf(s, s.jobs()[a]), vb = ViewOf(s, s.jobs()[b]);
+        return seen->Compare(a, va, b, vb, [&] { return self->Ask("job_order", va, vb); });
       });
     if (has("queue_order"))
-      s.AddQueueOrderFn(name_, [&s, self](int a, int b) {
-        py::gil_scoped_acquire g;
-        return Sign(self->impl_.attr("queue_order")(ViewOf(s.queues()[a]), ViewOf(s.queues()[b])));
+      s.AddQueueOrderFn(name_, [&s, self, seen = std::make_shared<ConsistentOrder<QueueView>>()](int a, int b) {
+        const QueueView va = ViewOf(s.queues()[a]), vb = ViewOf(s.queues()[b]);
+        return seen->Compare(a, va, b, vb, [&] { return self->Ask("queue_order", va, vb); });
       });
     if (has("task_order"))
-      s.AddTaskOrderFn(name_, [&s, self](int a, int b) {
-        py::gil_scoped_acquire g;
-        return Sign(self->impl_.attr("task_order")(ViewOf(s, s.tasks()[a]), ViewOf(s, s.tasks()[b])));
+      s.AddTaskOrderFn(name_, [&s, self, seen = std::make_shared<ConsistentOrder<TaskView>>()](int a, int b) {
+        const TaskView va = ViewOf(s, s.tasks()[a]), vb = ViewOf(s, s.tasks()[b]);
+        return seen->Compare(a, va, b, vb, [&] { return self->Ask("task_order", va, vb); });
       });
     if (has("predicate") || has("node_order")) s.DisableNodeClasses();  // they see node names
     if (has("predicate")) {
@@ -99,7 +105,13 @@ class PyPlugin : public engine::Plugin {
     if (has("node_order"))
       s.AddNodeScoreFn(name_, [&s, self](const TaskInfo& t, int node) {
         py::gil_scoped_acquire g;
-        return self->impl_.attr("node_order")(ViewOf(s, t), s.state().node(node).name).cast<double>();
+        const std::string& where = s.state().node(node).name;
+        const double score = self->impl_.attr("node_order")(ViewOf(s, t), where).cast<double>();
+        if (!std::isfinite(score))
+          throw py::value_error(absl::StrFormat(
+              "plugin %s: node_order returned %g for task %s on node %s; a score must be a "
+              "finite number", self->name_, score, t.name(), where));
+        return score;
       });
     for (const char* kind : {"preemptable", "reclaimable"}) {
       if (!has(kind)) continue;
@@ -146,6 +158,13 @@ class PyPlugin : public engine::Plugin {
   }
 
  private:
+  // An order callback's answer for two views, as -1, 0 or 1.
+  template <typename View>
+  int Ask(const char* method, const View& a, const View& b) {
+    py::gil_scoped_acquire g;
+    return Sign(impl_.attr(method)(a, b));
+  }
+
   std::string name_;
   py::object impl_;
 };
@@ -181,6 +200,26 @@ void RegisterPythonPlugin(const std::string& name) {
           return absl::InvalidArgumentError("plugin " + name + ": " + std::string(e.what()));
         }
       });
+}
+
+// The core's WaterFill reads NaN and negative values as 0 (its callers compute them); from
+// Python they are mistakes, named here.
+std::vector<double> CheckedWaterFill(double total, const std::vector<double>& weights,
+                                     const std::vector<double>& caps) {
+  if (!std::isfinite(total) || total < 0)
+    throw py::value_error(absl::StrFormat("water_fill: total must be a finite number >= 0, got %g", total));
+  if (weights.size() != caps.size())
+    throw py::value_error(absl::StrFormat("water_fill: %d weights but %d caps; give one of each per queue",
+                                          weights.size(), caps.size()));
+  for (size_t q = 0; q < weights.size(); ++q) {
+    if (!std::isfinite(weights[q]) || weights[q] < 0)
+      throw py::value_error(absl::StrFormat("water_fill: weights[%d] must be a finite number >= 0, got %g",
+                                            q, weights[q]));
+    if (!(caps[q] >= 0))
+      throw py::value_error(absl::StrFormat(
+          "water_fill: caps[%d] must be >= 0 (infinity for no cap), got %g", q, caps[q]));
+  }
+  return engine::WaterFill(total, weights, caps);
 }
 
 constexpr char kEngine[] = "this engine";
@@ -224,8 +263,10 @@ void InitEngine(py::module_& m) {
         [](py::handle conf) { return ToPy(Unwrap(engine::ConfigFromJson(ToJson(conf))).ToJson()); },
         py::arg("config"), "Validate a scheduler configuration; returns it in canonical form or raises ValueError.");
   m.def("_register_python_plugin", &RegisterPythonPlugin, py::arg("name"));
-  m.def("water_fill", &engine::WaterFill, py::arg("total"), py::arg("weights"), py::arg("caps"),
-        "Weighted water-filling of `total` over queues capped by `caps` (the proportion rule).");
+  m.def("water_fill", &CheckedWaterFill, py::arg("total"), py::arg("weights"), py::arg("caps"),
+        "Weighted water-filling of `total` over queues capped by `caps` (the proportion rule). "
+        "ValueError unless total is finite and >= 0, weights finite and >= 0, caps >= 0 "
+        "(infinity: no cap) and weights and caps of one length.");
 
   // Every method takes the engine's lock with the GIL released (locking.h): reads share it,
   // changes and whole cycles hold it alone. `cluster` is the accounting under the same lock.
@@ -343,6 +384,8 @@ void InitEngine(py::module_& m) {
            "error nothing is added.")
       .def("run_cycle",
            [](GuardedScheduler& g, std::optional<double> now) {
+             if (now && !std::isfinite(*now))
+               throw py::value_error(absl::StrFormat("now must be a finite number of seconds, got %g", *now));
              auto [cycle, result] = RunCycle(g, now);
              return NumberedCycle{cycle, std::move(result)};
            },

@@ -1,0 +1,126 @@
+"""Numbers the native core is given: a zero, negative, NaN or infinite value where it makes no
+sense gets a ValueError naming the argument, never a crash (the crash-prone case runs in a child
+interpreter) and never a nonsense answer."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from gpufleet import Cluster, Pod, _core, replay
+from gpufleet.engine import Engine, water_fill
+from gpufleet.traces import synthetic_openb
+
+from conftest import gpu_node
+from native_isolation import run_isolated
+
+
+def gpushare_allocation():
+    c = Cluster()
+    c.add_node(gpu_node("n", 2))
+    return c, c.reserve(Pod("p", {"aliyun.com/gpu-mem": "1024"}), "n")
+
+
+def test_annotations_with_a_zero_memory_unit_is_a_value_error_not_a_crash():
+    out = run_isolated("""
+        from gpufleet import Cluster, Pod
+        c = Cluster()
+        c.add_node({"name": "n", "cpu": "8", "memory": "16Gi",
+                    "gpus": {"count": 2, "model": "V100", "memory": "16Gi"}})
+        a = c.reserve(Pod("p", {"aliyun.com/gpu-mem": "1024"}), "n")
+        try:
+            a.annotations(gpushare=True, unit_bytes=0)
+        except ValueError as e:
+            print(e)
+        """)
+    assert "unit_bytes must be a positive number of bytes, got 0" in out
+
+
+@pytest.mark.parametrize("unit", [-1, -(1 << 20), -(1 << 63)])
+def test_annotations_refuse_a_negative_memory_unit(unit):
+    _, a = gpushare_allocation()
+    with pytest.raises(ValueError, match=f"unit_bytes must be a positive number of bytes, got {unit}"):
+        a.annotations(gpushare=True, unit_bytes=unit)
+    assert a.annotations(gpushare=True)["ALIYUN_COM_GPU_MEM_POD"] == "1024"
+
+
+@pytest.mark.parametrize("unit", [0, -1])
+def test_restore_allocation_names_a_bad_memory_unit_and_changes_nothing(unit):
+    c, a = gpushare_allocation()
+    recorded = a.annotations(gpushare=True)
+    recorded.pop("scheduling.koordinator.sh/device-allocated")
+    before = c.snapshot()
+    with pytest.raises(ValueError, match="unit_bytes must be a positive number of bytes"):
+        c.restore_allocation(Pod("q", {"aliyun.com/gpu-mem": "1024"}), "n", recorded, unit)
+    assert c.snapshot() == before
+
+
+@pytest.mark.parametrize("total,weights,caps,named", [
+    (math.nan, [1.0], [1.0], "total"),
+    (math.inf, [1.0], [1.0], "total"),
+    (-1.0, [1.0], [1.0], "total"),
+    (1.0, [1.0], [1.0, 1.0], "1 weights but 2 caps"),
+    (1.0, [math.nan, 1.0], [1.0, 1.0], r"weights\[0\]"),
+    (1.0, [1.0, -2.0], [1.0, 1.0], r"weights\[1\]"),
+    (1.0, [1.0, math.inf], [1.0, 1.0], r"weights\[1\]"),
+    (1.0, [1.0], [math.nan], r"caps\[0\]"),
+    (1.0, [1.0], [-1.0], r"caps\[0\]"),
+])
+def test_water_fill_names_a_bad_number(total, weights, caps, named):
+    with pytest.raises(ValueError, match=named):
+        water_fill(total, weights, caps)
+
+
+def test_water_fill_still_takes_uncapped_queues():
+    assert water_fill(6.0, [1.0, 2.0], [math.inf, math.inf]) == pytest.approx([2.0, 4.0])
+
+
+@pytest.mark.parametrize("now", [math.nan, math.inf, -math.inf])
+def test_run_cycle_at_a_time_that_is_not_a_number(now):
+    e = Engine()
+    e.add_node(gpu_node("n0", 2))
+    with pytest.raises(ValueError, match="now must be a finite number of seconds"):
+        e.run_cycle(now)
+    assert e.cycles == 0
+    assert e.run_cycle(5.0).cycle == 0
+
+
+def simulate(**options):
+    args = dict(restore_delay=0.0, tick=0.0, scheduling_interval=0.0, seed=0, memory_gib=None)
+    args.update(options)
+    return _core.sim_run([{"name": "v100", "count": 4}], np.arange(3), np.array([0.0, 1.0, 2.0]),
+                         np.array([1, 2, 1]), np.array([10.0, 5.0, 3.0]), None, args["memory_gib"],
+                         "fifo", False, args["restore_delay"], args["tick"],
+                         args["scheduling_interval"], True, None, "", args["seed"])
+
+
+@pytest.mark.parametrize("name", ["restore_delay", "tick", "scheduling_interval"])
+@pytest.mark.parametrize("value", [math.inf, math.nan, -1.0])
+def test_simulator_times_must_be_finite_and_not_negative(name, value):
+    with pytest.raises(ValueError, match=f"{name} must be a finite number of seconds"):
+        simulate(**{name: value})
+
+
+def test_simulator_refuses_a_negative_seed_and_bad_memory():
+    assert simulate(seed=3).summary.num_jobs == 3
+    with pytest.raises(ValueError, match="seed must be >= 0, got -1"):
+        simulate(seed=-1)
+    for bad in (math.nan, -1.0, math.inf):
+        with pytest.raises(ValueError, match="memory_gib must be finite and >= 0"):
+            simulate(memory_gib=np.array([bad, 1.0, 1.0]))
+
+
+def test_simulator_names_a_gpu_count_out_of_range():
+    with pytest.raises(ValueError, match=r"num_gpu must be from 1 to 2\^30, got 0"):
+        _core.sim_run([{"name": "v100", "count": 4}], np.arange(1), np.array([0.0]),
+                      np.array([0]), np.array([1.0]), None, None, "fifo")
+
+
+@pytest.mark.parametrize("stop_at", [1000.0, math.inf, math.nan, -1.0])
+def test_replay_refuses_a_stop_at_it_could_not_reach(stop_at):
+    """Arrivals are drawn until they reach stop_at times the cluster's GPUs and kept per row: a
+    huge stop_at would draw for ever, so it is bounded."""
+    nodes, pods = synthetic_openb(4, 20, seed=1)
+    with pytest.raises(ValueError, match="stop_at must be > 0 and at most 100"):
+        replay.replay_openb(nodes, pods, stop_at=stop_at)
