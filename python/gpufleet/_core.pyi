@@ -178,7 +178,7 @@ class Allocation:
         ...
     def annotations(self, gpushare: bool = False, unit_bytes: typing.SupportsInt | typing.SupportsIndex = 1048576) -> dict[str, str]:
         """
-        Pod annotations recording this allocation (Koordinator's, and gpushare's if asked).
+        Pod annotations recording this allocation (Koordinator's, and gpushare's if asked, with memory in units of `unit_bytes`; ValueError unless it is positive).
         """
     def device_allocated(self) -> typing.Any:
         """
@@ -298,7 +298,7 @@ class Cluster:
         """
         The extender's filter in one native call: (passed, failed, unresolvable, unknown).
         
-        `nodes` is a list of node names. `passed` lists the nodes that fit, in the given order; `failed` maps a node that does not fit now to the reason (preemption may help); `unresolvable` maps a node that can never fit to the reason; `unknown` lists names this cluster does not have. Raises TypeError naming the first entry that is not a string.
+        `nodes` is a list of node names, read once when the call starts (another thread may change the list meanwhile). `passed` lists the nodes that fit, in the given order; `failed` maps a node that does not fit now to the reason (preemption may help); `unresolvable` maps a node that can never fit to the reason; `unknown` lists names this cluster does not have. Raises TypeError naming the first entry that is not a string.
         """
     def place(self, pod: typing.Any, strategy: str = 'binpack', commit: bool = True, nodes: typing.Any = None) -> tuple:
         """
@@ -326,7 +326,7 @@ class Cluster:
         """
     def restore_allocation(self, pod: typing.Any, node: str, annotations: collections.abc.Mapping[str, str], unit_bytes: typing.SupportsInt | typing.SupportsIndex = 1048576) -> Allocation:
         """
-        Rebuild a bound pod's allocation from its annotations (after a restart).
+        Rebuild a bound pod's allocation from its annotations (after a restart); gpushare's memory counts in units of `unit_bytes` (ValueError unless it is positive).
         """
     def score(self, pod: typing.Any, node: str, strategy: str = 'binpack') -> float:
         """
@@ -1240,7 +1240,7 @@ def strategy_description(name: str) -> str:
     """
 def water_fill(total: typing.SupportsFloat | typing.SupportsIndex, weights: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], caps: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]) -> list[float]:
     """
-    Weighted water-filling of `total` over queues capped by `caps` (the proportion rule).
+    Weighted water-filling of `total` over queues capped by `caps` (the proportion rule). ValueError unless total is finite and >= 0, weights finite and >= 0, caps >= 0 (infinity: no cap) and weights and caps of one length.
     """
 def wire_keys() -> dict[str, str]:
     """
