@@ -199,19 +199,21 @@ def read_documents(path: str | Path, limit: int | None = None) -> list[Any]:
     return _read(Path(path), every=True, limit=limit or max_nodes())
 
 
-def _read_bytes(path: Path) -> bytes:
+def read_bytes(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of ``path``, at most ``limit`` of them: a larger file, or an endless one such as
+    /dev/zero, is a ScenarioError (a ValueError) on one line, as is a file that cannot be read."""
     try:
         with open(path, "rb") as f:
-            raw = f.read(MAX_FILE_BYTES + 1)   # /dev/zero or a runaway file: read no further
+            raw = f.read(limit + 1)   # read no further than one byte past the limit
     except OSError as e:
         raise ScenarioError(f"{path}: cannot read: {e.strerror}") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise ScenarioError(f"{path}: larger than {MAX_FILE_BYTES >> 20} MiB, the limit for a file")
+    if len(raw) > limit:
+        raise ScenarioError(f"{path}: larger than {limit >> 20} MiB, the limit for a file")
     return raw
 
 
 def _read(path: Path, every: bool, limit: int) -> Any:
-    raw = _read_bytes(path)
+    raw = read_bytes(path)
     kind = "JSON" if path.suffix == ".json" else "YAML"
     try:
         text = raw.decode("utf-8")

@@ -116,11 +116,39 @@ def _limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))   # a reader without a bound fails
 
 
-def test_a_file_is_read_only_up_to_the_size_limit():
-    r = subprocess.run([sys.executable, "-m", "gpufleet.cli", "place", "/dev/zero"], capture_output=True,
-                       text=True, timeout=60, preexec_fn=_limit_memory)
-    assert r.returncode == 1 and one_line_error(r.returncode, r.stderr) == \
-        "gpufleet place: /dev/zero: larger than 64 MiB, the limit for a file"
+_RUN_EACH = """
+import contextlib, io, json, sys
+from gpufleet.cli import main
+answers = []
+for argv in json.loads(sys.argv[1]):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            code = main(argv)
+        except SystemExit as e:
+            code = e.code
+    answers.append([code, err.getvalue()])
+print(json.dumps(answers))
+"""
+
+
+def test_an_endless_file_is_refused_without_reading_it_all():
+    """/dev/zero as every kind of input, in a child with 4 GiB of address space and a timeout."""
+    import json
+    runs = {
+        ("place", "/dev/zero"): "gpufleet place: /dev/zero: larger than 64 MiB, the limit for a file",
+        ("node", "run", "--print-env", "--allocation", "@/dev/zero"):
+            "gpufleet node run: /dev/zero: larger than 64 MiB, the limit for a file",
+        ("simulate", "--format", "tiresias", "--policy", "fifo", "--trace", "/dev/zero", "--cluster", "4"):
+            "gpufleet simulate: /dev/zero: a device, not a file",
+        ("sweep", "--trace", "tiresias:/dev/zero", "--policy", "fifo"):
+            "gpufleet sweep: /dev/zero: a device, not a file",
+    }
+    r = subprocess.run([sys.executable, "-c", _RUN_EACH, json.dumps([list(a) for a in runs])],
+                       capture_output=True, text=True, timeout=120, preexec_fn=_limit_memory)
+    assert r.returncode == 0, r.stderr[-2000:]
+    for (code, err), expected in zip(json.loads(r.stdout), runs.values()):
+        assert code in (1, 2) and one_line_error(code, err) == expected
 
 
 def test_yaml_values_without_a_json_form(tmp_path: Path):

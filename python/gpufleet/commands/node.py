@@ -118,10 +118,17 @@ def inventory_cmd(args: argparse.Namespace) -> int:
 
 
 def _read_arg(value: str) -> str:
-    if value.startswith("@"):
-        with open(value[1:]) as f:
-            return f.read()
-    return value
+    """``@FILE``: the file's text, read by the bounded reader (ValueError on one line); else the
+    value itself."""
+    if not value.startswith("@"):
+        return value
+    from gpufleet.documents import ScenarioError, read_bytes
+    raw = read_bytes(value[1:])
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ScenarioError(f"{value[1:]}: not UTF-8 text (byte 0x{raw[e.start]:02x} at offset "
+                            f"{e.start})") from None
 
 
 def run_cmd(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from gpufleet.commands._bounds import JOBS_MAX, SEED_MAX, count, seconds
+from gpufleet.commands._inputs import device_among
 from gpufleet.commands._output import add_output_options, emit, is_document, number, one_line, table
 
 JOB_FORMATS = ("tiresias", "gavel", "philly", "synthetic")
@@ -142,6 +143,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.format or not args.policy:
         print("gpufleet simulate: --format and --policy are required (or --list-policies)", file=sys.stderr)
+        return 2
+    device = device_among([args.trace, args.nodes, args.cluster, args.throughputs])
+    if device:
+        print(f"gpufleet simulate: {device}: a device, not a file", file=sys.stderr)
         return 2
     try:
         if args.format == "openb":

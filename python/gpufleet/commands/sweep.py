@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from gpufleet.commands._bounds import EXPERIMENTS_MAX, JOBS_MAX, SEED_MAX, SEEDS_MAX, WORKERS_MAX, count
+from gpufleet.commands._inputs import device_among
 from gpufleet.commands._output import add_output_options, emit, is_document, number, one_line, table
 
 # The metric the default table shows per kind; openb ratios are printed in percent.
@@ -126,6 +127,12 @@ def run(args: argparse.Namespace) -> int:
     or 2 (usage)."""
     from gpufleet.sweep import summarize, sweep
     seeds = args.seed if args.seed is not None else range(3 if args.seeds is None else args.seeds)
+    named = [args.nodes, args.cluster, args.throughputs, args.published]
+    named += [part for t in args.trace for part in (t, t.partition(":")[2])]   # PATH or FORMAT:PATH
+    device = device_among(named)
+    if device:
+        print(f"gpufleet sweep: {device}: a device, not a file", file=sys.stderr)
+        return 2
     try:
         published = _published(args.published)
     except (KeyError, ValueError, OSError, TypeError, AttributeError) as e:
