@@ -7,6 +7,7 @@ stderr with a non-zero exit, never a traceback, and within a time limit. Setting
 local campaign: tests/fuzz/README.md."""
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import json
@@ -20,7 +21,7 @@ from hypothesis import strategies as st
 
 from conftest import SHARED_DATA
 from fuzz_support import campaign, mutated_document, time_limit
-from gpufleet.cli import main
+from gpufleet.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -168,6 +169,25 @@ def test_the_valid_inputs_run(good):
                 continue   # without the public traces the gavel run stops at its throughputs
             code, err = run(argv)
             assert code == 0, (argv, err)
+
+
+def _command_paths(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield path + (name,)
+                yield from _command_paths(sub, path + (name,))
+
+
+def test_every_command_answers_help():
+    paths = [()] + list(_command_paths(build_parser()))
+    assert {("deviceplugin",), ("node", "run"), ("extender",), ("sweep",)} <= set(paths)
+    for path in paths:
+        out = io.StringIO()
+        with time_limit(20, f"{path} --help"), contextlib.redirect_stdout(out), \
+                pytest.raises(SystemExit) as done:
+            main([*path, "--help"])
+        assert done.value.code == 0 and "usage: gpufleet" in out.getvalue(), path
 
 
 # --- mutations ---------------------------------------------------------------------------------------

@@ -132,8 +132,9 @@ print(json.dumps(answers))
 """
 
 
-def test_an_endless_file_is_refused_without_reading_it_all():
-    """/dev/zero as every kind of input, in a child with 4 GiB of address space and a timeout."""
+def test_endless_files_and_huge_clusters_are_refused_before_they_take_memory():
+    """/dev/zero as every kind of input, and clusters of 100 million GPUs, in a child with 4 GiB
+    of address space and a timeout."""
     import json
     runs = {
         ("place", "/dev/zero"): "gpufleet place: /dev/zero: larger than 64 MiB, the limit for a file",
@@ -143,6 +144,12 @@ def test_an_endless_file_is_refused_without_reading_it_all():
             "gpufleet simulate: /dev/zero: a device, not a file",
         ("sweep", "--trace", "tiresias:/dev/zero", "--policy", "fifo"):
             "gpufleet sweep: /dev/zero: a device, not a file",
+        ("simulate", "--format", "synthetic", "--policy", "fifo", "--num-jobs", "3", "--cluster", "100000000"):
+            "gpufleet simulate: --cluster 100000000: 100,000,000 GPUs is more than the 1,048,576 a "
+            "simulated cluster may have",
+        ("sweep", "--trace", "synthetic", "--policy", "fifo", "--cluster", "v100:600000,k80:600000"):
+            "gpufleet sweep: --cluster v100:600000,k80:600000: 1,200,000 GPUs is more than the "
+            "1,048,576 a simulated cluster may have",
     }
     r = subprocess.run([sys.executable, "-c", _RUN_EACH, json.dumps([list(a) for a in runs])],
                        capture_output=True, text=True, timeout=120, preexec_fn=_limit_memory)

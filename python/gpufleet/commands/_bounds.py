@@ -19,6 +19,22 @@ REPLICAS_MAX = 1_000_000      # IDs per GPU: the start-up check then names what 
 SECONDS_MAX = 10**9           # about 31 years: any longer delay or interval is a typo
 
 
+def cluster_too_large(spec: str) -> str | None:
+    """Why ``--cluster`` given as text ('N' or 'model:count,...') is too large to simulate, or
+    None: a cluster of more GPUs than the traces' bound (the simulator counts GPUs in int32 and
+    allocates per GPU) would exhaust memory before a job runs. A malformed spec is left to the
+    simulator, which names what is wrong."""
+    from gpufleet.sim import cluster_spec
+    from gpufleet.traces.limits import MAX_GPUS
+    try:
+        total = sum(int(model.get("count", 0)) for model in cluster_spec(spec))
+    except (ValueError, TypeError):
+        return None
+    if total > MAX_GPUS:
+        return f"--cluster {spec}: {total:,} GPUs is more than the {MAX_GPUS:,} a simulated cluster may have"
+    return None
+
+
 def count(low: int, high: int) -> Callable[[str], int]:
     """An argparse type: a whole number from ``low`` to ``high``."""
     def parse(text: str) -> int:

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gpufleet.commands._bounds import JOBS_MAX, SEED_MAX, count, seconds
+from gpufleet.commands._bounds import JOBS_MAX, SEED_MAX, cluster_too_large, count, seconds
 from gpufleet.commands._inputs import device_among
 from gpufleet.commands._output import add_output_options, emit, is_document, number, one_line, table
 
@@ -168,6 +168,10 @@ def run(args: argparse.Namespace) -> int:
         jobs = _jobs(args)
         if args.cluster:
             cluster = _cluster(args.cluster)
+            too_large = cluster_too_large(cluster) if isinstance(cluster, str) else None
+            if too_large:
+                print(f"gpufleet simulate: {too_large}", file=sys.stderr)
+                return 2
         elif args.format == "synthetic":
             cluster = {"v100": 16, "p100": 16, "k80": 16}
         else:

@@ -8,10 +8,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from typing import Any
 
-from gpufleet.commands._bounds import EXPERIMENTS_MAX, JOBS_MAX, SEED_MAX, SEEDS_MAX, WORKERS_MAX, count
+from gpufleet.commands._bounds import (EXPERIMENTS_MAX, JOBS_MAX, SEED_MAX, SEEDS_MAX, WORKERS_MAX,
+                                       cluster_too_large, count)
 from gpufleet.commands._inputs import device_among
 from gpufleet.commands._output import add_output_options, emit, is_document, number, one_line, table
 
@@ -132,6 +134,10 @@ def run(args: argparse.Namespace) -> int:
     device = device_among(named)
     if device:
         print(f"gpufleet sweep: {device}: a device, not a file", file=sys.stderr)
+        return 2
+    too_large = cluster_too_large(args.cluster) if args.cluster and not os.path.exists(args.cluster) else None
+    if too_large:
+        print(f"gpufleet sweep: {too_large}", file=sys.stderr)
         return 2
     try:
         published = _published(args.published)
