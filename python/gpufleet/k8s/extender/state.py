@@ -31,6 +31,16 @@ log = logging.getLogger("gpufleet.extender")
 # journalled but not answered before a restart (scenario mode), or, with --kube, a pod this
 # process bound that the API server does not show bound there (its list may predate the Binding).
 HOLD_TIMEOUT_S = 60.0
+HOLD_TIMEOUT_MAX_S = 86_400.0   # a day: a hold keeps devices from every other pod while it waits
+
+
+def check_hold_timeout(seconds: Any) -> None:
+    """ValueError unless `seconds` is a positive hold timeout of at most HOLD_TIMEOUT_MAX_S (the
+    command line asks for at least a second)."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) \
+            or not 0 < seconds <= HOLD_TIMEOUT_MAX_S:
+        raise ValueError(f"hold_timeout_s: {seconds!r} is out of range: more than 0, at most "
+                         f"{HOLD_TIMEOUT_MAX_S:,.0f} seconds")
 
 
 def _gpufleet_api() -> Any:
@@ -120,9 +130,10 @@ class ExtenderState:
                  hold_timeout_s: float = HOLD_TIMEOUT_S) -> None:
         self.api = api if api is not None else _gpufleet_api()
         self.cluster = cluster if cluster is not None else self.api.Cluster()
-        if strategy.split("(")[0] not in self.api.strategies():
-            raise ValueError(f"strategy {strategy!r} is not one of "
-                             f"{', '.join(self.api.strategies())}")
+        from gpufleet.registries import check_strategy
+
+        check_strategy(strategy)   # name and parameters: a bad spec would fail every request
+        check_hold_timeout(hold_timeout_s)
         self.strategy = strategy
         self.binder: Binder = binder if binder is not None else MemoryBinder()
         self.pod_source = pod_source
