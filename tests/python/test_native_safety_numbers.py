@@ -102,6 +102,42 @@ def test_simulator_times_must_be_finite_and_not_negative(name, value):
         simulate(**{name: value})
 
 
+@pytest.mark.parametrize("name", ["tick", "scheduling_interval"])
+@pytest.mark.parametrize("value", [1e-300, 1e-9, 0.000999])
+def test_simulator_steps_below_a_millisecond_are_refused(name, value):
+    with pytest.raises(ValueError, match=f"{name} must be 0 \\(off\\) or at least 0.001 seconds"):
+        simulate(**{name: value})
+    assert simulate(**{name: 0.001}).summary.num_jobs == 3
+
+
+def test_a_tick_over_an_idle_stretch_is_not_stepped_through():
+    """Arrivals at Unix timestamps (1.7e9 s in) with a 10 ms tick: the first tick after the idle
+    stretch is computed, not reached by 1.7e11 steps (a child, so a hang fails on time)."""
+    out = run_isolated("""
+        import numpy as np
+        from gpufleet import _core
+        r = _core.sim_run([{"name": "v100", "count": 4}], np.arange(2), np.array([1.7e9, 1.7e9 + 1]),
+                          np.array([1, 4]), np.array([1.0, 1.0]), None, None, "fifo", False, 0.0,
+                          0.01, 0.0, False)
+        print(r.summary.num_jobs, r.scheduling_points)
+        """, timeout=30)
+    jobs, points = map(int, out.split())
+    assert jobs == 2 and points < 1000, out
+
+
+def test_simulate_refuses_a_cluster_larger_than_the_traces_bound():
+    import pandas as pd
+
+    from gpufleet import simulate as simulate_jobs
+
+    jobs = pd.DataFrame({"job_id": [0], "submit_time": [0.0], "num_gpu": [1], "duration": [1.0]})
+    for cluster, gpus in ((10**8, "100000000"), ({"a": 2**31 - 1, "b": 2**31 - 1}, "4294967294"),
+                          ("v100:1048576,k80:1", "1048577")):
+        with pytest.raises(ValueError, match=f"cluster: {gpus} GPUs is more than the 1048576"):
+            simulate_jobs(jobs, cluster, "fifo")
+    assert simulate_jobs(jobs, 2**20, "fifo", placement=None).summary["num_gpus"] == 2**20
+
+
 def test_simulator_refuses_a_negative_seed_and_bad_memory():
     assert simulate(seed=3).summary.num_jobs == 3
     with pytest.raises(ValueError, match="seed must be >= 0, got -1"):
