@@ -2,6 +2,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <limits>
 #include <string>
 
 #include "gpufleet/accounting/fit.h"
@@ -9,6 +10,7 @@
 #include "gpufleet/io/annotations.h"
 #include "gpufleet/placement/placer.h"
 #include "py_cluster_types.h"
+#include "py_ints.h"
 #include "py_json.h"
 #include "status_cast.h"
 
@@ -79,11 +81,14 @@ void InitAllocation(py::module_& m) {
                              [](const PyAllocation& a) { return a.allocation.assume_time_ns; },
                              "When it was reserved, in nanoseconds since the Unix epoch (gpushare's ASSUME_TIME).")
       .def("annotations",
-           [](const PyAllocation& a, bool gpushare, int64_t unit_bytes) {
+           [](const PyAllocation& a, bool gpushare, py::handle unit_bytes_arg) {
+             const int64_t unit_bytes = IntArg(unit_bytes_arg, "unit_bytes",
+                                               std::numeric_limits<int64_t>::min(),
+                                               std::numeric_limits<int64_t>::max());
              Check(CheckUnitBytes(unit_bytes));
              return AllocationAnnotations(a.allocation, a.node, gpushare, unit_bytes);
            },
-           py::arg("gpushare") = false, py::arg("unit_bytes") = int64_t{1} << 20,
+           py::arg("gpushare") = false, py::arg("unit_bytes") = py::int_(int64_t{1} << 20),
            "Pod annotations recording this allocation (Koordinator's, and gpushare's if asked, "
            "with memory in units of `unit_bytes`; ValueError unless it is positive).")
       .def("device_allocated",

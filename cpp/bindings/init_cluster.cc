@@ -24,6 +24,7 @@
 #include "locking.h"
 #include "py_arrays.h"
 #include "py_cluster_types.h"
+#include "py_ints.h"
 #include "py_json.h"
 #include "status_cast.h"
 
@@ -189,8 +190,11 @@ void InitCluster(py::module_& m) {
            },
            py::arg("name"), "Remove a node; KeyError if absent, ValueError while pods hold it.")
       .def("set_device_health",
-           [](GuardedCluster& c, const std::string& node, int minor, bool healthy,
+           [](GuardedCluster& c, const std::string& node, py::handle minor_arg, bool healthy,
               const std::string& type) {
+             const int minor = static_cast<int>(
+                 IntArg(minor_arg, "minor", std::numeric_limits<int>::min(),
+                        std::numeric_limits<int>::max()));
              Check(Writing(c, kCluster, [&](ClusterState& s) {
                return s.SetDeviceHealth(node, type, minor, healthy);
              }));
@@ -329,9 +333,9 @@ void InitCluster(py::module_& m) {
            "string.")
       .def("host_priorities",
            [](const GuardedCluster& c, py::handle pod, const py::list& nodes,
-              const std::string& strategy, int max_priority) {
-             if (max_priority < 1)
-               throw py::value_error("max_priority must be >= 1, got " + std::to_string(max_priority));
+              const std::string& strategy, py::handle max_priority_arg) {
+             const int max_priority = static_cast<int>(
+                 IntArg(max_priority_arg, "max_priority", 1, std::numeric_limits<int>::max()));
              Pod p = PodFrom(pod);
              const NodeNames names = NodeNamesOf(nodes);
              const size_t count = names.views.size();
@@ -358,11 +362,11 @@ void InitCluster(py::module_& m) {
              return out;
            },
            py::arg("pod"), py::arg("nodes"), py::arg("strategy") = "binpack",
-           py::arg("max_priority") = 10,
+           py::arg("max_priority") = py::int_(10),
            "The extender's prioritize in one native call: [{'Host': name, 'Score': s}] with s the "
            "node's score scaled from [0, 100] to [0, max_priority] (rounded half to even); 0 for "
            "a node this cluster does not have. Raises TypeError for an entry that is not a "
-           "string, ValueError for an unknown strategy or max_priority < 1.")
+           "string, ValueError for an unknown strategy or a max_priority outside 1 to 2^31-1.")
       .def("score",
            [](const GuardedCluster& c, py::handle pod, const std::string& node,
               const std::string& strategy) {
@@ -489,7 +493,10 @@ void InitCluster(py::module_& m) {
            "Every allocation held (Reserved and Bound), as a list of Allocation.")
       .def("restore_allocation",
            [](GuardedCluster& c, py::handle pod, const std::string& node,
-              const std::map<std::string, std::string>& annotations, int64_t unit_bytes) {
+              const std::map<std::string, std::string>& annotations, py::handle unit_bytes_arg) {
+             const int64_t unit_bytes = IntArg(unit_bytes_arg, "unit_bytes",
+                                               std::numeric_limits<int64_t>::min(),
+                                               std::numeric_limits<int64_t>::max());
              Check(CheckUnitBytes(unit_bytes));
              Pod p = PodFrom(pod);
              return Unwrap(Writing(c, kCluster, [&](ClusterState& s) -> absl::StatusOr<PyAllocation> {
@@ -498,7 +505,7 @@ void InitCluster(py::module_& m) {
              }));
            },
            py::arg("pod"), py::arg("node"), py::arg("annotations"),
-           py::arg("unit_bytes") = int64_t{1} << 20,
+           py::arg("unit_bytes") = py::int_(int64_t{1} << 20),
            "Rebuild a bound pod's allocation from its annotations (after a restart); gpushare's "
            "memory counts in units of `unit_bytes` (ValueError unless it is positive).")
       .def("check_invariants",

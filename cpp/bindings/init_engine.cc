@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <set>
@@ -23,6 +24,7 @@
 #include "gpufleet/io/spec_json.h"
 #include "locking.h"
 #include "py_engine_types.h"
+#include "py_ints.h"
 #include "py_json.h"
 #include "py_plugin_order.h"
 #include "status_cast.h"
@@ -352,7 +354,11 @@ void InitEngine(py::module_& m) {
            },
            py::arg("name"), "Delete a job and free what its tasks hold; KeyError if absent.")
       .def("start_task",
-           [](GuardedScheduler& g, const std::string& job, int task, const std::string& node) {
+           [](GuardedScheduler& g, const std::string& job, py::handle task_arg,
+              const std::string& node) {
+             const int task = static_cast<int>(IntArg(task_arg, "task",
+                                                      std::numeric_limits<int>::min(),
+                                                      std::numeric_limits<int>::max()));
              Change(g, [&](Scheduler& s) { return engine::StartTask(&s, job, task, node); });
            },
            py::arg("job"), py::arg("task"), py::arg("node"))

@@ -52,7 +52,7 @@ class Pod:
         """
         A pod from a scenario-format dict; ValueError names a bad field.
         """
-    def __init__(self, name: str, requests: dict = {}, node_selector: typing.Any = None, tolerations: typing.Any = None, gpu_models: typing.Any = None, scope: str = 'none', priority: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
+    def __init__(self, name: str, requests: dict = {}, node_selector: typing.Any = None, tolerations: typing.Any = None, gpu_models: typing.Any = None, scope: str = 'none', priority: typing.Any = 0) -> None:
         ...
     def __repr__(self) -> str:
         ...
@@ -176,7 +176,7 @@ class Allocation:
     """
     def __repr__(self) -> str:
         ...
-    def annotations(self, gpushare: bool = False, unit_bytes: typing.SupportsInt | typing.SupportsIndex = 1048576) -> dict[str, str]:
+    def annotations(self, gpushare: bool = False, unit_bytes: typing.Any = 1048576) -> dict[str, str]:
         """
         Pod annotations recording this allocation (Koordinator's, and gpushare's if asked, with memory in units of `unit_bytes`; ValueError unless it is positive).
         """
@@ -282,9 +282,9 @@ class Cluster:
         """
         Whether a node of that name exists.
         """
-    def host_priorities(self, pod: typing.Any, nodes: list, strategy: str = 'binpack', max_priority: typing.SupportsInt | typing.SupportsIndex = 10) -> list:
+    def host_priorities(self, pod: typing.Any, nodes: list, strategy: str = 'binpack', max_priority: typing.Any = 10) -> list:
         """
-        The extender's prioritize in one native call: [{'Host': name, 'Score': s}] with s the node's score scaled from [0, 100] to [0, max_priority] (rounded half to even); 0 for a node this cluster does not have. Raises TypeError for an entry that is not a string, ValueError for an unknown strategy or max_priority < 1.
+        The extender's prioritize in one native call: [{'Host': name, 'Score': s}] with s the node's score scaled from [0, 100] to [0, max_priority] (rounded half to even); 0 for a node this cluster does not have. Raises TypeError for an entry that is not a string, ValueError for an unknown strategy or a max_priority outside 1 to 2^31-1.
         """
     def node(self, name: str) -> typing.Any:
         """
@@ -324,7 +324,7 @@ class Cluster:
         """
         Hold the devices, CPU and memory the strategy picks on the node for the pod (state Reserved) and return the Allocation; commit() binds it, unreserve() gives it back. ValueError when the pod does not fit or already holds an allocation, KeyError for an unknown node; the state is unchanged on error.
         """
-    def restore_allocation(self, pod: typing.Any, node: str, annotations: collections.abc.Mapping[str, str], unit_bytes: typing.SupportsInt | typing.SupportsIndex = 1048576) -> Allocation:
+    def restore_allocation(self, pod: typing.Any, node: str, annotations: collections.abc.Mapping[str, str], unit_bytes: typing.Any = 1048576) -> Allocation:
         """
         Rebuild a bound pod's allocation from its annotations (after a restart); gpushare's memory counts in units of `unit_bytes` (ValueError unless it is positive).
         """
@@ -336,7 +336,7 @@ class Cluster:
         """
         Scores in [0, 100] for many nodes in one native call; NaN for an unknown node.
         """
-    def set_device_health(self, node: str, minor: typing.SupportsInt | typing.SupportsIndex, healthy: bool, type: str = 'gpu') -> None:
+    def set_device_health(self, node: str, minor: typing.Any, healthy: bool, type: str = 'gpu') -> None:
         """
         Mark one device (by node, type and minor) healthy or not; an unhealthy device takes no new pods, and pods already on it keep their allocation. KeyError for an unknown node or device.
         """
@@ -852,7 +852,7 @@ class EngineScheduler:
         """
         Run one cycle at the clock's time, or at `now` seconds; returns its CycleResult (numbered with the cycle). Releases the GIL and holds the engine's lock for the whole cycle.
         """
-    def start_task(self, job: str, task: typing.SupportsInt | typing.SupportsIndex, node: str) -> None:
+    def start_task(self, job: str, task: typing.Any, node: str) -> None:
         ...
     def submit_job(self, spec: typing.Any) -> None:
         """
@@ -1154,7 +1154,7 @@ class OpenbReplayRun:
         """
 def _register_python_plugin(name: str) -> None:
     ...
-def _replay_openb(node_name: collections.abc.Sequence[str], node_cpu: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], node_memory: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], node_gpus: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], node_model: collections.abc.Sequence[str], pod_name: collections.abc.Sequence[str], pod_cpu: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_memory: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_gpus: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_milli: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_spec: collections.abc.Sequence[collections.abc.Sequence[str]], policy: str, params: typing.Any, seed: typing.SupportsInt | typing.SupportsIndex, stop_at: typing.SupportsFloat | typing.SupportsIndex, coverage: typing.SupportsFloat | typing.SupportsIndex, ties: str) -> OpenbReplayRun:
+def _replay_openb(node_name: collections.abc.Sequence[str], node_cpu: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], node_memory: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], node_gpus: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], node_model: collections.abc.Sequence[str], pod_name: collections.abc.Sequence[str], pod_cpu: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_memory: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_gpus: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_milli: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_spec: collections.abc.Sequence[collections.abc.Sequence[str]], policy: str, params: typing.Any, seed: typing.Any, stop_at: typing.SupportsFloat | typing.SupportsIndex, coverage: typing.SupportsFloat | typing.SupportsIndex, ties: str) -> OpenbReplayRun:
     """
     Native openb replay over column lists; use gpufleet.replay.replay_openb.
     """
@@ -1182,11 +1182,11 @@ def engine_plugins() -> list[str]:
     """
 def engine_registry_duplicates() -> list[str]:
     ...
-def format_bytes(bytes: typing.SupportsInt | typing.SupportsIndex) -> str:
+def format_bytes(bytes: typing.Any) -> str:
     """
     Bytes with the largest binary suffix that divides them exactly ("80Gi", "81559Mi").
     """
-def maximize_lp(a: collections.abc.Sequence[collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]], b: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], c: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], max_iterations: typing.SupportsInt | typing.SupportsIndex = 100000) -> tuple[float, numpy.typing.NDArray[numpy.float64]]:
+def maximize_lp(a: collections.abc.Sequence[collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]], b: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], c: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], max_iterations: typing.Any = 100000) -> tuple[float, numpy.typing.NDArray[numpy.float64]]:
     """
     Maximises c.x subject to a x <= b, x >= 0 with COIN-OR CLP (the solver behind gavel-lp); `a` is a list of rows (or a 2-D array). Returns (objective, x). ValueError for bad shapes, non-finite or too large entries, and infeasible or unbounded LPs; RuntimeError when max_iterations is reached.
     """

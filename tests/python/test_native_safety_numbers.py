@@ -138,6 +138,50 @@ def test_simulate_refuses_a_cluster_larger_than_the_traces_bound():
     assert simulate_jobs(jobs, 2**20, "fifo", placement=None).summary["num_gpus"] == 2**20
 
 
+def test_simulate_names_an_option_of_the_wrong_type():
+    import pandas as pd
+
+    from gpufleet import simulate as simulate_jobs
+
+    jobs = pd.DataFrame({"job_id": [0], "submit_time": [0.0], "num_gpu": [1], "duration": [1.0]})
+    for options, error, message in (
+            (dict(tiresias_compat=[1]), TypeError, "tiresias_compat: expected true or false, got [1]"),
+            (dict(record_timeseries="yes"), TypeError, "record_timeseries: expected true or false"),
+            (dict(tick=[1]), TypeError, "tick: expected a number of seconds, got [1]"),
+            (dict(restore_delay="1"), TypeError, "restore_delay: expected a number of seconds"),
+            (dict(seed=2**64), ValueError, "seed: 18446744073709551616 is out of range"),
+            (dict(seed=1.5), TypeError, "seed: expected a whole number"),
+            (dict(placement=3), TypeError, "placement: expected a strategy name or None")):
+        with pytest.raises(error) as info:
+            simulate_jobs(jobs, 4, "fifo", **options)
+        assert message in str(info.value) and "\n" not in str(info.value), options
+    assert simulate_jobs(jobs, 4, "fifo", seed=np.int64(2), tiresias_compat=np.bool_(True)
+                         ).summary["seed"] == 2
+
+
+def test_integers_past_the_c_range_are_one_line_errors_naming_the_argument():
+    c, a = gpushare_allocation()
+    pod = Pod("q", {"nvidia.com/gpu": "1"})
+    for call, message in (
+            (lambda: c.host_priorities(pod, ["n"], "binpack", 2**40),
+             "max_priority: 1099511627776 is out of range: 1 to 2147483647"),
+            (lambda: c.host_priorities(pod, ["n"], "binpack", 1.5),
+             "max_priority: expected a whole number, got float"),
+            (lambda: Pod("q", {}, priority=2**40), "priority"),
+            (lambda: c.set_device_health("n", 2**40, False), "minor: 1099511627776 is out of range"),
+            (lambda: a.annotations(unit_bytes=2**70), "unit_bytes: 1180591620717411303424 is out"),
+            (lambda: c.restore_allocation(pod, "n", {}, unit_bytes=2**64), "unit_bytes: 1844"),
+            (lambda: _core.format_bytes(2**64), "bytes: 18446744073709551616 is out of range"),
+            (lambda: _core.maximize_lp([[1.0]], [1.0], [1.0], max_iterations=2**40),
+             "max_iterations: 1099511627776 is out of range"),
+            (lambda: Engine().start_task("j", 2**40, "n"), "task: 1099511627776 is out of range")):
+        with pytest.raises((ValueError, TypeError)) as info:
+            call()
+        assert message in str(info.value) and "\n" not in str(info.value), str(info.value)
+    assert c.host_priorities(pod, ["n"], "binpack", np.int64(10))[0]["Host"] == "n"
+    assert _core.format_bytes(np.int64(1 << 30)) == "1Gi"
+
+
 def test_simulator_refuses_a_negative_seed_and_bad_memory():
     assert simulate(seed=3).summary.num_jobs == 3
     with pytest.raises(ValueError, match="seed must be >= 0, got -1"):
