@@ -109,14 +109,14 @@ void DlasGpu::Schedule(const JobTimeView& view, std::vector<Assignment>* plan) {
     OrderQueue(view, q, queues_[q]);
     std::vector<int> placed, waiting;
     for (int i : queues_[q]) {
-      bool ok = fill.total_free() > 0 && fill.TryPlace(i, ModelChoice::kFirstFit) >= 0;
+      bool ok = fill.total_free() > 0 && fill.TryPlace(i, ModelChoice::kAgnostic) >= 0;
       (ok ? placed : waiting).push_back(i);
     }
     // Tiresias keeps the jobs that run ahead of those that wait, each group in its order.
     queues_[q] = std::move(placed);
     queues_[q].insert(queues_[q].end(), waiting.begin(), waiting.end());
   }
-  KeepModels(view, ModelChoice::kFirstFit, plan);
+  KeepModels(view, ModelChoice::kAgnostic, plan);
 }
 
 double DlasGpu::NextWakeup(const JobTimeView& view) const {

@@ -90,7 +90,7 @@ class GavelMaxMin : public JobTimePolicy {
   }
 
  private:
-  ModelChoice Choice() const { return aware_ ? ModelChoice::kFastest : ModelChoice::kFirstFit; }
+  ModelChoice Choice() const { return aware_ ? ModelChoice::kFastest : ModelChoice::kAgnostic; }
   double round_;
   bool aware_;
   double next_round_ = 0;

@@ -129,7 +129,7 @@ class HeteroLas : public JobTimePolicy {
       for (int i : run_q1_) fill.Take(i, c_[i].model);
     }
     prefix_ = full_.size();
-    const ModelChoice choice = aware_ ? ModelChoice::kFastest : ModelChoice::kFirstFit;
+    const ModelChoice choice = aware_ ? ModelChoice::kFastest : ModelChoice::kAgnostic;
     WalkQ1(fill, choice, [&](size_t s_pos) { TrySwapInPlan(view, fill, s_pos); });
     // 4. Q2: its running jobs first (each keeps its model while it fits), then its waiting ones.
     q2_read_ = run_q2_;
@@ -140,7 +140,7 @@ class HeteroLas : public JobTimePolicy {
       }
     }
     WalkQ2(fill, choice);
-    if (!aware_) KeepModels(view, ModelChoice::kFirstFit, &full_);
+    if (!aware_) KeepModels(view, ModelChoice::kAgnostic, &full_);
     // 5. Upgrades, in plan order.
     if (upgrade_ && fill.total_free() > 0) {
       RefreshMovable(fill);

@@ -111,7 +111,6 @@ enum class ModelChoice {
   // mixed cluster. The draw is a function of (view.seed, job, view.now) over the models in name
   // order, so it is reproducible and the order the cluster lists its models cannot change it.
   kAgnostic,
-  kFirstFit = kAgnostic,  // older spelling of kAgnostic
   kFastest,   // heterogeneity-aware: the model where the job runs fastest (ties drawn as above)
   // Like kFastest, but a running job is not held to its current model (round-based policies
   // that re-plan every model each round).

@@ -26,7 +26,7 @@ class Sjf : public JobTimePolicy {
       if (view.job(job).state != JobState::kPending)
         it = pending_.erase(it);
       else {
-        fill.TryPlace(job, ModelChoice::kFirstFit);
+        fill.TryPlace(job, ModelChoice::kAgnostic);
         ++it;
       }
     }
