@@ -992,21 +992,20 @@ GPUFLEET_REGISTER(JobTimePolicy,
     {.name = "hetero-las",
      .description = "heterogeneity-aware LAS, two-level feedback queue, best-model placement with "
                     "swaps",
-     .params = {{"priority_threshold_ratio", ParamType::kNumber, 2.0, "demotion threshold (> 0)"},
-                {"starve_threshold_ratio", ParamType::kNumber, 4.0, "promotion threshold (> 0)"},
+     .params = {{.name = "priority_threshold_ratio", .type = ParamType::kNumber,
+                 .default_value = 2.0, .help = "demotion threshold", .range = {.above = 0}},
+                {.name = "starve_threshold_ratio", .type = ParamType::kNumber,
+                 .default_value = 4.0, .help = "promotion threshold", .range = {.above = 0}},
                 {"swap", ParamType::kBool, true, "swap jobs between models"},
                 {"aware", ParamType::kBool, true, "heterogeneity-aware model choice"},
                 {"upgrade", ParamType::kBool, true, "move jobs to faster models when free"}},
-     .capabilities = {"preemptive"}},
+     .traits = {.preemptive = true}},
     [](const Params& p) -> absl::StatusOr<std::unique_ptr<JobTimePolicy>> {
       ASSIGN_OR_RETURN(double pr, p.Get<double>("priority_threshold_ratio"));
       ASSIGN_OR_RETURN(double sr, p.Get<double>("starve_threshold_ratio"));
       ASSIGN_OR_RETURN(bool swap, p.Get<bool>("swap"));
       ASSIGN_OR_RETURN(bool aware, p.Get<bool>("aware"));
       ASSIGN_OR_RETURN(bool upgrade, p.Get<bool>("upgrade"));
-      if (!(pr > 0) || !(sr > 0))
-        return absl::InvalidArgumentError(
-            "hetero-las: priority_threshold_ratio and starve_threshold_ratio must be > 0");
       return std::unique_ptr<JobTimePolicy>(new HeteroLas(pr, sr, swap, aware, upgrade));
     });
 

@@ -388,14 +388,12 @@ class Las : public OrderedPolicy {
 GPUFLEET_REGISTER(JobTimePolicy,
     {.name = "las",
      .description = "least attained service, preemptive",
-     .params = {{"service", ParamType::kString, "gpu_time",
-                 "attained service in \"gpu_time\" (GPU-seconds) or \"time\" (seconds)"}},
-     .capabilities = {"preemptive"}},
+     .params = {{.name = "service", .type = ParamType::kString, .default_value = "gpu_time",
+                 .help = "attained service in GPU-seconds (gpu_time) or seconds (time)",
+                 .one_of = {"gpu_time", "time"}}},
+     .traits = {.preemptive = true}},
     [](const Params& p) -> absl::StatusOr<std::unique_ptr<JobTimePolicy>> {
       ASSIGN_OR_RETURN(std::string s, p.Get<std::string>("service"));
-      if (s != "gpu_time" && s != "time")
-        return absl::InvalidArgumentError("las: service must be \"gpu_time\" or \"time\", got \"" +
-                                          s + "\"");
       return std::unique_ptr<JobTimePolicy>(new Las(s == "gpu_time"));
     });
 

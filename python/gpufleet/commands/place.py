@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gpufleet._core import Cluster, Pod, strategies
+from gpufleet._core import Cluster, Pod
 from gpufleet.commands._output import add_output_options, emit, is_document
+from gpufleet.registries import strategies
 from gpufleet.report import placement_table, usage_table
 from gpufleet.scenario import ScenarioError, load_scenario
 
