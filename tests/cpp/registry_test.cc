@@ -169,6 +169,8 @@ TEST(RegistryTest, DeclaredRangesAreCheckedBeforeTheFactory) {
       {.name = "ratio", .type = ParamType::kNumber, .default_value = 0.5, .help = "h",
        .range = {.at_least = 0, .at_most = 1}},
       {.name = "period", .type = ParamType::kNumber, .help = "h", .range = {.above = 0}},
+      {.name = "weight", .type = ParamType::kNumber, .help = "h",
+       .range = {.at_least = 0, .finite = true}},
       {.name = "limits", .type = ParamType::kNumberList, .help = "h", .range = {.above = 0}},
       {.name = "mode", .type = ParamType::kString, .default_value = "fast", .help = "h",
        .one_of = {"fast", "slow"}}};
@@ -179,18 +181,26 @@ TEST(RegistryTest, DeclaredRangesAreCheckedBeforeTheFactory) {
   EXPECT_TRUE(IsError(check({{"count", -1}}), absl::StatusCode::kInvalidArgument,
                       {"w: \"count\" must be >= 0, got -1"}));
   EXPECT_TRUE(IsError(check({{"ratio", 1.5}}), absl::StatusCode::kInvalidArgument,
-                      {"w: \"ratio\" must be a finite number in [0, 1], got 1.5"}));
+                      {"w: \"ratio\" must be in [0, 1], got 1.5"}));
   EXPECT_TRUE(IsError(check({{"period", 0}}), absl::StatusCode::kInvalidArgument,
-                      {"w: \"period\" must be a finite number > 0, got 0"}));
-  EXPECT_TRUE(IsError(check({{"period", std::numeric_limits<double>::infinity()}}),
-                      absl::StatusCode::kInvalidArgument, {"\"period\" must be a finite number"}));
+                      {"w: \"period\" must be > 0, got 0"}));
+  EXPECT_TRUE(IsError(check({{"period", std::numeric_limits<double>::quiet_NaN()}}),
+                      absl::StatusCode::kInvalidArgument, {"w: \"period\" must be > 0"}));
+  // Infinity is in a range unless it is declared finite (or a bound excludes it).
+  EXPECT_TRUE(IsOk(check({{"period", std::numeric_limits<double>::infinity()}})));
+  EXPECT_TRUE(IsError(check({{"weight", std::numeric_limits<double>::infinity()}}),
+                      absl::StatusCode::kInvalidArgument,
+                      {"w: \"weight\" must be a finite number >= 0"}));
+  EXPECT_TRUE(IsError(check({{"weight", -1}}), absl::StatusCode::kInvalidArgument,
+                      {"w: \"weight\" must be a finite number >= 0, got -1"}));
   EXPECT_TRUE(IsError(check({{"limits", {3, -2}}}), absl::StatusCode::kInvalidArgument,
-                      {"w: \"limits\"[1] must be a finite number > 0, got -2"}));
+                      {"w: \"limits\"[1] must be > 0, got -2"}));
   EXPECT_TRUE(IsError(check({{"mode", "medium"}}), absl::StatusCode::kInvalidArgument,
                       {"w: \"mode\" must be one of \"fast\", \"slow\", got \"medium\""}));
   EXPECT_EQ(RangeText(declared[0]), ">= 0");
   EXPECT_EQ(RangeText(declared[1]), "in [0, 1]");
   EXPECT_EQ(RangeText(declared[2]), "> 0");
+  EXPECT_EQ(RangeText(declared[3]), "finite, >= 0");
   EXPECT_EQ(RangeText({.name = "x", .range = {.above = 0, .at_most = 2}}), "in (0, 2]");
   EXPECT_EQ(RangeText({.name = "x", .range = {.at_most = 2}}), "<= 2");
   EXPECT_EQ(RangeText({.name = "x"}), "");

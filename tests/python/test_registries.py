@@ -64,12 +64,11 @@ def test_parameter_ranges_are_declared_and_checked_before_the_factory():
               for kind in KINDS for e in entries(kind) for p in e["parameters"]}
     assert ranges[("strategies", "topology", "domain_weight")] == "in [0, 1]"
     assert ranges[("plugins", "binpack", "binpack.cpu")] == ">= 0"
-    assert ranges[("plugins", "overcommit", "overcommit-factor")] == ">= 1"
+    assert ranges[("plugins", "overcommit", "overcommit-factor")] == "finite, >= 1"
     assert ranges[("policies", "gavel-lp", "round_duration")] == "> 0"
     assert ranges[("policies", "las", "service")] == 'one of "gpu_time", "time"'
     from gpufleet import Cluster
-    with pytest.raises(ValueError, match=r'topology: "domain_weight" must be a finite number in '
-                                         r'\[0, 1\], got 2'):
+    with pytest.raises(ValueError, match=r'topology: "domain_weight" must be in \[0, 1\], got 2'):
         Cluster().place({"name": "p", "requests": {"cpu": "1"}}, strategy="topology(domain_weight=2)")
     from gpufleet.sim import policy_spec
     with pytest.raises(ValueError, match='las: "service" must be one of "gpu_time", "time", '
@@ -90,7 +89,7 @@ def test_listing_shows_parameters_with_defaults_and_ranges():
 
 @pytest.mark.parametrize("argv, expected", [
     (["place", "--list-strategies"], ["binpack", "fgd", "integer_scores: bool = true"]),
-    (["cycle", "--list-plugins"], ["nodeorder", "binpack: number = 1.0 (>= 0)", "[node-score]"]),
+    (["cycle", "--list-plugins"], ["nodeorder", "binpack: number = 1.0 (finite, >= 0)", "[node-score]"]),
     (["cycle", "--list-actions"], ["allocate", "jobtime", 'policy: string = "fifo"']),
     (["simulate", "--list-policies"], ["dlas-gpu", "queue_limits: list of numbers"]),
 ])

@@ -126,18 +126,31 @@ std::string RangeText(const ParamSpec& spec) {
   }
   const NumberRange& r = spec.range;
   const std::optional<double> low = r.above ? r.above : r.at_least;
+  std::string bounds;
   if (low && r.at_most)
-    return absl::StrFormat("in %c%g, %g]", r.above ? '(' : '[', *low, *r.at_most);
-  if (low) return absl::StrFormat("%s %g", r.above ? ">" : ">=", *low);
-  if (r.at_most) return absl::StrFormat("<= %g", *r.at_most);
-  return "";
+    bounds = absl::StrFormat("in %c%g, %g]", r.above ? '(' : '[', *low, *r.at_most);
+  else if (low)
+    bounds = absl::StrFormat("%s %g", r.above ? ">" : ">=", *low);
+  else if (r.at_most)
+    bounds = absl::StrFormat("<= %g", *r.at_most);
+  if (!r.finite) return bounds;
+  return bounds.empty() ? "finite" : "finite, " + bounds;
 }
 
 namespace {
 
 bool InRange(const NumberRange& r, double v) {
-  return std::isfinite(v) && (!r.at_least || v >= *r.at_least) && (!r.above || v > *r.above) &&
-         (!r.at_most || v <= *r.at_most);
+  return !std::isnan(v) && (!r.finite || std::isfinite(v)) && (!r.at_least || v >= *r.at_least) &&
+         (!r.above || v > *r.above) && (!r.at_most || v <= *r.at_most);
+}
+
+// "must be >= 0", "must be a finite number >= 1" (the range as a requirement).
+std::string Requirement(const ParamSpec& spec) {
+  NumberRange bounds = spec.range;
+  bounds.finite = false;
+  const std::string text = RangeText({.range = bounds});
+  if (!spec.range.finite) return text;
+  return text.empty() ? "a finite number" : "a finite number " + text;
 }
 
 }  // namespace
@@ -151,17 +164,15 @@ absl::Status CheckParamRange(const ParamSpec& spec, const Json& v, const std::st
     return absl::OkStatus();
   }
   if (spec.range.empty()) return absl::OkStatus();
-  // Integers are exact; other numbers must also be finite, which the wording says.
-  const char* what = spec.type == ParamType::kInt ? "" : "a finite number ";
   if (v.is_number() && !InRange(spec.range, v.get<double>()))
     return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: \"%s\" must be %s%s, got %s", owner, spec.name, what, RangeText(spec), v.dump()));
+        "%s: \"%s\" must be %s, got %s", owner, spec.name, Requirement(spec), v.dump()));
   if (v.is_array())
     for (size_t i = 0; i < v.size(); ++i)
       if (v[i].is_number() && !InRange(spec.range, v[i].get<double>()))
-        return absl::InvalidArgumentError(
-            absl::StrFormat("%s: \"%s\"[%d] must be a finite number %s, got %s", owner,
-                            spec.name, i, RangeText(spec), v[i].dump()));
+        return absl::InvalidArgumentError(absl::StrFormat("%s: \"%s\"[%d] must be %s, got %s",
+                                                          owner, spec.name, i, Requirement(spec),
+                                                          v[i].dump()));
   return absl::OkStatus();
 }
 

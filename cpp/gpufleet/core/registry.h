@@ -37,13 +37,15 @@ const char* ParamTypeName(ParamType type);
 // Whether `v` has the declared type (kInt: any JSON integer; ranges are checked separately).
 bool HasParamType(const Json& v, ParamType type);
 
-// A plain range for a number parameter (for a list of numbers: each element). A value with a
-// declared range must also be finite. `above` is exclusive ("> 0"); the others are inclusive.
+// A plain range for a number parameter (for a list of numbers: each element). `above` is
+// exclusive ("> 0"); the others are inclusive. NaN is never in a declared range; infinity is
+// unless `finite` is set (or a bound excludes it).
 struct NumberRange {
   std::optional<double> at_least;
   std::optional<double> above;
   std::optional<double> at_most;
-  bool empty() const { return !at_least && !above && !at_most; }
+  bool finite = false;
+  bool empty() const { return !at_least && !above && !at_most && !finite; }
 };
 
 // One declared parameter. A null `default_value` means "no default": the factory sees the key
@@ -60,8 +62,8 @@ struct ParamSpec {
   std::vector<std::string> one_of;  // strings: the values accepted (empty: any)
 };
 
-// The declared range for display: "> 0", ">= 0", "in [0, 1]", "one of \"time\", \"gpu_time\""; ""
-// when none is declared.
+// The declared range for display: "> 0", "finite, >= 1", "in [0, 1]", "one of \"time\",
+// \"gpu_time\""; "" when none is declared.
 std::string RangeText(const ParamSpec& spec);
 // Whether `v` (of the declared type) keeps to the declared range; the error names the owner and
 // the parameter: `las: "service" must be one of "gpu_time", "time", got "banana"`.

@@ -39,7 +39,8 @@ GPUFLEET_REGISTER(Plugin,
      .description = "device choice by a placement strategy, and its node score",
      .params = {{"strategy", ParamType::kString, "binpack", "placement strategy spec"},
                 {.name = "weight", .type = ParamType::kNumber, .default_value = 1.0,
-                 .help = "weight of the strategy's node score", .range = {.at_least = 0}}}},
+                 .help = "weight of the strategy's node score",
+                 .range = {.at_least = 0, .finite = true}}}},
     [](const Params& p) -> absl::StatusOr<std::unique_ptr<Plugin>> {
       ASSIGN_OR_RETURN(std::string spec, p.Get<std::string>("strategy"));
       ASSIGN_OR_RETURN(double weight, p.Get<double>("weight"));

@@ -81,11 +81,11 @@ constexpr std::pair<const char*, int> kVolcanoOnly[] = {
     {"nodeaffinity.weight", 2}, {"podaffinity.weight", 2}, {"tainttoleration.weight", 3},
     {"imagelocality.weight", 1}, {"podtopologyspread.weight", 2}};
 
-// Every weight is a number >= 0.
+// Every weight is a finite number >= 0.
 ParamSpec Weight(std::string name, Json default_value, std::string help) {
   return {.name = std::move(name), .type = ParamType::kNumber,
           .default_value = std::move(default_value), .help = std::move(help),
-          .range = {.at_least = 0}};
+          .range = {.at_least = 0, .finite = true}};
 }
 
 std::vector<ParamSpec> NodeOrderParams() {

@@ -58,7 +58,7 @@ GPUFLEET_REGISTER(Plugin,
      // Volcano falls back to 1.2 with a warning; a value that cannot be meant is an error here.
      .params = {{.name = kFactor, .type = ParamType::kNumber, .default_value = 1.2,
                  .help = "how many times its capacity the cluster counts as for admission",
-                 .range = {.at_least = 1}}}},
+                 .range = {.at_least = 1, .finite = true}}}},
     [](const Params& p) -> absl::StatusOr<std::unique_ptr<Plugin>> {
       ASSIGN_OR_RETURN(double factor, p.Get<double>(kFactor));
       return std::unique_ptr<Plugin>(new Overcommit(factor));
