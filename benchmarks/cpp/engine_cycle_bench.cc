@@ -70,7 +70,6 @@ std::vector<Job> MakeJobs(int tasks) {
 // Turns node equivalence classes off, to measure what they save (same decisions, full scans).
 class NoNodeClasses : public Plugin {
  public:
-  std::string name() const override { return "bench-no-node-classes"; }
   void OnSessionOpen(Session& s) override { s.DisableNodeClasses(); }
 };
 GPUFLEET_REGISTER(Plugin, {.name = "bench-no-node-classes", .description = "benchmark only"},

@@ -165,13 +165,6 @@ struct Planned {
 }  // namespace
 
 void InitCluster(py::module_& m) {
-  m.def("strategies", &StrategyNames, "Names of the registered placement strategies.");
-  m.def("strategy_description",
-        [](const std::string& n) { return Registry<PlacementStrategy>::Global().Description(n); },
-        py::arg("name"), "One line describing a registered placement strategy (\"\" if unknown).");
-  m.def("registry_duplicates",
-        [] { return Registry<PlacementStrategy>::Global().DuplicateNames(); });
-
   py::class_<GuardedCluster>(m, "Cluster",
                               "The cluster's accounting: nodes, their devices and the allocations that "
                               "hold them. Filter, score and place pods; reserve, commit, release; snapshot "

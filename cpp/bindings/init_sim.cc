@@ -320,8 +320,6 @@ std::shared_ptr<SimRun> Simulate(const py::object& cluster, Arr<int64_t> job_id,
 
 void InitSim(py::module_& m) {
   BindResults(m);
-  m.def("sim_policy_names", &jobtime::JobTimePolicyNames, "Registered job-time policy names.");
-  m.def("sim_policy_description", &jobtime::JobTimePolicyDescription, py::arg("name"));
   m.def("sim_check_policy",
         [](const std::string& spec) { Unwrap(jobtime::MakeJobTimePolicy(spec)); },
         py::arg("spec"), "Raises KeyError/ValueError if the policy spec is not valid.");

@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Allocation', 'BindDecision', 'Cluster', 'CycleResult', 'DeviceGrant', 'DeviceRequest', 'EngineScheduler', 'EvictDecision', 'FitResult', 'HeldCapacity', 'JobState', 'JobView', 'OpenbReplayRun', 'PlaceResult', 'Pod', 'QueueShare', 'QueueSpec', 'QueueView', 'Resources', 'SimJobs', 'SimRun', 'SimSummary', 'SimTimeseries', 'TaskView', 'VirtualFunction', 'engine_action_description', 'engine_actions', 'engine_check_config', 'engine_default_config', 'engine_plugin_description', 'engine_plugins', 'engine_registry_duplicates', 'format_bytes', 'maximize_lp', 'mig_geometry', 'parse_milli', 'parse_quantity', 'parse_quantity_exact', 'parse_resource_quantity', 'registry_duplicates', 'registry_metadata', 'sim_check_policy', 'sim_policy_description', 'sim_policy_names', 'sim_run', 'strategies', 'strategy_description', 'water_fill', 'wire_keys']
+__all__: list[str] = ['Allocation', 'BindDecision', 'Cluster', 'CycleResult', 'DeviceGrant', 'DeviceRequest', 'EngineScheduler', 'EvictDecision', 'FitResult', 'HeldCapacity', 'JobState', 'JobView', 'OpenbReplayRun', 'PlaceResult', 'Pod', 'QueueShare', 'QueueSpec', 'QueueView', 'Resources', 'SimJobs', 'SimRun', 'SimSummary', 'SimTimeseries', 'TaskView', 'VirtualFunction', 'engine_callback_points', 'engine_check_config', 'engine_default_config', 'engine_plugin_switches', 'format_bytes', 'maximize_lp', 'mig_geometry', 'parse_milli', 'parse_quantity', 'parse_quantity_exact', 'parse_resource_quantity', 'registry_duplicates', 'registry_metadata', 'sim_check_policy', 'sim_run', 'water_fill', 'wire_keys']
 class DeviceRequest:
     """
     What a pod asks of one device type: `count` devices (whole when `whole`), or a share of one: `core` percent of its compute, `memory_bytes` or `memory_ratio` percent of its memory. Read from Pod.devices.
@@ -1158,13 +1158,9 @@ def _replay_openb(node_name: collections.abc.Sequence[str], node_cpu: collection
     """
     Native openb replay over column lists; use gpufleet.replay.replay_openb.
     """
-def engine_action_description(name: str) -> str:
+def engine_callback_points() -> list:
     """
-    One line describing a registered engine action ("" if unknown).
-    """
-def engine_actions() -> list[str]:
-    """
-    Names of the registered engine actions.
+    The engine's callback points, in order: dicts with name, signature, combine (how the answers of several plugins combine), python_method (what a Python plugin defines to answer it, or None) and volcano_switch (the per-plugin switch that turns it off, or None).
     """
 def engine_check_config(config: typing.Any) -> typing.Any:
     """
@@ -1172,16 +1168,10 @@ def engine_check_config(config: typing.Any) -> typing.Any:
     """
 def engine_default_config() -> typing.Any:
     ...
-def engine_plugin_description(name: str) -> str:
+def engine_plugin_switches() -> list:
     """
-    One line describing a registered engine plugin ("" if unknown).
+    Volcano's per-plugin switches, as Volcano spells them: dicts with key, point (the callback point it gates, or None), on_when_absent and supported_on.
     """
-def engine_plugins() -> list[str]:
-    """
-    Names of the registered engine plugins.
-    """
-def engine_registry_duplicates() -> list[str]:
-    ...
 def format_bytes(bytes: typing.Any) -> str:
     """
     Bytes with the largest binary suffix that divides them exactly ("80Gi", "81559Mi").
@@ -1211,32 +1201,20 @@ def parse_resource_quantity(resource: str, quantity: str) -> int:
     A resource's quantity in the core's unit: milli-cores for cpu, whole numbers only for pods and extended resources (nvidia.com/gpu, koordinator.sh/*, aliyun.com/gpu-mem), bytes rounded up otherwise.
     """
 def registry_duplicates() -> list[str]:
-    ...
-def registry_metadata() -> dict:
     """
-    Per registry (strategies, plugins, actions, policies), what each registered name declares: a list of dicts with name, description, parameters (name, type, default, help, example) and capabilities.
+    Names registered twice in any registry (the second registration is refused).
+    """
+def registry_metadata(kinds: collections.abc.Sequence[str] | None = None) -> dict:
+    """
+    Per registry (strategies, plugins, actions, policies; all, or those in `kinds`), what each registered name declares: a list of dicts with name, description, parameters (name, type, default, help, example, range), traits and open_parameters; plugins also list the callback points they answer (observed on an empty session; None when they cannot be built without arguments).
     """
 def sim_check_policy(spec: str) -> None:
     """
     Raises KeyError/ValueError if the policy spec is not valid.
     """
-def sim_policy_description(name: str) -> str:
-    ...
-def sim_policy_names() -> list[str]:
-    """
-    Registered job-time policy names.
-    """
 def sim_run(cluster: typing.Any, job_id: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], submit_time: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], num_gpu: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], duration: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], speed: typing.Any, memory_gib: typing.Any, policy: str, tiresias_compat: bool = False, restore_delay: typing.SupportsFloat | typing.SupportsIndex = 0.0, tick: typing.SupportsFloat | typing.SupportsIndex = 0.0, scheduling_interval: typing.SupportsFloat | typing.SupportsIndex = 0.0, record_timeseries: bool = True, progress: typing.Any = None, placement: str = 'binpack', seed: typing.SupportsInt | typing.SupportsIndex = 0) -> SimRun:
     """
     Runs the job-time simulator; see gpufleet.sim.simulate for the friendly wrapper.
-    """
-def strategies() -> list[str]:
-    """
-    Names of the registered placement strategies.
-    """
-def strategy_description(name: str) -> str:
-    """
-    One line describing a registered placement strategy ("" if unknown).
     """
 def water_fill(total: typing.SupportsFloat | typing.SupportsIndex, weights: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], caps: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]) -> list[float]:
     """

@@ -43,13 +43,13 @@ a notebook, then port it to C++ (``docs/adding-a-policy.md``)::
     eng.configure({"actions": "allocate", "tiers": [{"plugins": [
         "gang", "predicates", {"name": "prefer-even", "arguments": {"bonus": 50}}]}]})
 
-Callbacks a Python plugin may define (each optional; names as in the native engine):
-``job_order(a, b)``, ``queue_order(a, b)``, ``task_order(a, b)`` (negative when ``a`` goes first),
-``predicate(task, node)`` (True/None to accept, False or a reason string to reject),
-``node_order(task, node)`` (a score added to the others), ``preemptable(preemptor, candidates)`` and
-``reclaimable(preemptor, candidates)`` (return the names of allowed victims), ``overused(queue)``,
-``job_ready(job)``, ``job_valid(job)`` and ``enqueueable(job)`` (None/"" when fine, else a reason),
-``allocatable(queue, task)``.
+A Python plugin answers the callback points whose method it defines: :func:`callback_points`
+lists each point with its ``python_method``, its signature and how the answers of several plugins
+combine (``docs/engine.md`` has the same table). Orders return a number (negative when ``a`` goes
+first); a check returns True/None to accept, or False or a reason string to refuse; victims are
+the names of the allowed candidates; a node's score is a finite number. What a plugin defines is
+what it answers, as for a native plugin: one that defines ``predicate`` serves the actions that
+place tasks without the native ``predicates`` plugin.
 """
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from gpufleet import _core
+from gpufleet import _core, registries
 from gpufleet._core import (
     BindDecision,
     EvictDecision,
@@ -90,6 +90,7 @@ __all__ = [
     "TaskView",
     "Scheduler",
     "actions",
+    "callback_points",
     "default_config",
     "engine_from_scenario",
     "load_config",
@@ -108,12 +109,19 @@ _JOB_COLUMNS = ["name", "queue", "priority", "min_available", "tasks", "running"
 
 def plugins() -> list[str]:
     """Names of the registered plugins (native and Python)."""
-    return list(_core.engine_plugins())
+    return registries.names("plugins")
 
 
 def actions() -> list[str]:
     """Names of the registered actions."""
-    return list(_core.engine_actions())
+    return registries.names("actions")
+
+
+def callback_points() -> list[dict[str, Any]]:
+    """The questions plugins answer, in order: dicts with ``name``, ``signature``, ``combine``,
+    ``python_method`` (what a Python plugin defines to answer it, or None) and ``volcano_switch``
+    (the per-plugin switch of a configuration that turns it off, or None)."""
+    return registries.callback_points()
 
 
 def default_config() -> dict[str, Any]:

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from gpufleet import _core
+from gpufleet import _core, registries
 from gpufleet._lazy import lazy
 
 # Imported by the first call that needs them: `import gpufleet` stays fast.
@@ -33,13 +33,13 @@ ClusterLike = Any  # int | str | Mapping | Sequence[Mapping] | ClusterSpec
 
 def policy_names() -> list[str]:
     """Names of the registered job-time policies."""
-    return list(_core.sim_policy_names())
+    return registries.names("policies")
 
 
 def policy_description(name: str) -> str:
     """The one-line description a job-time policy registers (``gpufleet simulate
     --list-policies`` prints it); an empty string for a name that is not registered."""
-    return str(_core.sim_policy_description(name))
+    return registries.description("policies", name)
 
 
 def policy_spec(policy: str | Mapping[str, Any], **params: Any) -> str:

@@ -288,7 +288,7 @@ TEST(EngineJobtimeTest, BadArgumentsAreClearErrors) {
       EXPECT_NE(st.message().find(p), std::string::npos) << st.message() << " lacks " << p;
   };
   expect_error(JobtimeConfig("nope"), {"actions[0]", "jobtime", "unknown policy \"nope\""});
-  expect_error(JobtimeConfig("las(service=banana)"), {"jobtime", "las: service must be"});
+  expect_error(JobtimeConfig("las(service=banana)"), {"jobtime", "las: \"service\" must be one of \"gpu_time\", \"time\", got \"banana\""});
   expect_error(JobtimeConfig("las", {{"bogus", 1}}), {"jobtime", "bogus"});
   expect_error(JobtimeConfig("las", {{"perf_factors", {{"A100", -1}}}}),
                {"jobtime: perf_factors.A100 must be a number > 0"});

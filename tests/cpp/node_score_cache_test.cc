@@ -113,7 +113,7 @@ void RunTwin(const std::string& strategy_spec, uint32_t seed) {
 }
 
 TEST(NodeScoreCacheTest, CachedPlacementEqualsAFullScanForEveryStrategy) {
-  for (const std::string& name : StrategyNames()) {
+  for (const std::string& name : Registry<PlacementStrategy>::Global().Names()) {
     auto s = MakeStrategy(name);
     ASSERT_OK(s);
     if (!(*s)->Deterministic()) continue;  // checked below

@@ -158,7 +158,7 @@ void RunAgainstReference(const std::string& spec, uint32_t seed) {
 
 TEST(PlacerTest, ScanAndCacheChooseWhatFilteringAndScoringEveryNodeChooses) {
   int strategies = 0;
-  for (const std::string& name : StrategyNames()) {
+  for (const std::string& name : Registry<PlacementStrategy>::Global().Names()) {
     auto s = MakeStrategy(name);
     ASSERT_OK(s);
     // Strategies with random draws are compared seed for seed in node_score_cache_test.cc.

@@ -25,15 +25,16 @@ Scheduler::Scheduler() {
 absl::Status Scheduler::Configure(const Json& json) {
   ASSIGN_OR_RETURN(Config config, ConfigFromJson(json));
   std::vector<std::unique_ptr<Action>> actions;
-  bool enqueue = false;
+  bool admits = false;
   for (const NamedArgs& a : config.actions) {
     ASSIGN_OR_RETURN(std::unique_ptr<Action> action, MakeAction(a.name, a.args));
-    enqueue |= a.name == "enqueue";
+    admits |= action->traits().admits_jobs;
     actions.push_back(std::move(action));
   }
+  needs_ = NeedsOf(config);
   config_ = std::move(config);
   actions_ = std::move(actions);
-  has_enqueue_ = enqueue;
+  admits_jobs_ = admits;
   return absl::OkStatus();
 }
 
@@ -188,7 +189,10 @@ absl::StatusOr<CycleResult> Scheduler::RunCycleAt(double now) {
       plugins.push_back(std::move(plugin));
     }
   for (auto& p : plugins) p->OnSessionOpen(session);
-  session.PrepareJobs(!has_enqueue_);
+  // What the plugins registered this time (a Python plugin's class may have been replaced since
+  // the configuration was checked).
+  RETURN_IF_ERROR(CheckNeedsAnswered(needs_, session.Answered()));
+  session.PrepareJobs(!admits_jobs_);
   for (auto& p : plugins) p->OnSessionReady(session);
   for (auto& a : actions_) a->Execute(session);
   for (auto& p : plugins) p->OnSessionClose(session);

@@ -81,7 +81,8 @@ class Scheduler {
 
   Config config_;
   std::vector<std::unique_ptr<Action>> actions_;
-  bool has_enqueue_ = false;
+  bool admits_jobs_ = false;  // an action admits jobs (enqueue); else every valid job is admitted
+  std::vector<Need> needs_;   // what the configuration's actions and plugins need answered
   ClusterState state_;
   std::map<std::string, Queue> queues_;
   std::map<std::string, Job> jobs_;

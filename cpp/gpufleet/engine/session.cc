@@ -144,27 +144,39 @@ void Session::AddTiered(std::vector<std::vector<F>>& slot, const std::string& pl
   slot[std::min<size_t>(tier, slot.size() - 1)].push_back(std::move(fn));
 }
 
-bool Session::Off(const std::string& plugin, const char* question) const {
-  auto it = disabled_.find(plugin);
-  return it != disabled_.end() &&
-         std::find(it->second.begin(), it->second.end(), question) != it->second.end();
+bool Session::Accept(const std::string& plugin, Point point) {
+  const int bit = static_cast<int>(point);
+  auto off = disabled_.find(plugin);
+  if (off != disabled_.end() && off->second.test(bit)) return false;
+  answers_[plugin].set(bit);
+  return true;
 }
 
-// The question names are the plugin capability words (plugin.h, plugin_switches.cc).
-void Session::AddJobOrderFn(const std::string& p, CompareFn fn) { if (!Off(p, "job-order")) AddTiered(job_order_, p, std::move(fn)); }
-void Session::AddQueueOrderFn(const std::string& p, CompareFn fn) { if (!Off(p, "queue-order")) AddTiered(queue_order_, p, std::move(fn)); }
-void Session::AddTaskOrderFn(const std::string& p, CompareFn fn) { if (!Off(p, "task-order")) AddTiered(task_order_, p, std::move(fn)); }
-void Session::AddPreemptableFn(const std::string& p, VictimsFn fn) { if (!Off(p, "preemptable")) AddTiered(preemptable_, p, std::move(fn)); }
-void Session::AddReclaimableFn(const std::string& p, VictimsFn fn) { if (!Off(p, "reclaimable")) AddTiered(reclaimable_, p, std::move(fn)); }
-void Session::AddPredicateFn(const std::string& p, PredicateFn fn) { if (!Off(p, "predicates")) predicates_.push_back(std::move(fn)); }
-void Session::AddNodeScoreFn(const std::string& p, NodeScoreFn fn) { if (!Off(p, "node-score")) node_scores_.push_back(std::move(fn)); }
-void Session::AddOverusedFn(const std::string& p, QueueTestFn fn) { if (!Off(p, "overused")) overused_.push_back(std::move(fn)); }
-void Session::AddJobReadyFn(const std::string& p, JobTestFn fn) { if (!Off(p, "job-ready")) job_ready_.push_back(std::move(fn)); }
-void Session::AddJobValidFn(const std::string&, JobCheckFn fn) { job_valid_.push_back(std::move(fn)); }
-void Session::AddAllocatableFn(const std::string& p, AllocatableFn fn) { if (!Off(p, "allocatable")) allocatable_.push_back(std::move(fn)); }
-void Session::AddEnqueueableFn(const std::string& p, JobCheckFn fn) { if (!Off(p, "enqueueable")) enqueueable_.push_back(std::move(fn)); }
-void Session::AddTargetJobFn(const std::string& p, TargetJobFn fn) { if (!Off(p, "target-job")) target_job_.push_back(std::move(fn)); }
-void Session::SetDeviceStrategy(std::unique_ptr<PlacementStrategy> s) { strategy_ = std::move(s); }
+PointSet Session::Answers(const std::string& plugin) const {
+  auto it = answers_.find(plugin);
+  return it == answers_.end() ? PointSet() : it->second;
+}
+
+PointSet Session::Answered() const {
+  PointSet all;
+  for (const auto& [plugin, points] : answers_) all |= points;
+  return all;
+}
+
+void Session::AddJobOrderFn(const std::string& p, CompareFn fn) { if (Accept(p, Point::kJobOrder)) AddTiered(job_order_, p, std::move(fn)); }
+void Session::AddQueueOrderFn(const std::string& p, CompareFn fn) { if (Accept(p, Point::kQueueOrder)) AddTiered(queue_order_, p, std::move(fn)); }
+void Session::AddTaskOrderFn(const std::string& p, CompareFn fn) { if (Accept(p, Point::kTaskOrder)) AddTiered(task_order_, p, std::move(fn)); }
+void Session::AddPreemptableFn(const std::string& p, VictimsFn fn) { if (Accept(p, Point::kPreemptable)) AddTiered(preemptable_, p, std::move(fn)); }
+void Session::AddReclaimableFn(const std::string& p, VictimsFn fn) { if (Accept(p, Point::kReclaimable)) AddTiered(reclaimable_, p, std::move(fn)); }
+void Session::AddPredicateFn(const std::string& p, PredicateFn fn) { if (Accept(p, Point::kPredicates)) predicates_.push_back(std::move(fn)); }
+void Session::AddNodeScoreFn(const std::string& p, NodeScoreFn fn) { if (Accept(p, Point::kNodeScore)) node_scores_.push_back(std::move(fn)); }
+void Session::AddOverusedFn(const std::string& p, QueueTestFn fn) { if (Accept(p, Point::kOverused)) overused_.push_back(std::move(fn)); }
+void Session::AddJobReadyFn(const std::string& p, JobTestFn fn) { if (Accept(p, Point::kJobReady)) job_ready_.push_back(std::move(fn)); }
+void Session::AddJobValidFn(const std::string& p, JobCheckFn fn) { if (Accept(p, Point::kJobValid)) job_valid_.push_back(std::move(fn)); }
+void Session::AddAllocatableFn(const std::string& p, AllocatableFn fn) { if (Accept(p, Point::kAllocatable)) allocatable_.push_back(std::move(fn)); }
+void Session::AddEnqueueableFn(const std::string& p, JobCheckFn fn) { if (Accept(p, Point::kEnqueueable)) enqueueable_.push_back(std::move(fn)); }
+void Session::AddTargetJobFn(const std::string& p, TargetJobFn fn) { if (Accept(p, Point::kTargetJob)) target_job_.push_back(std::move(fn)); }
+void Session::SetDeviceStrategy(const std::string& p, std::unique_ptr<PlacementStrategy> s) { if (Accept(p, Point::kDeviceStrategy)) strategy_ = std::move(s); }
 
 int Session::Compare(const std::vector<std::vector<CompareFn>>& fns, int a, int b) const {
   for (const auto& tier : fns)

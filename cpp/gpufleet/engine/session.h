@@ -1,15 +1,11 @@
 // A session: one scheduling cycle's view of the cluster. It copies the accounting (actions change
 // the copy only, through statements), indexes jobs, tasks and queues, and holds the callbacks that
-// plugins registered by name. The callbacks compose as in Volcano's framework:
-//   orders (job, queue, task): tier by tier, the first plugin with a non-zero answer decides; ties
-//     end in a stable id (creation time, then name);
-//   predicate, allocatable, job ready, enqueueable: every plugin must agree;
-//   job valid: the first plugin that objects decides;
-//   node score: weighted sum over all plugins;
-//   preemptable / reclaimable: the intersection of every answering plugin's victims, across all
-//     tiers (unlike Volcano, where the first answering tier decides: a victim must satisfy gang
-//     safety and queue fairness at once, wherever the configuration lists them);
-//   overused: any plugin that says so.
+// plugins registered by name, recording which callback points each plugin registered (what a
+// plugin answers is observed, never declared). The callbacks compose as the callback-point table
+// says (callback_points.h: CombineText), as in Volcano's framework, except that preemptable /
+// reclaimable victims are the intersection over all tiers (in Volcano the first answering tier
+// decides: here a victim must satisfy gang safety and queue fairness at once, wherever the
+// configuration lists them).
 #ifndef GPUFLEET_ENGINE_SESSION_H_
 #define GPUFLEET_ENGINE_SESSION_H_
 
@@ -23,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "gpufleet/accounting/cluster_state.h"
+#include "gpufleet/engine/callback_points.h"
 #include "gpufleet/engine/decisions.h"
 #include "gpufleet/engine/reservation_ledger.h"
 #include "gpufleet/engine/session_types.h"
@@ -55,9 +52,9 @@ struct SessionInput {
   std::vector<std::vector<std::string>> tiers;  // plugin names per tier
   double now = 0;  // the cycle's time in seconds (Scheduler clock)
   HoldPlan hold_plan;  // the starvation target's plan from the last cycle (reservation_ledger.h)
-  // Plugin -> questions its configuration switched off (Volcano's enable* switches): the
-  // plugin's callbacks for them are not registered.
-  std::map<std::string, std::vector<std::string>> disabled;
+  // Plugin -> points its configuration switched off (Volcano's enable* switches): the plugin's
+  // callbacks for them are not registered.
+  std::map<std::string, PointSet> disabled;
 };
 
 class Session {
@@ -102,13 +99,18 @@ class Session {
   void AddEnqueueableFn(const std::string& plugin, JobCheckFn fn);
   void AddTargetJobFn(const std::string& plugin, TargetJobFn fn);
   // The device choice strategy (deviceshare); binpack when no plugin sets one.
-  void SetDeviceStrategy(std::unique_ptr<PlacementStrategy> strategy);
+  void SetDeviceStrategy(const std::string& plugin, std::unique_ptr<PlacementStrategy> strategy);
   // A plugin whose callbacks depend on more than a task's requests and constraints (e.g. Python
   // plugins) turns off the per-cycle infeasibility cache.
   void DisableFitCache() { fit_cache_enabled_ = false; }
   // A plugin whose predicates or scores look at more than a node's spec and usage (its name, the
   // job's other tasks) turns off node equivalence classes (placement/node_classes.h).
   void DisableNodeClasses() { classes_enabled_ = false; }
+
+  // The points `plugin` registered callbacks for (switched-off ones excluded): what it answers.
+  PointSet Answers(const std::string& plugin) const;
+  // The points some plugin answers.
+  PointSet Answered() const;
 
   // After plugins registered: asks job-valid, marks invalid jobs with their reason, and sets each
   // queue's demand (held + pending requests of its valid jobs) and admitted minimums. With
@@ -163,7 +165,8 @@ class Session {
 
  private:
   int TierOf(const std::string& plugin) const;
-  bool Off(const std::string& plugin, const char* question) const;
+  // Whether `plugin` may register a callback for `point` (not switched off); records it if so.
+  bool Accept(const std::string& plugin, Point point);
   template <typename F>
   void AddTiered(std::vector<std::vector<F>>& slot, const std::string& plugin, F fn);
   int Compare(const std::vector<std::vector<CompareFn>>& fns, int a, int b) const;
@@ -178,7 +181,8 @@ class Session {
   int cycle_ = 0;
   double now_ = 0;
   std::vector<std::vector<std::string>> tiers_;
-  std::map<std::string, std::vector<std::string>> disabled_;
+  std::map<std::string, PointSet> disabled_;
+  std::map<std::string, PointSet> answers_;  // plugin -> the points it registered
 
   std::vector<std::vector<CompareFn>> job_order_, queue_order_, task_order_;
   std::vector<PredicateFn> predicates_;

@@ -26,7 +26,8 @@ GPUFLEET_REGISTER(PlacementStrategy,
     {.name = "bestfit",
      .description = "least remaining weighted (cpu, gpu share) after placement (Weng et al., "
                     "ATC 2023 baseline)",
-     .params = NormalisationParams()},
+     .params = NormalisationParams(),
+     .traits = {.deterministic = true, .concurrent_safe = true}},
     [](const Params& p) -> absl::StatusOr<std::unique_ptr<PlacementStrategy>> {
       ASSIGN_OR_RETURN(Normalisation n, ParseNormalisation(p));
       return std::unique_ptr<PlacementStrategy>(new BestFit(n));

@@ -36,7 +36,8 @@ class Binpack : public AllocationScoredStrategy {
 GPUFLEET_REGISTER(PlacementStrategy,
     {.name = "binpack",
      .description = "best fit: most allocated node, least free fitting device (gpushare, "
-                    "Koordinator MostAllocated)"},
+                    "Koordinator MostAllocated)",
+     .traits = {.deterministic = true, .concurrent_safe = true}},
     [](const Params&) -> absl::StatusOr<std::unique_ptr<PlacementStrategy>> {
       return std::unique_ptr<PlacementStrategy>(new Binpack());
     });

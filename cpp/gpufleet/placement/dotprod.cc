@@ -29,7 +29,8 @@ GPUFLEET_REGISTER(PlacementStrategy,
     {.name = "dotprod",
      .description = "smallest dot product of free (cpu, gpu) and request, Tetris-style (Weng "
                     "et al., ATC 2023 baseline)",
-     .params = NormalisationParams()},
+     .params = NormalisationParams(),
+     .traits = {.deterministic = true, .concurrent_safe = true}},
     [](const Params& p) -> absl::StatusOr<std::unique_ptr<PlacementStrategy>> {
       ASSIGN_OR_RETURN(Normalisation n, ParseNormalisation(p));
       return std::unique_ptr<PlacementStrategy>(new DotProd(n));

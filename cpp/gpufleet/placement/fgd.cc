@@ -66,9 +66,6 @@ class Fgd : public PlacementStrategy {
     return Lookup(v, pending_, pending_models_).score;
   }
 
-  // The memo and the pending task change on every score.
-  bool ConcurrentSafe() const override { return false; }
-
   bool ChooseDevices(const NodeView& v, const DeviceRequest& r,
                      const std::vector<std::vector<int>>& domains,
                      std::vector<int>* chosen) const override {
@@ -202,7 +199,9 @@ GPUFLEET_REGISTER(PlacementStrategy,
                     "against a workload distribution (Weng et al., ATC 2023)",
      .params = {{"workload", ParamType::kAny, nullptr,
                  "[[cpu_milli, core_percent, gpu_count, weight], ...]; default: whole-GPU pods"},
-                {"integer_scores", ParamType::kBool, true, "truncate scores as the paper does"}}},
+                {"integer_scores", ParamType::kBool, true, "truncate scores as the paper does"}},
+     // The memo and the pending task change on every score: one thread at a time.
+     .traits = {.deterministic = true, .concurrent_safe = false}},
     [](const Params& p) -> absl::StatusOr<std::unique_ptr<PlacementStrategy>> {
       ASSIGN_OR_RETURN(bool integer, p.Get<bool>("integer_scores"));
       GpuWorkload w = WholeGpuWorkload();
@@ -218,7 +217,9 @@ GPUFLEET_REGISTER(PlacementStrategy,
 }  // namespace
 
 std::unique_ptr<PlacementStrategy> MakeFgd(GpuWorkload workload, bool integer_scores) {
-  return std::make_unique<Fgd>(std::move(workload), integer_scores);
+  // Built without the registry's factory, it still reads its traits from the registration.
+  return *Registry<PlacementStrategy>::Global().Adopt(
+      "fgd", std::make_unique<Fgd>(std::move(workload), integer_scores));
 }
 
 }  // namespace gpufleet

@@ -79,10 +79,13 @@ GPUFLEET_REGISTER(PlacementStrategy,
     {.name = "gpu-clustering",
      .description = "pack pods with the same GPU request kind together (Weng et al., ATC 2023 "
                     "baseline)",
-     .params = {{"max_gpus", ParamType::kInt, 8, "GPUs of the largest node (> 0)"}}},
+     .params = {{.name = "max_gpus", .type = ParamType::kInt, .default_value = 8,
+                 .help = "GPUs of the largest node", .range = {.at_least = 1}}},
+     // The const calls only read what OnBound/OnReleased learned; whoever calls those holds the
+     // strategy's owner exclusively.
+     .traits = {.deterministic = true, .concurrent_safe = true}},
     [](const Params& p) -> absl::StatusOr<std::unique_ptr<PlacementStrategy>> {
       ASSIGN_OR_RETURN(int gpus, p.Get<int>("max_gpus"));
-      if (gpus <= 0) return absl::InvalidArgumentError("gpu-clustering: max_gpus must be positive");
       return std::unique_ptr<PlacementStrategy>(new GpuClustering(gpus));
     });
 

@@ -53,7 +53,8 @@ class GpuPacking : public PlacementStrategy {
 GPUFLEET_REGISTER(PlacementStrategy,
     {.name = "gpu-packing",
      .description = "partly used GPUs first, then idle GPUs on used nodes, then idle nodes "
-                    "(Weng et al., ATC 2023 baseline)"},
+                    "(Weng et al., ATC 2023 baseline)",
+     .traits = {.deterministic = true, .concurrent_safe = true}},
     [](const Params&) -> absl::StatusOr<std::unique_ptr<PlacementStrategy>> {
       return std::unique_ptr<PlacementStrategy>(new GpuPacking());
     });

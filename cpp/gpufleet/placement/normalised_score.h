@@ -25,8 +25,10 @@ struct Normalisation {
 };
 
 inline std::vector<ParamSpec> NormalisationParams() {
-  return {{"max_cpu_milli", ParamType::kNumber, 128000, "largest node's CPU, milli-cores (> 0)"},
-          {"max_gpus", ParamType::kNumber, 8, "largest node's GPUs (> 0)"},
+  return {{.name = "max_cpu_milli", .type = ParamType::kNumber, .default_value = 128000,
+           .help = "largest node's CPU, milli-cores", .range = {.above = 0}},
+          {.name = "max_gpus", .type = ParamType::kNumber, .default_value = 8,
+           .help = "largest node's GPUs", .range = {.above = 0}},
           {"integer_scores", ParamType::kBool, true, "truncate scores as the paper does"}};
 }
 
@@ -36,9 +38,6 @@ inline absl::StatusOr<Normalisation> ParseNormalisation(const Params& p) {
   ASSIGN_OR_RETURN(n.max_cpu_milli, p.Get<double>("max_cpu_milli"));
   ASSIGN_OR_RETURN(double gpus, p.Get<double>("max_gpus"));
   ASSIGN_OR_RETURN(n.integer_scores, p.Get<bool>("integer_scores"));
-  if (!(n.max_cpu_milli > 0) || !(gpus > 0))
-    return absl::InvalidArgumentError(
-        absl::StrCat(p.owner(), ": max_cpu_milli and max_gpus must be positive"));
   n.max_core = 100.0 * gpus;
   return n;
 }

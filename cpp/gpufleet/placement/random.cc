@@ -20,9 +20,6 @@ class RandomFit : public PlacementStrategy {
     return std::uniform_real_distribution<double>(0.0, 100.0)(rng_);
   }
 
-  bool Deterministic() const override { return false; }
-  bool ConcurrentSafe() const override { return false; }  // every draw advances the generator
-
   bool ChooseDevices(const NodeView& v, const DeviceRequest& r,
                      const std::vector<std::vector<int>>& domains,
                      std::vector<int>* chosen) const override {
@@ -50,7 +47,8 @@ GPUFLEET_REGISTER(PlacementStrategy,
      .description = "uniformly random feasible node and fitting GPU, seeded (Weng et al., ATC "
                     "2023 baseline)",
      .params = {{"seed", ParamType::kInt, 0, "generator seed (unsigned 64-bit)"}},
-     .capabilities = {"random"}},
+     // Every draw advances the generator: scores cannot be kept, and one thread at a time.
+     .traits = {.deterministic = false, .concurrent_safe = false}},
     [](const Params& p) -> absl::StatusOr<std::unique_ptr<PlacementStrategy>> {
       ASSIGN_OR_RETURN(uint64_t seed, p.Get<uint64_t>("seed"));
       return std::unique_ptr<PlacementStrategy>(new RandomFit(seed));

@@ -33,7 +33,8 @@ class Spread : public AllocationScoredStrategy {
 
 GPUFLEET_REGISTER(PlacementStrategy,
     {.name = "spread",
-     .description = "least allocated node, most free device (Koordinator LeastAllocated)"},
+     .description = "least allocated node, most free device (Koordinator LeastAllocated)",
+     .traits = {.deterministic = true, .concurrent_safe = true}},
     [](const Params&) -> absl::StatusOr<std::unique_ptr<PlacementStrategy>> {
       return std::unique_ptr<PlacementStrategy>(new Spread());
     });

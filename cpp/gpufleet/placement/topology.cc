@@ -240,14 +240,13 @@ GPUFLEET_REGISTER(PlacementStrategy,
     {.name = "topology",
      .description = "devices packed into the smallest and already used PCIe switch / NUMA node / "
                     "NVLink partition, so untouched domains stay whole for large jobs",
-     .params = {{"domain_weight", ParamType::kNumber, 0.0,
-                 "share of the node score given to the domains a placement keeps whole, in "
-                 "[0, 1] (0: MostAllocated alone, as Koordinator)"}}},
+     .params = {{.name = "domain_weight", .type = ParamType::kNumber, .default_value = 0.0,
+                 .help = "share of the node score given to the domains a placement keeps whole "
+                         "(0: MostAllocated alone, as Koordinator)",
+                 .range = {.at_least = 0, .at_most = 1}}},
+     .traits = {.deterministic = true, .concurrent_safe = true}},
     [](const Params& p) -> absl::StatusOr<std::unique_ptr<PlacementStrategy>> {
       ASSIGN_OR_RETURN(double w, p.Get<double>("domain_weight"));
-      if (!(w >= 0 && w <= 1))
-        return absl::InvalidArgumentError(
-            absl::StrCat("topology: domain_weight must be in [0, 1], got ", w));
       return std::unique_ptr<PlacementStrategy>(new Topology(w));
     });
 

@@ -50,9 +50,9 @@ absl::StatusOr<std::unique_ptr<PlacementStrategy>> BuildStrategy(const OpenbRepl
   // The replay knows the trace's workload and the run's seed: any strategy that declares a
   // "workload" or "seed" parameter gets them unless the caller gave its own.
   const Registry<PlacementStrategy>& registry = Registry<PlacementStrategy>::Global();
-  absl::StatusOr<Registration> found = registry.Info(o.policy);
+  auto found = registry.Info(o.policy);
   if (!found.ok()) return registry.Create(o.policy, p);  // its error lists the known names
-  const Registration& info = *found;
+  const auto& info = *found;
   if (info.FindParam("workload") != nullptr && !p.contains("workload"))
     p["workload"] = workload.ToJson();
   if (info.FindParam("seed") != nullptr && !p.contains("seed")) p["seed"] = o.seed;
