@@ -13,7 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "gpufleet/accounting/device_fit.h"
 #include "gpufleet/core/status_macros.h"
-#include "gpufleet/placement/gpu_share.h"
+#include "gpufleet/placement/strategies/gpu_share.h"
 #include "gpufleet/placement/observer.h"
 #include "gpufleet/placement/placer.h"
 
