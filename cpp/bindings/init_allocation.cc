@@ -1,4 +1,5 @@
-// Bindings for what placement answers: FitResult, DeviceGrant, Allocation, PlaceResult.
+// Bindings for what placement answers: FitResult, DeviceGrant, Allocation, Placement (as
+// PlaceResult).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -102,10 +103,10 @@ void InitAllocation(py::module_& m) {
         return s + ")";
       });
 
-  py::class_<PlaceResult>(m, "PlaceResult")
-      .def_readonly("placed", &PlaceResult::placed)
-      .def_readonly("reason", &PlaceResult::reason)
-      .def("__bool__", [](const PlaceResult& r) { return r.placed; });
+  py::class_<Placement>(m, "PlaceResult")
+      .def_property_readonly("placed", &Placement::ok)
+      .def_readonly("reason", &Placement::reason)
+      .def("__bool__", &Placement::ok);
 
   // Every method takes the cluster's lock with the GIL released (locking.h): readers share it,
   // anything that changes the state or a strategy's memo/generator holds it alone.

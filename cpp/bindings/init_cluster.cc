@@ -19,6 +19,7 @@
 #include "gpufleet/io/snapshot.h"
 #include "gpufleet/io/spec_json.h"
 #include "gpufleet/placement/guarded_cluster.h"
+#include "gpufleet/placement/node_admission.h"
 #include "gpufleet/placement/placer.h"
 #include "gpufleet/placement/strategy.h"
 #include "locking.h"
@@ -232,8 +233,7 @@ void InitCluster(py::module_& m) {
              Pod p = PodFrom(pod);
              return Unwrap(Reading(c, kCluster, [&](const ClusterState& s) -> absl::StatusOr<FitResult> {
                ASSIGN_OR_RETURN(int i, NodeIndex(s, node));
-               FitResult f = FitsNodeConstraints(p, s.node(i));
-               return f.ok() ? s.Filter(p, i) : f;
+               return AdmitNode(s, p, i);
              }));
            },
            py::arg("pod"), py::arg("node"),
@@ -251,8 +251,7 @@ void InitCluster(py::module_& m) {
                    codes[k] = -1;
                    continue;
                  }
-                 FitResult f = FitsNodeConstraints(p, s.node(i));
-                 if (f.ok()) f = s.Filter(p, i);
+                 FitResult f = AdmitNode(s, p, i);
                  codes[k] = static_cast<int8_t>(f.code);
                  reasons[k] = std::move(f.reason);
                }
@@ -294,8 +293,7 @@ void InitCluster(py::module_& m) {
                    known[k] = 0;
                    continue;
                  }
-                 fits[k] = FitsNodeConstraints(p, s.node(i));
-                 if (fits[k].ok()) fits[k] = s.Filter(p, i);
+                 fits[k] = AdmitNode(s, p, i);
                }
                return 0;
              });
@@ -380,10 +378,11 @@ void InitCluster(py::module_& m) {
              const PlacementStrategy& st = StrategyOf(c, strategy);
              Planned r = Unwrap(Asking(c, st, [&](const ClusterState& s) -> absl::StatusOr<Planned> {
                ASSIGN_OR_RETURN(int i, NodeIndex(s, node));
-               Allocation a;
+               // The node as named: its capacity and devices, not its labels or taints.
+               const Placement planned = PlanOnNode(s, p, i, st, Admission::kCapacityOnly);
                Planned out;
-               out.fit = PlanOnNode(s, p, i, st, &a);
-               if (out.fit.ok()) out.allocation = Wrap(s, a);
+               if (planned.ok()) out.allocation = Wrap(s, planned.allocation);
+               else out.fit = FitResult::Unschedulable(planned.reason);
                return out;
              }));
              if (!r.fit.ok()) throw py::value_error(r.fit.reason);
@@ -398,13 +397,11 @@ void InitCluster(py::module_& m) {
              const PlacementStrategy& st = StrategyOf(c, strategy);
              return Unwrap(Writing(c, kCluster, [&](ClusterState& s) -> absl::StatusOr<PyAllocation> {
                ASSIGN_OR_RETURN(int i, NodeIndex(s, node));
-               FitResult f = FitsNodeConstraints(p, s.node(i));
-               Allocation a;
-               if (f.ok()) f = PlanOnNode(s, p, i, st, &a);
-               if (!f.ok())
+               const Placement planned = PlanOnNode(s, p, i, st);
+               if (!planned.ok())
                  return absl::InvalidArgumentError("pod " + p.name + " does not fit on " + node +
-                                                   ": " + f.reason);
-               RETURN_IF_ERROR(s.Reserve(a));
+                                                   ": " + planned.reason);
+               RETURN_IF_ERROR(s.Reserve(planned.allocation));
                return Wrap(s, *s.FindAllocation(p.name));
              }));
            },
@@ -443,10 +440,12 @@ void InitCluster(py::module_& m) {
                if (names) {
                  ASSIGN_OR_RETURN(candidates, NodeIndices(s, *names));
                }
-               PlaceResult placed = c.placer().Place(s, p, st, commit, names ? &candidates : nullptr);
+               const Placement placed = c.placer().Place(
+                   s, {.pod = p, .strategy = st, .candidates = names ? &candidates : nullptr},
+                   commit);
                Planned out;
-               if (placed.placed) out.allocation = Wrap(s, placed.allocation);
-               else out.fit = FitResult::Unschedulable(std::move(placed.reason));
+               if (placed.ok()) out.allocation = Wrap(s, placed.allocation);
+               else out.fit = FitResult::Unschedulable(placed.reason);
                return out;
              }));
              if (!r.allocation) return py::make_tuple(py::none(), r.fit.reason);

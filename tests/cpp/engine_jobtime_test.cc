@@ -341,7 +341,7 @@ TEST(EngineJobtimeTest, GangThatCannotBePlacedOnItsModelLeavesNothingAllocated) 
                              {"requests", {{"nvidia.com/gpu", 1}}}})
                     .value();
     std::vector<int> where = {s->cluster().FindNode(node)};
-    ASSERT_TRUE(Placer().Place(s->cluster(), other, *binpack, true, &where).placed);
+    ASSERT_TRUE(test::PlaceWith(Placer(), s->cluster(), other, *binpack, true, &where).ok());
   }
   Submit(*s, GpuJob("gang", 2, 2));
   auto r = s->RunCycleAt(0);
@@ -397,7 +397,7 @@ TEST(EngineJobtimeTest, SharedAndCpuJobsAreLeftToOtherActions) {
                            {"requests", {{"koordinator.sh/gpu-core", 50},
                                          {"koordinator.sh/gpu-memory-ratio", 50}}}})
                   .value();
-  ASSERT_TRUE(Placer().Place(alone->cluster(), other, *MakeStrategy("binpack").value()).placed);
+  ASSERT_TRUE(test::PlaceWith(Placer(), alone->cluster(), other, *MakeStrategy("binpack").value()).ok());
   Submit(*alone, GpuJob("first", 1, 1));
   Submit(*alone, GpuJob("second", 1, 1));
   r = alone->RunCycleAt(0);

@@ -100,22 +100,22 @@ TEST_P(StrategyConformance, PlacesWhatFitsAndRefusesWhatFitsNowhere) {
                                "gpus":{"count":4,"model":"A100","memory":"80Gi"}})"})
     ASSERT_TRUE(IsOk(c.AddNode(MakeNode(node))));
   for (int i = 0; i < 3; ++i) {
-    PlaceResult r = placer.Place(c, MakePod(absl::StrFormat(
+    Placement r = test::PlaceWith(placer, c, MakePod(absl::StrFormat(
                                 R"({"name":"fits-%d","requests":{"cpu":"2","nvidia.com/gpu":2}})", i)),
                             *strategy);
-    ASSERT_TRUE(r.placed) << r.reason;
+    ASSERT_TRUE(r.ok()) << r.reason;
     EXPECT_EQ(r.allocation.devices.size(), 2u);
     ASSERT_TRUE(IsOk(c.CheckInvariants()));
   }
-  PlaceResult none = placer.Place(
+  Placement none = test::PlaceWith(placer,
       c, MakePod(R"({"name":"too-big","requests":{"cpu":"2","nvidia.com/gpu":5}})"), *strategy);
-  EXPECT_FALSE(none.placed);
+  EXPECT_FALSE(none.ok());
   EXPECT_FALSE(none.reason.empty());
   // The last two free GPUs are on one node; a 2-GPU pod still fits, a third does not.
-  EXPECT_TRUE(placer.Place(c, MakePod(R"({"name":"last","requests":{"cpu":"2","nvidia.com/gpu":2}})"),
-                      *strategy).placed);
-  EXPECT_FALSE(placer.Place(c, MakePod(R"({"name":"over","requests":{"cpu":"2","nvidia.com/gpu":1}})"),
-                       *strategy).placed);
+  EXPECT_TRUE(test::PlaceWith(placer, c, MakePod(R"({"name":"last","requests":{"cpu":"2","nvidia.com/gpu":2}})"),
+                      *strategy).ok());
+  EXPECT_FALSE(test::PlaceWith(placer, c, MakePod(R"({"name":"over","requests":{"cpu":"2","nvidia.com/gpu":1}})"),
+                       *strategy).ok());
   EXPECT_TRUE(IsOk(c.CheckInvariants()));
 }
 
@@ -130,8 +130,8 @@ TEST_P(StrategyConformance, DeclaredDeterminismHolds) {
   ASSERT_TRUE(IsOk(c.AddNode(MakeNode(R"({"name":"a","cpu":"32","memory":"256Gi",
                                           "gpus":{"count":4,"model":"A100","memory":"80Gi"}})"))));
   Placer placer;
-  ASSERT_TRUE(placer.Place(c, MakePod(R"({"name":"p","requests":{"cpu":"2","nvidia.com/gpu":1}})"),
-                           *strategy).placed);
+  ASSERT_TRUE(test::PlaceWith(placer, c, MakePod(R"({"name":"p","requests":{"cpu":"2","nvidia.com/gpu":1}})"),
+                              *strategy).ok());
   const Pod pod = MakePod(R"({"name":"q","requests":{"cpu":"2","nvidia.com/gpu":2}})");
   const NodeView view = c.View(0);
   const double first = strategy->ScoreNode(view, pod, {});

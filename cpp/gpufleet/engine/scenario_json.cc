@@ -10,7 +10,7 @@
 #include "gpufleet/engine/spec_json.h"
 #include "gpufleet/io/spec_json.h"
 #include "gpufleet/io/strict_json.h"
-#include "gpufleet/placement/placer.h"
+#include "gpufleet/placement/node_plan.h"
 
 namespace gpufleet::engine {
 namespace {
@@ -31,15 +31,13 @@ absl::Status StartTask(Scheduler* scheduler, const std::string& job_name, int ta
   const int index = state.FindNode(node);
   if (index < 0) return absl::NotFoundError(absl::StrFormat("node %s does not exist", node));
   const Pod& pod = job->tasks[task];
-  FitResult fit = FitsNodeConstraints(pod, state.node(index));
-  Allocation plan;
   auto strategy = MakeStrategy("binpack");
   if (!strategy.ok()) return strategy.status();
-  if (fit.ok()) fit = PlanOnNode(state, pod, index, **strategy, &plan);
-  if (!fit.ok())
+  const Placement plan = PlanOnNode(state, pod, index, **strategy);
+  if (!plan.ok())
     return absl::FailedPreconditionError(
-        absl::StrFormat("task %s does not fit on node %s: %s", pod.name, node, fit.reason));
-  RETURN_IF_ERROR(state.Reserve(plan));
+        absl::StrFormat("task %s does not fit on node %s: %s", pod.name, node, plan.reason));
+  RETURN_IF_ERROR(state.Reserve(plan.allocation));
   return state.Commit(pod.name);
 }
 

@@ -313,20 +313,19 @@ class TaskTerms : public PlacementTerms {
 
 }  // namespace
 
-absl::StatusOr<int> Session::BestNode(const TaskInfo& task, Allocation* plan) {
-  if (fit_cache_enabled_) {
-    if (const std::string* why = misses_.Find(task.request_key))
-      return absl::FailedPreconditionError(*why);
-  }
-  absl::StatusOr<int> best = FindBestNode(task, plan);
-  if (!best.ok() && fit_cache_enabled_)
-    misses_.Record(task.request_key, std::string(best.status().message()), version_);
-  return best;
+Placement Session::BestNode(const TaskInfo& task) {
+  const TaskTerms terms(*this, task, classes_enabled_);
+  return placer_.Choose(state_, {.pod = *task.pod,
+                                 .strategy = *strategy_,
+                                 .terms = &terms,
+                                 .misses = fit_cache_enabled_ ? &misses_ : nullptr,
+                                 .miss_key = task.request_key,
+                                 .miss_version = version_});
 }
 
-absl::StatusOr<int> Session::FindBestNode(const TaskInfo& task, Allocation* plan) {
+Placement Session::FindBestNode(const TaskInfo& task) {
   const TaskTerms terms(*this, task, classes_enabled_);
-  return placer_.ChooseWithTerms(state_, *task.pod, *strategy_, terms, plan);
+  return placer_.Choose(state_, {.pod = *task.pod, .strategy = *strategy_, .terms = &terms});
 }
 
 void Session::OnAllocate(TaskInfo& task, int node) {

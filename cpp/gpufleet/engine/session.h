@@ -137,13 +137,13 @@ class Session {
 
   // --- Node choice ------------------------------------------------------------------------------
   // The best node for a task among those passing every predicate, with its planned devices; when
-  // none fits, FailedPrecondition with a Kubernetes-style reason ("0/8 nodes are available: 3
-  // Insufficient cpu, ..."). The Placer chooses (Placer::ChooseWithTerms), with the predicates
-  // and node scores as its terms. A miss is cached per request key until resources are freed.
-  absl::StatusOr<int> BestNode(const TaskInfo& task, Allocation* plan);
-  // The same scan without the per-request miss cache, for a task whose pod differs from the one
-  // its request key was made from (the jobtime action restricts a task to one GPU model).
-  absl::StatusOr<int> FindBestNode(const TaskInfo& task, Allocation* plan);
+  // none fits, a Kubernetes-style reason ("0/8 nodes are available: 3 Insufficient cpu, ...").
+  // The Placer chooses (Placer::Choose), with the predicates and node scores as the query's
+  // terms. A miss is kept per request key (the query's miss cache) until resources are freed.
+  Placement BestNode(const TaskInfo& task);
+  // The same question without the miss cache, for a task whose pod differs from the one its
+  // request key was made from (the jobtime action restricts a task to one GPU model).
+  Placement FindBestNode(const TaskInfo& task);
 
   // --- Bookkeeping used by Statement ------------------------------------------------------------
   void OnAllocate(TaskInfo& task, int node);

@@ -54,14 +54,14 @@ class PlacementStrategy : public Registrant<StrategyTraits> {
   virtual bool ScoreNeedsPlan() const { return false; }
 
   // +1 / -1 for strategies that score by allocation alone (AllocationScoredStrategy in
-  // node_score.h: MostAllocated / LeastAllocated), 0 otherwise. Lets Placer::Place score
-  // many feasible nodes in one tight loop with the same arithmetic.
+  // node_score.h: MostAllocated / LeastAllocated), 0 otherwise. Lets the Placer score many
+  // nodes from their summaries in one tight loop with the same arithmetic (summary_scan.h).
   virtual int AllocationScoreSign() const { return 0; }
 
   // True when a node's score and device choice depend only on that node's state and the pod's
-  // request (no random draws, no clock). Lets Placer::Place keep a node's score for a pod
-  // shape until the node changes (see NodeScoreCache); a strategy with a seeded generator must
-  // answer false, or a reused score would skip a draw.
+  // request (no random draws, no clock). Lets the Placer keep a node's score for a pod shape
+  // until the node changes (score_table.h); a strategy with a seeded generator must answer false,
+  // or a reused score would skip a draw (the table then keeps only which nodes fit).
   bool Deterministic() const { return traits().deterministic; }
 
   // True when the const calls above may run from many threads at once: the strategy keeps no

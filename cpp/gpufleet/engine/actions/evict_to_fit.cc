@@ -6,7 +6,7 @@
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/engine/actions/place_job.h"
 #include "gpufleet/engine/statement.h"
-#include "gpufleet/placement/placer.h"
+#include "gpufleet/placement/node_plan.h"
 
 namespace gpufleet::engine {
 namespace {
@@ -67,10 +67,9 @@ int EvictToFit(Session& s, int job_id, VictimScope scope) {
       why = absl::StrFormat("queue %s would exceed its capability", q.name());
       break;
     }
-    Allocation plan;
-    absl::StatusOr<int> best = s.BestNode(task, &plan);
+    const Placement best = s.BestNode(task);
     if (best.ok()) {
-      if (!st.Allocate(t, plan).ok()) break;
+      if (!st.Allocate(t, best.allocation).ok()) break;
       continue;
     }
     bool placed = false;
@@ -99,16 +98,17 @@ int EvictToFit(Session& s, int job_id, VictimScope scope) {
         if (!EvictWithGang(s, st, v, reason).ok()) break;
         if (s.Predicate(task, node).ok()) break;
       }
-      if (s.Predicate(task, node).ok() &&
-          PlanOnNode(s.state(), *task.pod, node, s.strategy(), &plan).ok() && st.Allocate(t, plan).ok()) {
-        placed = true;
-      } else {
-        st.RollbackTo(mark);
+      // The predicates judged labels and taints.
+      if (s.Predicate(task, node).ok()) {
+        const Placement plan =
+            PlanOnNode(s.state(), *task.pod, node, s.strategy(), Admission::kCapacityOnly);
+        placed = plan.ok() && st.Allocate(t, plan.allocation).ok();
       }
+      if (!placed) st.RollbackTo(mark);
     }
     if (!placed) {
       why = absl::StrFormat("task %s: %s; and no node frees enough by eviction", task.name(),
-                            best.status().message());
+                            best.reason);
       break;
     }
   }

@@ -7,7 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/engine/plugin.h"
-#include "gpufleet/placement/placer.h"
+#include "gpufleet/placement/node_plan.h"
 
 namespace gpufleet::engine {
 namespace {
@@ -21,11 +21,7 @@ class DeviceShare : public Plugin {
     s.SetDeviceStrategy(name(), *std::move(strategy));
     if (weight_ <= 0) return;
     s.AddNodeScoreFn(name(), [this, &s](const TaskInfo& t, int node) {
-      const PlacementStrategy& st = s.strategy();
-      if (!st.ScoreNeedsPlan()) return weight_ * st.ScoreNode(s.state().View(node), *t.pod, {});
-      Allocation plan;
-      if (!PlanOnNode(s.state(), *t.pod, node, st, &plan).ok()) return 0.0;
-      return weight_ * st.ScoreNode(s.state().View(node), *t.pod, plan.devices);
+      return weight_ * ScoreOnNode(s.state(), *t.pod, node, s.strategy());
     });
   }
 

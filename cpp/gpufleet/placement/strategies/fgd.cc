@@ -1,4 +1,4 @@
-#include "gpufleet/placement/fgd.h"
+#include "gpufleet/placement/strategies/fgd.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "gpufleet/core/status_macros.h"
-#include "gpufleet/placement/gpu_share.h"
+#include "gpufleet/placement/strategies/gpu_share.h"
 
 namespace gpufleet {
 namespace {

@@ -2,8 +2,8 @@
 // by the largest node (BestFit, DotProd): the normalisation parameters, the paper simulator's
 // integer truncation of scores, and the best-fit GPU choice on the winning node. Each baseline
 // supplies only its score formula.
-#ifndef GPUFLEET_PLACEMENT_NORMALISED_SCORE_H_
-#define GPUFLEET_PLACEMENT_NORMALISED_SCORE_H_
+#ifndef GPUFLEET_PLACEMENT_STRATEGIES_NORMALISED_SCORE_H_
+#define GPUFLEET_PLACEMENT_STRATEGIES_NORMALISED_SCORE_H_
 
 #include <algorithm>
 #include <cmath>
@@ -13,7 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gpufleet/core/status_macros.h"
-#include "gpufleet/placement/gpu_share.h"
+#include "gpufleet/placement/strategies/gpu_share.h"
 #include "gpufleet/placement/strategy.h"
 
 namespace gpufleet {
@@ -66,4 +66,4 @@ class NormalisedScoreStrategy : public PlacementStrategy {
 
 }  // namespace gpufleet
 
-#endif  // GPUFLEET_PLACEMENT_NORMALISED_SCORE_H_
+#endif  // GPUFLEET_PLACEMENT_STRATEGIES_NORMALISED_SCORE_H_

@@ -5,8 +5,8 @@
 // too few GPUs with enough free share, or the task wants no GPU), otherwise the free share of the
 // GPUs whose free share is below the task's per-GPU request. The node's fragmentation is the
 // expectation of that amount over the distribution of typical tasks (task shape -> frequency).
-#ifndef GPUFLEET_PLACEMENT_FRAGMENTATION_H_
-#define GPUFLEET_PLACEMENT_FRAGMENTATION_H_
+#ifndef GPUFLEET_PLACEMENT_STRATEGIES_FRAGMENTATION_H_
+#define GPUFLEET_PLACEMENT_STRATEGIES_FRAGMENTATION_H_
 
 #include <utility>
 #include <vector>
@@ -15,7 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "gpufleet/core/registry.h"
-#include "gpufleet/placement/gpu_share.h"
+#include "gpufleet/placement/strategies/gpu_share.h"
 
 namespace gpufleet {
 
@@ -67,4 +67,4 @@ class GpuWorkload {
 
 }  // namespace gpufleet
 
-#endif  // GPUFLEET_PLACEMENT_FRAGMENTATION_H_
+#endif  // GPUFLEET_PLACEMENT_STRATEGIES_FRAGMENTATION_H_

@@ -1,4 +1,4 @@
-#include "gpufleet/placement/fragmentation.h"
+#include "gpufleet/placement/strategies/fragmentation.h"
 
 #include <algorithm>
 #include <cmath>

@@ -16,12 +16,12 @@
 // nodes cost one evaluation whether or not pods constrain the GPU model. Not ConcurrentSafe(): ChooseDevices
 // reuses the task of the pod last scored and the memo grows with every score, so an instance
 // belongs to one cluster (StrategyCache) and its owner serialises every use.
-#ifndef GPUFLEET_PLACEMENT_FGD_H_
-#define GPUFLEET_PLACEMENT_FGD_H_
+#ifndef GPUFLEET_PLACEMENT_STRATEGIES_FGD_H_
+#define GPUFLEET_PLACEMENT_STRATEGIES_FGD_H_
 
 #include <memory>
 
-#include "gpufleet/placement/fragmentation.h"
+#include "gpufleet/placement/strategies/fragmentation.h"
 #include "gpufleet/placement/strategy.h"
 
 namespace gpufleet {
@@ -30,4 +30,4 @@ std::unique_ptr<PlacementStrategy> MakeFgd(GpuWorkload workload, bool integer_sc
 
 }  // namespace gpufleet
 
-#endif  // GPUFLEET_PLACEMENT_FGD_H_
+#endif  // GPUFLEET_PLACEMENT_STRATEGIES_FGD_H_

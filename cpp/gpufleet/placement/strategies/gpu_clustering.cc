@@ -15,7 +15,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "gpufleet/core/status_macros.h"
-#include "gpufleet/placement/gpu_share.h"
+#include "gpufleet/placement/strategies/gpu_share.h"
 #include "gpufleet/placement/observer.h"
 #include "gpufleet/placement/strategy.h"
 

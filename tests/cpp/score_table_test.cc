@@ -1,12 +1,12 @@
-// The node score cache must never change an answer: a cluster placing with it and one scanning
-// every node afresh go through the same random history and must agree on every placement.
+// The score table must never change an answer: a cluster placing with it and one scanning every
+// node afresh go through the same random history and must agree on every placement.
 #include <random>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "gpufleet/placement/node_score_cache.h"
+#include "gpufleet/placement/score_table.h"
 #include "gpufleet/placement/placer.h"
 #include "test_util.h"
 
@@ -53,7 +53,6 @@ void RunTwin(const std::string& strategy_spec, uint32_t seed) {
   ASSERT_NE(strategy, nullptr);
   ClusterState cached, fresh;
   Placer cached_placer, fresh_placer;
-  fresh_placer.set_score_cache(false);
   for (ClusterState* s : {&cached, &fresh}) s->set_clock([] { return int64_t{1}; });
   std::mt19937 rng(seed);
   int next_node = 0;
@@ -68,10 +67,10 @@ void RunTwin(const std::string& strategy_spec, uint32_t seed) {
     const int op = static_cast<int>(rng() % 10);
     if (op < 6) {
       Pod pod = ShapedPod(shapes[rng() % shapes.size()], step);
-      PlaceResult a = cached_placer.Place(cached, pod, *strategy);
-      PlaceResult b = fresh_placer.Place(fresh, pod, *strategy);
-      ASSERT_EQ(a.placed, b.placed) << "step " << step;
-      if (a.placed) {
+      Placement a = test::PlaceWith(cached_placer, cached, pod, *strategy);
+      Placement b = test::PlaceWith(fresh_placer, fresh, pod, *strategy, true, nullptr, /*use_cache=*/false);
+      ASSERT_EQ(a.ok(), b.ok()) << "step " << step;
+      if (a.ok()) {
         EXPECT_EQ(a.allocation.node, b.allocation.node) << "step " << step;
         EXPECT_EQ(test::DeviceNames(a.allocation), test::DeviceNames(b.allocation));
         placed.push_back(pod.name);
@@ -112,7 +111,7 @@ void RunTwin(const std::string& strategy_spec, uint32_t seed) {
   EXPECT_GT(placed.size(), 10u) << "the history should keep pods placed";
 }
 
-TEST(NodeScoreCacheTest, CachedPlacementEqualsAFullScanForEveryStrategy) {
+TEST(ScoreTableTest, CachedPlacementEqualsAFullScanForEveryStrategy) {
   for (const std::string& name : Registry<PlacementStrategy>::Global().Names()) {
     auto s = MakeStrategy(name);
     ASSERT_OK(s);
@@ -121,15 +120,15 @@ TEST(NodeScoreCacheTest, CachedPlacementEqualsAFullScanForEveryStrategy) {
   }
 }
 
-TEST(NodeScoreCacheTest, SeededRandomStrategyDrawsTheSameWithOrWithoutTheCache) {
-  // Random is not deterministic per node, so Place must not reuse its scores: two runs with the
-  // same seed agree only if both draw for every node every time.
+TEST(ScoreTableTest, SeededRandomStrategyDrawsTheSameWithOrWithoutTheCache) {
+  // Random is not deterministic per node, so Place must not reuse its scores (the table keeps
+  // only which nodes fit): two runs with the same seed agree only if both draw for every node
+  // that fits, every time, in node order.
   auto a = test::StrategyOrDie("random(seed=7)");
   auto b = test::StrategyOrDie("random(seed=7)");
   ASSERT_FALSE(a->Deterministic());
   ClusterState cached, fresh;
   Placer cached_placer, fresh_placer;
-  fresh_placer.set_score_cache(false);
   std::mt19937 rng(5);
   for (int i = 0; i < 20; ++i) {
     Node n = MakeNode(NodeJson(i, rng));
@@ -138,33 +137,46 @@ TEST(NodeScoreCacheTest, SeededRandomStrategyDrawsTheSameWithOrWithoutTheCache) 
   }
   for (int k = 0; k < 60; ++k) {
     Pod pod = ShapedPod(R"({"requests":{"koordinator.sh/gpu":"20"}})", k);
-    PlaceResult x = cached_placer.Place(cached, pod, *a);
-    PlaceResult y = fresh_placer.Place(fresh, pod, *b);
-    ASSERT_EQ(x.placed, y.placed);
-    if (x.placed) EXPECT_EQ(x.allocation.node, y.allocation.node) << "pod " << k;
+    Placement x = test::PlaceWith(cached_placer, cached, pod, *a);
+    Placement y = test::PlaceWith(fresh_placer, fresh, pod, *b, true, nullptr, /*use_cache=*/false);
+    ASSERT_EQ(x.ok(), y.ok());
+    if (x.ok()) EXPECT_EQ(x.allocation.node, y.allocation.node) << "pod " << k;
   }
 }
 
-TEST(NodeScoreCacheTest, ShapesAreKeyedByEverythingButTheName) {
-  NodeScoreCache cache;
+TEST(ScoreTableTest, ShapesAreKeyedByEverythingButTheNameOrByTheirNumber) {
+  using Kind = ScoreTable::Kind;
+  ClusterState state;
+  std::mt19937 rng(3);
+  for (int i = 0; i < 3; ++i) ASSERT_OK(state.AddNode(MakeNode(NodeJson(i, rng))));
+  auto binpack = test::StrategyOrDie("binpack");
+  auto spread = test::StrategyOrDie("spread");
+  ScoreTable table;
   Pod a = MakePod(R"({"name":"a","requests":{"nvidia.com/gpu":"1"}})");
   Pod b = MakePod(R"({"name":"b","requests":{"nvidia.com/gpu":"1"}})");
   Pod c = MakePod(R"({"name":"c","requests":{"nvidia.com/gpu":"1"},"node_selector":{"k":"v"}})");
-  NodeScoreCache::Entry& ea = cache.Get(1, a, 3);
-  ea.seen[0] = 42;
-  EXPECT_EQ(cache.Get(1, b, 3).seen[0], 42u) << "same shape, other name: same entry";
-  EXPECT_EQ(cache.Get(1, c, 3).seen[0], 0u) << "a node selector is part of the shape";
-  EXPECT_EQ(cache.Get(2, a, 3).seen[0], 0u) << "another strategy never shares scores";
-  EXPECT_EQ(cache.size(), 3);
-  // Bounded: the least recently used entry goes first.
-  for (int k = 0; k < NodeScoreCache::kMaxEntries + 4; ++k) {
-    Pod p = MakePod(absl::StrFormat(R"({"name":"x","requests":{"cpu":"%d"}})", k + 1));
-    cache.Get(1, p, 3);
-  }
-  EXPECT_EQ(cache.size(), NodeScoreCache::kMaxEntries);
+  auto find = [&](const PlacementStrategy& s, const Pod& p, int number = -1,
+                  Kind kind = Kind::kSummary) -> ScoreTable::Entry& {
+    return table.Find(state, s, p, number, kind);
+  };
+  find(*binpack, a).seen[0] = 42;
+  EXPECT_EQ(find(*binpack, b).seen[0], 42u) << "same shape, other name: same entry";
+  EXPECT_EQ(find(*binpack, c).seen[0], 0u) << "a node selector is part of the shape";
+  EXPECT_EQ(find(*spread, a).seen[0], 0u) << "another strategy never shares scores";
+  EXPECT_EQ(table.size(), 3);
+  EXPECT_EQ(find(*binpack, a, -1, Kind::kExact).seen[0], 0u) << "another kind starts afresh";
+  // By number: the caller's key, whatever the pod; another strategy under it starts afresh.
+  find(*binpack, a, 5).seen[0] = 7;
+  EXPECT_EQ(find(*binpack, c, 5).seen[0], 7u);
+  EXPECT_EQ(find(*spread, a, 5).seen[0], 0u);
+  EXPECT_EQ(table.size(), 3) << "numbered shapes are kept apart from the compared ones";
+  // Bounded: the least recently used compared entry goes first.
+  for (int k = 0; k < ScoreTable::kMaxEntries + 4; ++k)
+    find(*binpack, MakePod(absl::StrFormat(R"({"name":"x","requests":{"cpu":"%d"}})", k + 1)));
+  EXPECT_EQ(table.size(), ScoreTable::kMaxEntries);
 }
 
-TEST(NodeScoreCacheTest, EveryChangeToANodeBumpsItsVersion) {
+TEST(ScoreTableTest, EveryChangeToANodeBumpsItsVersion) {
   ClusterState s;
   ASSERT_OK(s.AddNode(MakeNode(R"({"name":"n","cpu":"8","memory":"32Gi",
                                    "gpus":{"count":2,"model":"A100","memory":"80Gi"}})")));
@@ -172,10 +184,9 @@ TEST(NodeScoreCacheTest, EveryChangeToANodeBumpsItsVersion) {
   EXPECT_GT(v, 0u);
   auto binpack = test::StrategyOrDie("binpack");
   Placer placer;
-  ASSERT_TRUE(placer
-                  .Place(s, MakePod(R"({"name":"p","requests":{"nvidia.com/gpu":"1"}})"),
+  ASSERT_TRUE(test::PlaceWith(placer, s, MakePod(R"({"name":"p","requests":{"nvidia.com/gpu":"1"}})"),
                          *binpack, /*commit=*/false)
-                  .placed);
+                  .ok());
   EXPECT_GT(s.node_version(0), v);
   v = s.node_version(0);
   ASSERT_OK(s.Unreserve("p"));
@@ -187,9 +198,9 @@ TEST(NodeScoreCacheTest, EveryChangeToANodeBumpsItsVersion) {
   ClusterState copy = s;
   for (int i = 0; i < s.num_nodes(); ++i) EXPECT_EQ(copy.node_version(i), s.node_version(i));
   Pod q = MakePod(R"({"name":"q","requests":{"nvidia.com/gpu":"1"}})");
-  EXPECT_EQ(placer.Place(copy, q, *binpack).allocation.devices[0].minor, 0);
+  EXPECT_EQ(test::PlaceWith(placer, copy, q, *binpack).allocation.devices[0].minor, 0);
   EXPECT_NE(copy.node_version(0), s.node_version(0));
-  EXPECT_EQ(placer.Place(s, q, *binpack).allocation.devices[0].minor, 0);
+  EXPECT_EQ(test::PlaceWith(placer, s, q, *binpack).allocation.devices[0].minor, 0);
   // Versions come from one counter: the copy's change is never taken for the original's.
   ASSERT_OK(s.SetDeviceHealth("n", "gpu", 1, true));
   EXPECT_NE(copy.node_version(0), s.node_version(0));

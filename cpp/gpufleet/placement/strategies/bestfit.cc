@@ -4,7 +4,7 @@
 // + 0.5 * free GPU share / largest node GPUs (128 cores and 8 GPUs by default). As in the paper's
 // simulator the score 100 * (1 - remaining) is truncated to an integer, so near-equal nodes tie
 // (the replay breaks ties at random). On the node, a shared pod takes the best-fit GPU.
-#include "gpufleet/placement/normalised_score.h"
+#include "gpufleet/placement/strategies/normalised_score.h"
 
 namespace gpufleet {
 namespace {

@@ -3,8 +3,8 @@
 // is its free CPU plus the free share of each GPU; a task is its CPU, a share of one GPU (or a
 // number of whole GPUs) and the GPU models it accepts. GPU memory is not a dimension here, as in
 // the paper: shares are GPU core percent (openb's gpu_milli / 10).
-#ifndef GPUFLEET_PLACEMENT_GPU_SHARE_H_
-#define GPUFLEET_PLACEMENT_GPU_SHARE_H_
+#ifndef GPUFLEET_PLACEMENT_STRATEGIES_GPU_SHARE_H_
+#define GPUFLEET_PLACEMENT_STRATEGIES_GPU_SHARE_H_
 
 #include <cstdint>
 #include <string>
@@ -68,4 +68,4 @@ bool ChooseBestFitDevices(const NodeView& view, const DeviceRequest& request,
 
 }  // namespace gpufleet
 
-#endif  // GPUFLEET_PLACEMENT_GPU_SHARE_H_
+#endif  // GPUFLEET_PLACEMENT_STRATEGIES_GPU_SHARE_H_

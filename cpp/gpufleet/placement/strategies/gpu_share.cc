@@ -1,4 +1,4 @@
-#include "gpufleet/placement/gpu_share.h"
+#include "gpufleet/placement/strategies/gpu_share.h"
 
 #include <algorithm>
 

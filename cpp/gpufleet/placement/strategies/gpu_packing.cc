@@ -10,7 +10,7 @@
 #include <numeric>
 
 #include "gpufleet/core/status_macros.h"
-#include "gpufleet/placement/gpu_share.h"
+#include "gpufleet/placement/strategies/gpu_share.h"
 #include "gpufleet/placement/strategy.h"
 
 namespace gpufleet {

@@ -6,7 +6,7 @@
 // resources it uses are scarcest, which packs. As in the paper's simulator the score is
 // 100 * (1 - dot / 2) truncated to an integer, so near-equal nodes tie (the replay breaks ties at
 // random, as kube-scheduler does). On the node, a shared pod takes the best-fit GPU.
-#include "gpufleet/placement/normalised_score.h"
+#include "gpufleet/placement/strategies/normalised_score.h"
 
 namespace gpufleet {
 namespace {
