@@ -109,6 +109,7 @@ Session::Session(const SessionInput& in)
   auto binpack = MakeStrategy("binpack");
   strategy_ = binpack.ok() ? *std::move(binpack) : nullptr;
   reservations_.Restore(in.hold_plan);
+  if (in.queue_memory != nullptr) queue_memory_ = *in.queue_memory;
 }
 
 Session::~Session() = default;
@@ -164,6 +165,7 @@ void Session::AddJobValidFn(const std::string&, JobCheckFn fn) { job_valid_.push
 void Session::AddAllocatableFn(const std::string& p, AllocatableFn fn) { if (!Off(p, "allocatable")) allocatable_.push_back(std::move(fn)); }
 void Session::AddEnqueueableFn(const std::string& p, JobCheckFn fn) { if (!Off(p, "enqueueable")) enqueueable_.push_back(std::move(fn)); }
 void Session::AddTargetJobFn(const std::string& p, TargetJobFn fn) { if (!Off(p, "target-job")) target_job_.push_back(std::move(fn)); }
+void Session::AddEventHandler(const std::string&, TaskEventFn fn) { task_events_.push_back(std::move(fn)); }
 void Session::SetDeviceStrategy(std::unique_ptr<PlacementStrategy> s) { strategy_ = std::move(s); }
 
 int Session::Compare(const std::vector<std::vector<CompareFn>>& fns, int a, int b) const {
@@ -324,6 +326,7 @@ void Session::OnAllocate(TaskInfo& task, int node) {
   ++job.occupied;
   queues_[job.queue].allocated += task.request;
   ++version_;
+  for (const TaskEventFn& fn : task_events_) fn(task, 1.0);
 }
 
 void Session::OnDeallocate(TaskInfo& task, TaskStatus back_to) {
@@ -334,6 +337,7 @@ void Session::OnDeallocate(TaskInfo& task, TaskStatus back_to) {
   --job.occupied;
   queues_[job.queue].allocated -= task.request;
   ++version_;
+  for (const TaskEventFn& fn : task_events_) fn(task, -1.0);
 }
 
 void Session::OnDiscard(uint64_t opened_at) { misses_.ForgetSince(opened_at); }
@@ -345,6 +349,10 @@ void Session::RecordBind(const TaskInfo& task) { bound_.push_back(task.id); }
 void Session::RecordEviction(const TaskInfo& task, const std::string& node,
                              const std::string& reason) {
   evictions_.push_back(EvictDecision{jobs_[task.job].name(), task.name(), node, reason});
+}
+
+void Session::NotePreemption(int preemptor_job, int victim_job) {
+  if (preemptor_job != victim_job) preemptions_.emplace_back(preemptor_job, victim_job);
 }
 
 void Session::UnrecordEviction(const TaskInfo& task) {
