@@ -88,7 +88,17 @@ void QueueTreeSession::Ready(Session& s) {
   }
   judge_ = std::make_unique<queues::ReclaimJudge>(
       queues::TreeView{&*tree_, allocated_, fair_share_, kueue_.get()}, options_.reclaim);
+  order_key_.assign(t.size(), 0.0);
+  at_fair_share_.assign(t.size(), 0);
+  for (int q = 0; q < t.size(); ++q) Refresh(q);
   ready_ = true;
+}
+
+void QueueTreeSession::Refresh(int q) {
+  order_key_[q] = kueue_ ? kueue_->Drs(q) : Saturation(q);
+  bool at = true;
+  for (int r = 0; r < R() && at; ++r) at = !Over(fair_share(q, r), allocated(q, r));
+  at_fair_share_[q] = at;
 }
 
 void QueueTreeSession::OnTaskEvent(const TaskInfo& task, double sign) {
@@ -96,6 +106,7 @@ void QueueTreeSession::OnTaskEvent(const TaskInfo& task, double sign) {
   const int q = task_queue_[task.id];
   queues::AddAlongPath(*tree_, q, amounts(task.id), sign, &allocated_);
   if (kueue_) kueue_->AddUsage(q, amounts(task.id), sign);
+  for (int a = q; a >= 0; a = tree_->parent(a)) Refresh(a);
 }
 
 double QueueTreeSession::Saturation(int q) const {
@@ -116,24 +127,12 @@ int QueueTreeSession::Compare(int a, int b) const {
   const int x = t.AncestorAt(a, level), y = t.AncestorAt(b, level);
   if (x == y) return 0;
   if (t.priority(x) != t.priority(y)) return t.priority(x) > t.priority(y) ? -1 : 1;
-  double sx, sy;
-  if (kueue_) {
-    sx = kueue_->Drs(x);
-    sy = kueue_->Drs(y);
-  } else {
-    sx = Saturation(x);
-    sy = Saturation(y);
-  }
+  const double sx = order_key_[x], sy = order_key_[y];
   if (std::fabs(sx - sy) <= 1e-9) return 0;
   return sx < sy ? -1 : 1;
 }
 
-bool QueueTreeSession::AtFairShare(int q) const {
-  if (!ready_) return false;
-  for (int r = 0; r < R(); ++r)
-    if (Over(fair_share(q, r), allocated(q, r))) return false;
-  return true;
-}
+bool QueueTreeSession::AtFairShare(int q) const { return ready_ && at_fair_share_[q]; }
 
 std::string QueueTreeSession::Admits(int q, absl::Span<const double> amounts) const {
   if (!ready_) return "";

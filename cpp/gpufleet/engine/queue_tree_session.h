@@ -63,6 +63,8 @@ class QueueTreeSession {
 
  private:
   double Saturation(int q) const;
+  // Queue order and overused read these per queue, kept current along the changed path.
+  void Refresh(int q);
 
   QueueTreeOptions options_;
   std::optional<queues::QueueTree> tree_;
@@ -71,6 +73,8 @@ class QueueTreeSession {
   std::unique_ptr<queues::ReclaimJudge> judge_;
   queues::ShareDivider divider_;
   std::vector<int> task_queue_;
+  std::vector<double> order_key_;   // saturation, or DRS with drs
+  std::vector<char> at_fair_share_;
   bool ready_ = false;
 };
 
