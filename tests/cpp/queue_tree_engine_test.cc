@@ -246,3 +246,44 @@ TEST(QueueTreeEngineTest, TimeAwareFairnessGivesTheIdleQueueMore) {
 
 }  // namespace
 }  // namespace gpufleet::engine
+
+namespace gpufleet::engine {
+namespace {
+
+TEST(QueueTreeEngineTest, MigInstancesAreResourcesOfTheTree) {
+  // 14 MIG 1g.10gb instances. Queue a may hold at most 4 of them; b deserves 10. a asks for 6,
+  // b for 10: a runs 4 (its limit), b runs 10.
+  Json mig = Json::array();
+  for (int s = 0; s < 7; ++s) mig.push_back({{"profile", "1g.10gb"}, {"start", s}});
+  Json node = {{"name", "n1"}, {"cpu", "64"}, {"memory", "512Gi"},
+               {"gpus", {{"count", 2}, {"model", "H100-80GB"}, {"mig", mig}}}};
+  Json scenario = {
+      {"nodes", {node}},
+      {"queues",
+       {{{"name", "a"}, {"quota", {{"nvidia.com/mig-1g.10gb", 4}}}, {"limit", {{"mig-1g.10gb", 4}}}},
+        {{"name", "b"}, {"quota", {{"mig-1g.10gb", 10}}}}}},
+      {"jobs", Json::array()}};
+  auto s = Make(scenario, TreeConfig("kai"));
+  auto instance_job = [](const std::string& name, const std::string& queue) {
+    return Json{{"name", name}, {"queue", queue}, {"replicas", 1},
+                {"requests", {{"cpu", "1"}, {"nvidia.com/mig-1g.10gb", 1}}}};
+  };
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(Submit(*s, instance_job(absl::StrCat("a-", i), "a")).ok());
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(Submit(*s, instance_job(absl::StrCat("b-", i), "b")).ok());
+  auto r = s->RunCycle();
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::map<std::string, int> running;
+  for (const JobState& j : s->Jobs()) running[j.queue] += j.running;
+  EXPECT_EQ(running["a"], 4);
+  EXPECT_EQ(running["b"], 10);
+  EXPECT_TRUE(r->pending.count("a-4") && r->pending.count("a-5"));
+  // Free instances appear as b's jobs end; a stays at its limit.
+  ASSERT_TRUE(s->DeleteJob("b-0").ok());
+  ASSERT_TRUE(s->RunCycle().ok());
+  running.clear();
+  for (const JobState& j : s->Jobs()) running[j.queue] += j.running;
+  EXPECT_EQ(running["a"], 4);
+}
+
+}  // namespace
+}  // namespace gpufleet::engine
