@@ -163,3 +163,23 @@ def test_simulations_in_threads_match_a_serial_run():
     for t in threads:
         t.join()
     assert len(got) == 4 and all(np.array_equal(g, want) for g in got)
+
+
+def test_scenarios_may_list_queue_objects():
+    from gpufleet.engine import engine_from_scenario
+
+    scenario = {
+        "nodes": [{"name": "n1", "cpu": "8", "memory": "64Gi",
+                   "gpus": {"count": 8, "model": "A100", "memory": "80Gi"}}],
+        "queues": [
+            {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+             "metadata": {"name": "eng-train"},
+             "spec": {"parent": "eng", "deserved": {"nvidia.com/gpu": 6}}},
+            {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "eng"},
+             "spec": {"parent": "root", "deserved": {"nvidia.com/gpu": 8}, "capability": {"nvidia.com/gpu": 8}}},
+        ],
+        "jobs": [{"name": "t", "queue": "eng-train", "replicas": 2, "requests": {"nvidia.com/gpu": 1}}],
+    }
+    eng = engine_from_scenario(scenario, "<test>", DATA / "tree-conf.yaml")
+    parents = dict(zip(eng.queues()["queue"], eng.queues()["parent"]))
+    assert parents["eng-train"] == "eng" and parents["eng"] == ""  # children listed first is fine
