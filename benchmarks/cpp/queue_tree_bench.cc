@@ -144,7 +144,8 @@ std::unique_ptr<engine::Scheduler> Build(int nodes, int tasks, bool tree) {
       if (std::find(leaves.begin(), leaves.end(), name) != leaves.end())
         for (std::string q = name; !q.empty();) {
           owed[q] += per_leaf;
-          auto it = std::find_if(shape.begin(), shape.end(), [&](const auto& e) { return e.first == q; });
+          auto it = std::find_if(shape.begin(), shape.end(),
+                                 [&](const auto& e) { return e.first == q; });
           q = it->second;
         }
     for (const auto& [name, parent] : shape) {

@@ -51,7 +51,8 @@ absl::Status Scheduler::AddQueue(const Queue& q) {
 
 absl::Status Scheduler::CheckQueueChange(const Queue& q) const {
   if (q.parent.empty() && q.quota.empty() && queues_.count(q.name) == 0 &&
-      std::all_of(queues_.begin(), queues_.end(), [](const auto& kv) { return kv.second.parent.empty(); }))
+      std::all_of(queues_.begin(), queues_.end(),
+                  [](const auto& kv) { return kv.second.parent.empty(); }))
     return CheckQueueTree({{q.name, q}}, {});  // flat queues: only its own numbers matter
   std::map<std::string, Queue> candidate = queues_;
   candidate[q.name] = q;

@@ -58,7 +58,9 @@ absl::Status ReadBorrowWithinCohort(const Json& v, const std::string& where, Quo
     if (k == "policy") {
       if (*it == "LowerPriority") q->borrow_within_cohort = true;
       else if (*it == "Never") q->borrow_within_cohort = false;
-      else return JsonError(where + ".policy", "expected \"Never\" or \"LowerPriority\", got " + it->dump());
+      else
+        return JsonError(where + ".policy",
+                         "expected \"Never\" or \"LowerPriority\", got " + it->dump());
     } else if (k == "max_priority_threshold" || k == "maxPriorityThreshold") {
       if (!IsIntegerIn<int>(*it)) return JsonError(where + "." + k, "expected an integer");
       q->borrow_priority_threshold = it->get<int>();
@@ -147,7 +149,8 @@ absl::Status KueueFairSharing(const Json& spec, const std::string& where, Json* 
   if (fs == spec.end() || !fs->is_object() || !fs->contains("weight")) return absl::OkStatus();
   const double w = ReadLooseNumber((*fs)["weight"]);
   if (!(w >= 0) || std::isinf(w))
-    return JsonError(where, "fairSharing.weight: expected a number >= 0, got " + (*fs)["weight"].dump());
+    return JsonError(where,
+                     "fairSharing.weight: expected a number >= 0, got " + (*fs)["weight"].dump());
   (*q)["weight"] = w;
   return absl::OkStatus();
 }
@@ -163,24 +166,29 @@ absl::StatusOr<Json> FromKai(const Json& o, const std::string& name, const std::
   for (auto it = res.begin(); it != res.end(); ++it) {
     const std::string r = it.key();
     if (r != "cpu" && r != "memory" && r != "gpu")
-      return JsonError(where, absl::StrCat("resources: unknown resource \"", r, "\" (cpu, memory, gpu)"));
+      return JsonError(where,
+                       absl::StrCat("resources: unknown resource \"", r, "\" (cpu, memory, gpu)"));
     // KAI units: cpu in millicores, memory in megabytes (10^6 bytes), gpu in GPUs; -1 unlimited.
     auto convert = [&](const char* field) -> absl::StatusOr<Json> {
       const double x = ReadLooseNumber((*it)[field]);
       if (std::isnan(x) || (x < 0 && x != -1))
-        return JsonError(where, absl::StrFormat("resources.%s.%s: expected a number >= 0 or -1, got %s",
-                                          r, field, (*it)[field].dump()));
+        return JsonError(where,
+                         absl::StrFormat("resources.%s.%s: expected a number >= 0 or -1, got %s", r,
+                                         field, (*it)[field].dump()));
       if (x == -1) return Json("unlimited");
       if (r == "cpu") return Json(absl::StrCat(static_cast<int64_t>(std::llround(x)), "m"));
       if (r == "memory") return Json(x * 1e6);
       return Json(x);
     };
-    if (!it->is_object()) return JsonError(where, absl::StrCat("resources.", r, ": expected an object"));
+    if (!it->is_object())
+      return JsonError(where, absl::StrCat("resources.", r, ": expected an object"));
     if (it->contains("quota")) { ASSIGN_OR_RETURN(quota[r], convert("quota")); }
     if (it->contains("limit")) { ASSIGN_OR_RETURN(limit[r], convert("limit")); }
     if (it->contains("overQuotaWeight")) {
       const double w = ReadLooseNumber((*it)["overQuotaWeight"]);
-      if (!(w >= 0)) return JsonError(where, absl::StrFormat("resources.%s.overQuotaWeight: expected a number >= 0", r));
+      if (!(w >= 0))
+        return JsonError(
+            where, absl::StrFormat("resources.%s.overQuotaWeight: expected a number >= 0", r));
       oqw[r] = w;
     }
   }
@@ -234,7 +242,8 @@ absl::StatusOr<Json> FromKueue(const Json& o, const std::string& kind, const std
     if (p.contains("borrowWithinCohort")) {
       const Json b = p["borrowWithinCohort"];
       Json bw = {{"policy", b.value("policy", "Never")}};
-      if (b.contains("maxPriorityThreshold")) bw["max_priority_threshold"] = b["maxPriorityThreshold"];
+      if (b.contains("maxPriorityThreshold"))
+        bw["max_priority_threshold"] = b["maxPriorityThreshold"];
       q["borrow_within_cohort"] = bw;
     }
   }
@@ -245,7 +254,8 @@ absl::StatusOr<Json> FromKueue(const Json& o, const std::string& kind, const std
 
 std::string ResourceName(const std::string& name) {
   if (name == "nvidia.com/gpu") return "gpu";
-  if (absl::StartsWith(name, "nvidia.com/mig-")) return name.substr(std::string("nvidia.com/").size());
+  if (absl::StartsWith(name, "nvidia.com/mig-"))
+    return name.substr(std::string("nvidia.com/").size());
   return name;
 }
 
@@ -261,7 +271,8 @@ absl::StatusOr<double> ReadAmount(const std::string& resource, const Json& v, bo
   if (resource == "cpu" || resource == "memory") {
     if (v.is_number()) {
       const double x = v.get<double>() * (resource == "cpu" ? 1000.0 : 1.0);
-      if (!(x >= 0) || std::isinf(x)) return JsonError(where, "expected an amount >= 0, got " + v.dump());
+      if (!(x >= 0) || std::isinf(x))
+        return JsonError(where, "expected an amount >= 0, got " + v.dump());
       return std::round(x);
     }
     auto q = ParseQuantityScaled(text, resource == "cpu" ? 1000 : 1);
@@ -291,7 +302,8 @@ absl::Status ReadQuotaFields(const Json& j, const std::string& owner, std::strin
     *parent = p->get<std::string>();
   }
   if (auto p = j.find("priority"); p != j.end() && !p->is_null()) {
-    if (!IsIntegerIn<int>(*p)) return JsonError(owner, "priority: expected an integer, got " + p->dump());
+    if (!IsIntegerIn<int>(*p))
+      return JsonError(owner, "priority: expected an integer, got " + p->dump());
     q->priority = p->get<int>();
   }
   if (auto c = j.find("creation"); c != j.end() && !c->is_null()) {
@@ -311,7 +323,8 @@ absl::Status ReadQuotaFields(const Json& j, const std::string& owner, std::strin
       if (f.field == &ResourceQuota::over_quota_weight) {
         x = ReadLooseNumber(*it);
         if (!(x >= 0) || std::isinf(x))
-          return absl::InvalidArgumentError(where + ": expected a finite number >= 0, got " + it->dump());
+          return absl::InvalidArgumentError(where + ": expected a finite number >= 0, got " +
+                                            it->dump());
       } else {
         ASSIGN_OR_RETURN(x, ReadAmount(r, *it, f.unlimited_ok, where));
       }
@@ -407,7 +420,8 @@ absl::StatusOr<std::vector<Json>> QueuesFromObjects(const Json& objects) {
     const std::string name = meta.is_object() ? meta.value("name", "") : "";
     const std::string where = absl::StrFormat("%s %s", kind, name.empty() ? "?" : name);
     if (name.empty())
-      return absl::InvalidArgumentError(absl::StrFormat("queue objects[%d] (%s): metadata.name is missing", i, kind));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("queue objects[%d] (%s): metadata.name is missing", i, kind));
     absl::StatusOr<Json> q;
     if (absl::StartsWith(api, "scheduling.run.ai/") && kind == "Queue") {
       q = FromKai(o, name, where);
@@ -426,7 +440,8 @@ absl::StatusOr<std::vector<Json>> QueuesFromObjects(const Json& objects) {
     }
     if (!q.ok()) return q.status();
     if (!names.insert(name).second)
-      return absl::InvalidArgumentError(absl::StrFormat("%s: a queue of that name appears twice", where));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: a queue of that name appears twice", where));
     out.push_back(*std::move(q));
   }
   // Kueue creates the cohorts that queues name; Volcano's queues hang below "root".

@@ -21,7 +21,8 @@ bool NonNegative(double x) { return x >= 0; }  // false for NaN
 // The first problem with one queue's own numbers, or OK.
 absl::Status CheckOwnQuota(const QueueSpec& s) {
   if (!(s.weight >= 0) || std::isinf(s.weight))
-    return QueueError(s.name, absl::StrFormat("weight must be a finite number >= 0, got %g", s.weight));
+    return QueueError(s.name,
+                      absl::StrFormat("weight must be a finite number >= 0, got %g", s.weight));
   for (const auto& [r, q] : s.quota.resources) {
     auto field = [&](const char* f) { return absl::StrCat(r, " ", f); };
     if (!NonNegative(q.quota)) return QueueError(s.name, field("quota must be >= 0 or unlimited"));

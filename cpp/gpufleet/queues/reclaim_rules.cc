@@ -97,7 +97,8 @@ bool ReclaimJudge::Take(int queue, absl::Span<const double> amounts, int priorit
   const int level = lca < 0 ? 0 : t.depth(lca) + 1;
   const int a = t.AncestorAt(reclaimer_, level), b = t.AncestorAt(queue, level);
   for (int n = queue; n != lca; n = t.parent(n)) {
-    if (!t.spec(n).reclaimable) return no(absl::StrFormat("queue %s is not reclaimable", t.name(n)));
+    if (!t.spec(n).reclaimable)
+      return no(absl::StrFormat("queue %s is not reclaimable", t.name(n)));
     for (int r = 0; r < R_ && r < static_cast<int>(amounts.size()); ++r) {
       if (amounts[r] <= 0 || !t.configured(r)) continue;
       if (ExceedsBy(Floor(n, r), Alloc(n, r) - amounts[r]))

@@ -323,7 +323,8 @@ absl::StatusOr<QueueSimResult> SimulateQueues(const queues::QueueTree& tree, int
       return bad(absl::StrFormat("num_gpu must be from 1 to the %d GPUs of the pool", gpus));
     if (j.queue < 0 || j.queue >= tree.size()) return bad("queue index out of range");
     if (!tree.leaf(j.queue))
-      return bad(absl::StrFormat("queue %s has child queues; jobs go to leaves", tree.name(j.queue)));
+      return bad(
+          absl::StrFormat("queue %s has child queues; jobs go to leaves", tree.name(j.queue)));
     for (int q = j.queue; q >= 0; q = tree.parent(q))
       if (j.num_gpu > tree.limit(q, kGpu) + 1e-9)
         return bad(absl::StrFormat("needs %d GPUs, above queue %s's limit of %g", j.num_gpu,
