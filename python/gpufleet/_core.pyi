@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Allocation', 'BindDecision', 'Cluster', 'CycleResult', 'DeviceGrant', 'DeviceRequest', 'EngineScheduler', 'EvictDecision', 'FitResult', 'HeldCapacity', 'JobState', 'JobView', 'OpenbReplayRun', 'PlaceResult', 'Pod', 'QueueShare', 'QueueSpec', 'QueueView', 'Resources', 'SimJobs', 'SimRun', 'SimSummary', 'SimTimeseries', 'TaskView', 'VirtualFunction', 'engine_callback_points', 'engine_check_config', 'engine_default_config', 'engine_plugin_switches', 'format_bytes', 'maximize_lp', 'mig_geometry', 'parse_milli', 'parse_quantity', 'parse_quantity_exact', 'parse_resource_quantity', 'registry_duplicates', 'registry_metadata', 'sim_check_policy', 'sim_run', 'water_fill', 'wire_keys']
+__all__: list[str] = ['Allocation', 'BindDecision', 'Cluster', 'CycleResult', 'DeviceGrant', 'DeviceRequest', 'EngineScheduler', 'EvictDecision', 'FitResult', 'HeldCapacity', 'JobState', 'JobView', 'OpenbReplayRun', 'PlaceResult', 'Pod', 'QueueShare', 'QueueSpec', 'QueueView', 'Resources', 'SimJobs', 'SimRun', 'SimSummary', 'SimTimeseries', 'TaskView', 'VirtualFunction', 'engine_callback_points', 'engine_check_config', 'engine_default_config', 'engine_plugin_switches', 'format_bytes', 'maximize_lp', 'mig_geometry', 'parse_milli', 'parse_quantity', 'parse_quantity_exact', 'parse_resource_quantity', 'queue_drs', 'queue_fair_shares', 'queue_objects', 'queue_tree_check', 'registry_duplicates', 'registry_metadata', 'sim_check_policy', 'sim_run', 'simulate_queues', 'water_fill', 'wire_keys']
 class DeviceRequest:
     """
     What a pod asks of one device type: `count` devices (whole when `whole`), or a share of one: `core` percent of its compute, `memory_bytes` or `memory_ratio` percent of its memory. Read from Pod.devices.
@@ -669,6 +669,11 @@ class QueueSpec:
         The queue's name.
         """
     @property
+    def parent(self) -> str:
+        """
+        Its parent queue in a queue tree ("": top).
+        """
+    @property
     def reclaimable(self) -> bool:
         """
         Whether others may take back what exceeds its share.
@@ -1200,6 +1205,22 @@ def parse_resource_quantity(resource: str, quantity: str) -> int:
     """
     A resource's quantity in the core's unit: milli-cores for cpu, whole numbers only for pods and extended resources (nvidia.com/gpu, koordinator.sh/*, aliyun.com/gpu-mem), bytes rounded up otherwise.
     """
+def queue_drs(specs: typing.Any, usage: dict) -> dict:
+    """
+    Kueue's Dominant Resource Share of every queue for leaf usage (a fraction; inf for weight 0).
+    """
+def queue_fair_shares(specs: typing.Any, capacity: dict, requests: dict, policy: str = 'kai', usage: typing.Any = None, k_value: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> dict:
+    """
+    Fair shares of every queue ({queue: {resource: amount}}) for leaf requests.
+    """
+def queue_objects(objects: typing.Any) -> list:
+    """
+    KAI Queue, Kueue ClusterQueue/Cohort and Volcano Queue objects (dicts as their YAML reads) as gpufleet queue dicts; implicit Kueue cohorts are added.
+    """
+def queue_tree_check(specs: typing.Any) -> None:
+    """
+    Checks gpufleet queue dicts as a tree; ValueError names the first problem.
+    """
 def registry_duplicates() -> list[str]:
     """
     Names registered twice in any registry (the second registration is refused).
@@ -1215,6 +1236,10 @@ def sim_check_policy(spec: str) -> None:
 def sim_run(cluster: typing.Any, job_id: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], submit_time: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], num_gpu: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], duration: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], speed: typing.Any, memory_gib: typing.Any, policy: str, tiresias_compat: bool = False, restore_delay: typing.SupportsFloat | typing.SupportsIndex = 0.0, tick: typing.SupportsFloat | typing.SupportsIndex = 0.0, scheduling_interval: typing.SupportsFloat | typing.SupportsIndex = 0.0, record_timeseries: bool = True, progress: typing.Any = None, placement: str = 'binpack', seed: typing.SupportsInt | typing.SupportsIndex = 0) -> SimRun:
     """
     Runs the job-time simulator; see gpufleet.sim.simulate for the friendly wrapper.
+    """
+def simulate_queues(specs: typing.Any, gpus: typing.SupportsInt | typing.SupportsIndex, id: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], submit_time: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], duration: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], num_gpu: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], queue: collections.abc.Sequence[str], priority: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], options: dict = {}) -> dict:
+    """
+    The multi-tenant simulation over a queue tree; columns of jobs and queue samples.
     """
 def water_fill(total: typing.SupportsFloat | typing.SupportsIndex, weights: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], caps: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]) -> list[float]:
     """

@@ -56,7 +56,7 @@ from __future__ import annotations
 import threading
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from gpufleet import _core, registries
 from gpufleet._core import (
@@ -347,15 +347,27 @@ class Engine:
         :meth:`add_queue`). KeyError when no queue has that name."""
         self._native.update_queue(self._queue_spec(name, weight, capability, reclaimable))
 
+    def load_queues(self, source: str | Path | Sequence[Mapping[str, Any]]) -> None:
+        """Add a queue tree: a YAML/JSON file of KAI ``Queue``, Kueue ``ClusterQueue``/``Cohort``
+        or Volcano ``Queue`` objects, or a list of such objects and gpufleet queue dicts
+        (:mod:`gpufleet.queues`). Parents are added before their children; a bad tree (a cycle of
+        parents, a child's guarantee above its parent's, ...) raises ValueError and adds nothing.
+        Use the ``queuetree`` plugin (and ``treereclaim``) to schedule by the tree."""
+        from gpufleet.queues import queue_specs, read_queue_objects
+
+        specs = read_queue_objects(source) if isinstance(source, (str, Path)) else queue_specs(source)
+        self._native.load_scenario({"queues": specs})
+
     def delete_queue(self, name: str) -> None:
         """Remove the queue ``name``; KeyError when there is none."""
         self._native.delete_queue(name)
 
     def queues(self) -> pd.DataFrame:
-        """One row per queue: ``queue``, ``weight``, ``capability`` (dict of limits, empty: none)
-        and ``reclaimable``."""
-        return _frame([(q.name, q.weight, q.capability, q.reclaimable) for q in self._native.queues()],
-                      ["queue", "weight", "capability", "reclaimable"])
+        """One row per queue: ``queue``, ``weight``, ``capability`` (dict of limits, empty: none),
+        ``reclaimable`` and ``parent`` (its parent in a queue tree, "" at the top)."""
+        return _frame([(q.name, q.weight, q.capability, q.reclaimable, q.parent)
+                       for q in self._native.queues()],
+                      ["queue", "weight", "capability", "reclaimable", "parent"])
 
     @staticmethod
     def _queue_spec(name: Any, weight: float, capability: Any, reclaimable: bool) -> dict[str, Any]:
@@ -478,7 +490,9 @@ def engine_from_scenario(data: Mapping[str, Any], where: str = "<scenario>",
         pod_fields = {k: v for k, v in spec.items() if k not in ("node", "annotations")}
         engine.cluster.restore_allocation(pod_fields, alloc.node, annotations)
     try:
-        engine.load({"queues": data.get("queues") or [], "jobs": data.get("jobs") or []})
+        from gpufleet.queues import queue_specs  # KAI, Kueue and Volcano queue objects as well
+
+        engine.load({"queues": queue_specs(data.get("queues") or []), "jobs": data.get("jobs") or []})
         for pod in base.pending:
             spec = next(p for p in data.get("pods") or [] if isinstance(p, Mapping) and p.get("name") == pod.name)
             engine.submit({"name": pod.name, "queue": "default", "priority": pod.priority,

@@ -86,7 +86,8 @@ TEST(CallbackPointsTest, PluginsAnswerWhatTheyRegister) {
   EXPECT_EQ(AnswersOf("test-optional-predicate"), std::vector<std::string>{});
   EXPECT_EQ(AnswersOf("test-optional-predicate", {{"answer", true}}),
             std::vector<std::string>{"predicates"});
-  EXPECT_EQ(PluginsAnswering(Point::kOverused), std::vector<std::string>{"proportion"});
+  EXPECT_EQ(PluginsAnswering(Point::kOverused),
+            (std::vector<std::string>{"proportion", "queuetree"}));
 }
 
 TEST(CallbackPointsTest, AnyPluginThatRegistersAPredicateServesAllocate) {

@@ -62,9 +62,9 @@ TEST(EngineConfigTest, ErrorsNameTheProblem) {
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate", "tiers": [{"plugins": ["gang"]}]})J"),
                   "\"allocate\" needs a plugin that answers \"predicates\" (registered: predicates)"));
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate, reclaim", "tiers": [{"plugins": ["gang", "predicates"]}]})J"),
-                  "\"reclaim\" needs a plugin that answers \"overused\" (registered: proportion)"));
+                  "\"reclaim\" needs a plugin that answers \"overused\" (registered: proportion, queuetree)"));
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate, preempt", "tiers": [{"plugins": ["predicates", "proportion"]}]})J"),
-                  "\"preempt\" needs a plugin that answers \"preemptable\" (registered: conformance, drf, gang, priority)"));
+                  "\"preempt\" needs a plugin that answers \"preemptable\" (registered: conformance, drf, gang, priority, queuetree)"));
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate", "tiers": [{"plugins": ["predicates", "reservation"]}]})J"),
                   "\"reservation\" needs a plugin that answers \"job-ready\" (registered: gang)"));
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate", "tiers": [{"plugins": ["gang", "predicates", "reservation(after_cycles=-2)"]}]})J"),

@@ -29,9 +29,9 @@ def gang(name: str, replicas: int, gpus: int = 1, queue: str = "default", **extr
 
 def test_registries_list_the_builtins():
     assert {"gang", "drf", "proportion", "priority", "predicates", "nodeorder", "deviceshare",
-            "reservation"} <= set(eng.plugins())
+            "reservation", "queuetree"} <= set(eng.plugins())
     assert set(eng.actions()) == {"enqueue", "allocate", "backfill", "preempt", "reclaim",
-                                  "jobtime"}
+                                  "jobtime", "treereclaim"}
     from gpufleet import _core
     assert _core.registry_duplicates() == []
 

@@ -109,6 +109,7 @@ Session::Session(const SessionInput& in)
   auto binpack = MakeStrategy("binpack");
   strategy_ = binpack.ok() ? *std::move(binpack) : nullptr;
   reservations_.Restore(in.hold_plan);
+  if (in.queue_memory != nullptr) queue_memory_ = *in.queue_memory;
 }
 
 Session::~Session() = default;
@@ -177,6 +178,7 @@ void Session::AddAllocatableFn(const std::string& p, AllocatableFn fn) { if (Acc
 void Session::AddEnqueueableFn(const std::string& p, JobCheckFn fn) { if (Accept(p, Point::kEnqueueable)) enqueueable_.push_back(std::move(fn)); }
 void Session::AddTargetJobFn(const std::string& p, TargetJobFn fn) { if (Accept(p, Point::kTargetJob)) target_job_.push_back(std::move(fn)); }
 void Session::SetDeviceStrategy(const std::string& p, std::unique_ptr<PlacementStrategy> s) { if (Accept(p, Point::kDeviceStrategy)) strategy_ = std::move(s); }
+void Session::AddEventHandler(const std::string&, TaskEventFn fn) { task_events_.push_back(std::move(fn)); }
 
 int Session::Compare(const std::vector<std::vector<CompareFn>>& fns, int a, int b) const {
   for (const auto& tier : fns)
@@ -336,6 +338,7 @@ void Session::OnAllocate(TaskInfo& task, int node) {
   ++job.occupied;
   queues_[job.queue].allocated += task.request;
   ++version_;
+  for (const TaskEventFn& fn : task_events_) fn(task, 1.0);
 }
 
 void Session::OnDeallocate(TaskInfo& task, TaskStatus back_to) {
@@ -346,6 +349,7 @@ void Session::OnDeallocate(TaskInfo& task, TaskStatus back_to) {
   --job.occupied;
   queues_[job.queue].allocated -= task.request;
   ++version_;
+  for (const TaskEventFn& fn : task_events_) fn(task, -1.0);
 }
 
 void Session::OnDiscard(uint64_t opened_at) { misses_.ForgetSince(opened_at); }
@@ -357,6 +361,10 @@ void Session::RecordBind(const TaskInfo& task) { bound_.push_back(task.id); }
 void Session::RecordEviction(const TaskInfo& task, const std::string& node,
                              const std::string& reason) {
   evictions_.push_back(EvictDecision{jobs_[task.job].name(), task.name(), node, reason});
+}
+
+void Session::NotePreemption(int preemptor_job, int victim_job) {
+  if (preemptor_job != victim_job) preemptions_.emplace_back(preemptor_job, victim_job);
 }
 
 void Session::UnrecordEviction(const TaskInfo& task) {

@@ -26,6 +26,7 @@
 #include "gpufleet/placement/miss_cache.h"
 #include "gpufleet/placement/placer.h"
 #include "gpufleet/placement/strategy.h"
+#include "gpufleet/queues/queue_memory.h"
 
 namespace gpufleet::engine {
 
@@ -42,6 +43,8 @@ using JobTestFn = std::function<bool(const JobInfo& job)>;
 using JobCheckFn = std::function<absl::Status(const JobInfo& job)>;
 using AllocatableFn = std::function<bool(const QueueInfo& queue, const TaskInfo& task)>;
 using TargetJobFn = std::function<int()>;  // a job id, or -1
+// A task was placed (sign +1) or left its node (sign -1) in this session.
+using TaskEventFn = std::function<void(const TaskInfo& task, double sign)>;
 
 struct SessionInput {
   const ClusterState* state = nullptr;
@@ -55,6 +58,9 @@ struct SessionInput {
   // Plugin -> points its configuration switched off (Volcano's enable* switches): the plugin's
   // callbacks for them are not registered.
   std::map<std::string, PointSet> disabled;
+  // What queue trees remember across cycles (queues/queue_memory.h); copied into the session,
+  // and adopted back by the scheduler only when the cycle succeeds.
+  const queues::QueueMemory* queue_memory = nullptr;
 };
 
 class Session {
@@ -98,6 +104,8 @@ class Session {
   void AddAllocatableFn(const std::string& plugin, AllocatableFn fn);
   void AddEnqueueableFn(const std::string& plugin, JobCheckFn fn);
   void AddTargetJobFn(const std::string& plugin, TargetJobFn fn);
+  // Told of every placement and release in the session, as they happen (also when undone).
+  void AddEventHandler(const std::string& plugin, TaskEventFn fn);
   // The device choice strategy (deviceshare); binpack when no plugin sets one.
   void SetDeviceStrategy(const std::string& plugin, std::unique_ptr<PlacementStrategy> strategy);
   // A plugin whose callbacks depend on more than a task's requests and constraints (e.g. Python
@@ -155,6 +163,10 @@ class Session {
   void RecordBind(const TaskInfo& task);
   void RecordEviction(const TaskInfo& task, const std::string& node, const std::string& reason);
   void UnrecordEviction(const TaskInfo& task);
+  // A committed statement evicted tasks of `victim_job` and placed tasks of `preemptor_job`.
+  void NotePreemption(int preemptor_job, int victim_job);
+  const std::vector<std::pair<int, int>>& preemptions() const { return preemptions_; }
+  queues::QueueMemory& queue_memory() { return queue_memory_; }
   // Capacity held for the starvation target (issue 561); Predicate consults it for every other
   // job's task. Opened by the plugin that elects the target.
   ReservationLedger& reservations() { return reservations_; }
@@ -193,6 +205,7 @@ class Session {
   std::vector<JobCheckFn> job_valid_, enqueueable_;
   std::vector<AllocatableFn> allocatable_;
   std::vector<TargetJobFn> target_job_;
+  std::vector<TaskEventFn> task_events_;
   std::unique_ptr<PlacementStrategy> strategy_;
 
   bool fit_cache_enabled_ = true;
@@ -204,6 +217,8 @@ class Session {
   ReservationLedger reservations_;
   std::vector<int> bound_;    // task ids in bind order
   std::vector<EvictDecision> evictions_;
+  std::vector<std::pair<int, int>> preemptions_;  // (preemptor job, victim job), committed
+  queues::QueueMemory queue_memory_;
 };
 
 }  // namespace gpufleet::engine

@@ -52,7 +52,8 @@ std::vector<int> StarvingJobs(const Session& s, int queue) {
   return out;
 }
 
-int EvictToFit(Session& s, int job_id, VictimScope scope) {
+int EvictToFit(Session& s, int job_id, VictimScope scope, QuotaCheck quota) {
+  const bool after = quota == QuotaCheck::kAfterVictims;
   JobInfo& job = s.job(job_id);
   std::vector<int> tasks = PendingTasks(s, job_id, TaskKind::kWithRequests);
   if (tasks.empty()) return 0;
@@ -63,12 +64,15 @@ int EvictToFit(Session& s, int job_id, VictimScope scope) {
   for (int t : tasks) {
     TaskInfo& task = s.task(t);
     const QueueInfo& q = s.queue(job.queue);
-    if (!s.Allocatable(q, task)) {
+    auto fits_on = [&](int node) {
+      return s.Predicate(task, node).ok() && (!after || s.Allocatable(q, task));
+    };
+    if (!after && !s.Allocatable(q, task)) {
       why = absl::StrFormat("queue %s would exceed its capability", q.name());
       break;
     }
     const Placement best = s.BestNode(task);
-    if (best.ok()) {
+    if (best.ok() && (!after || s.Allocatable(q, task))) {
       if (!st.Allocate(t, best.allocation).ok()) break;
       continue;
     }
@@ -96,10 +100,10 @@ int EvictToFit(Session& s, int job_id, VictimScope scope) {
       for (int v : victims) {
         if (s.task(v).status != TaskStatus::kRunning) continue;  // taken with an earlier gang
         if (!EvictWithGang(s, st, v, reason).ok()) break;
-        if (s.Predicate(task, node).ok()) break;
+        if (fits_on(node)) break;
       }
       // The predicates judged labels and taints.
-      if (s.Predicate(task, node).ok()) {
+      if (fits_on(node)) {
         const Placement plan =
             PlanOnNode(s.state(), *task.pod, node, s.strategy(), Admission::kCapacityOnly);
         placed = plan.ok() && st.Allocate(t, plan.allocation).ok();
@@ -108,7 +112,9 @@ int EvictToFit(Session& s, int job_id, VictimScope scope) {
     }
     if (!placed) {
       why = absl::StrFormat("task %s: %s; and no node frees enough by eviction", task.name(),
-                            best.reason);
+                            best.ok() ? absl::StrFormat("queue %s has no quota left for it",
+                                                        q.name())
+                                      : best.reason);
       break;
     }
   }
