@@ -1194,6 +1194,10 @@ def mig_geometry() -> list:
     """
     NVIDIA MIG geometry per GPU model (from NVIDIA's MIG user guide): profiles with their compute and memory slices, instance limits and allowed start slots.
     """
+def place_gang(cluster: Cluster, topology: typing.Any, gang: typing.Any, strategy: str = 'binpack', commit: bool = False) -> dict:
+    """
+    Where a gang goes across topology levels: {'placed', 'reason', 'level', 'domain', 'groups': [{'name', 'level', 'domain', 'nodes': [(node, pods)], 'pods' (with commit)}]}. With commit, every pod is planned on its node and bound, all or none.
+    """
 def parse_milli(quantity: str) -> int:
     """
     Kubernetes quantity -> milli-units (cpu); ValueError if malformed.
@@ -1237,6 +1241,10 @@ def strategies() -> list[str]:
 def strategy_description(name: str) -> str:
     """
     One line describing a registered placement strategy ("" if unknown).
+    """
+def topology_domains(cluster: Cluster, topology: typing.Any) -> dict:
+    """
+    Each node's domain on every level (columns level, domain, node) and the nodes outside.
     """
 def water_fill(total: typing.SupportsFloat | typing.SupportsIndex, weights: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], caps: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]) -> list[float]:
     """
