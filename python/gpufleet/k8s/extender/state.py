@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable, Optional
 from . import convert
 from .binder import Binder, MemoryBinder
 from .convert import ConvertError, PodArgs
+from .gangs import GangDomains
 from .journal import Journal, pod_of
 from ..keys import GPUSHARE_IDX as ANN_GPUSHARE_IDX
 from ..keys import KOORD_DEVICE_ALLOCATED as ANN_DEVICE_ALLOCATED
@@ -99,7 +100,8 @@ class ExtenderState:
 
     def __init__(self, cluster: Any = None, *, api: Any = None, strategy: str = "binpack",
                  binder: Optional[Binder] = None, pod_source: Optional[PodSource] = None,
-                 gpushare_annotations: str = "auto", pod_cache_size: int = 20000) -> None:
+                 gpushare_annotations: str = "auto", pod_cache_size: int = 20000,
+                 topology: Any = None, topology_fit: str = "best-fit") -> None:
         self.api = api if api is not None else _gpufleet_api()
         self.cluster = cluster if cluster is not None else self.api.Cluster()
         if strategy.split("(")[0] not in self.api.strategies():
@@ -126,6 +128,9 @@ class ExtenderState:
         self.counters: dict[str, int] = {}
         # Handler time (body read, JSON, work, response built) of the latest requests, per verb.
         self.latency_s: dict[str, deque[float]] = {}
+        # Gangs placed by network topology (gangs.py): only with a topology (levels or HyperNodes).
+        self.gangs: Optional[GangDomains] = (GangDomains(topology, topology_fit)
+                                             if topology is not None else None)
         # Named readiness checks for /readyz beyond "the state is loaded" (the Kubernetes watches).
         self.ready_checks: dict[str, Callable[[], bool]] = {}
 
