@@ -154,3 +154,19 @@ def test_stream_starts_every_job_with_each_fit():
 
 def test_stream_job_counts_its_gpus():
     assert StreamJob("g", 0.0, 1.0, pods=4, gpus_per_pod=8).gpus == 32
+
+
+def test_simulate_with_racks_changes_where_jobs_run_never_when():
+    import pandas as pd
+
+    from gpufleet.sim import simulate
+
+    jobs = pd.DataFrame({"job_id": range(30), "submit_time": [30.0 * i for i in range(30)],
+                         "num_gpu": [16 if i % 5 == 0 else 1 + i % 8 for i in range(30)],
+                         "duration": [600.0 + 37 * (i % 7) for i in range(30)]})
+    cluster = {"h100": {"count": 64, "gpus_per_node": 8}}
+    plain = simulate(jobs, cluster, "fifo")
+    racked = simulate(jobs, cluster, "fifo", racks=(2, 2))
+    assert plain.jobs["jct"].tolist() == racked.jobs["jct"].tolist()
+    with pytest.raises(ValueError, match="nodes per rack"):
+        simulate(jobs, cluster, "fifo", racks=(-1, 0))
