@@ -170,3 +170,27 @@ def test_simulate_with_racks_changes_where_jobs_run_never_when():
     assert plain.jobs["jct"].tolist() == racked.jobs["jct"].tolist()
     with pytest.raises(ValueError, match="nodes per rack"):
         simulate(jobs, cluster, "fifo", racks=(-1, 0))
+
+
+def test_engine_places_a_topology_job_in_one_rack():
+    from gpufleet.engine import Engine, default_config
+
+    config = default_config()
+    config["tiers"][-1]["plugins"].append(
+        {"name": "gang-topology", "arguments": {"levels": f"block={BLOCK_LABEL}, rack={RACK_LABEL}"}})
+    eng = Engine(config)
+    for b, r, n in [(0, r, n) for r in range(2) for n in range(2)]:
+        name = f"b{b}-r{r}-n{n}"
+        eng.add_node({"name": name, "cpu": "64", "memory": "512Gi",
+                      "gpus": {"count": 8, "model": "H100", "memory": "80Gi"},
+                      "labels": {BLOCK_LABEL: f"b{b}", RACK_LABEL: f"b{b}-r{r}"}})
+    eng.submit(name="small", replicas=1, requests={"nvidia.com/gpu": 1},
+               node_selector={RACK_LABEL: "b0-r0"})
+    eng.run_cycle()
+    eng.submit(name="train", replicas=2, requests={"nvidia.com/gpu": 8}, topology={"required": "rack"})
+    r = eng.run_cycle()
+    nodes = set(r.binds[r.binds.job == "train"].node)
+    assert nodes == {"b0-r1-n0", "b0-r1-n1"}
+    eng.submit(name="wide", replicas=3, requests={"nvidia.com/gpu": 8}, topology={"required": "rack"})
+    r = eng.run_cycle()
+    assert "no rack domain takes the gang: 3 pods" in r.pending["wide"]
