@@ -4,6 +4,8 @@
 // a leader with its workers, and NVLink partitions deciding a node's count.
 #include "gpufleet/topology/gang_placer.h"
 
+#include "gpufleet/topology/domain_fragmentation.h"
+
 #include "gtest/gtest.h"
 #include "topology_test_util.h"
 
@@ -276,6 +278,40 @@ TEST_F(TopologyPlacementTest, NvlinkPartitionsDecideANodesCount) {
   GangPlacement p = Place(s, *t, Gang({Group("w", 2, 3, Required("rack"))}));
   ASSERT_TRUE(p.ok()) << p.reason;
   EXPECT_EQ(Layout(s, p), "b:3");
+}
+
+TEST_F(TopologyPlacementTest, FragmentationCompletesPartlyUsedRacksAndKeepsAWholeOne) {
+  // One block: r0 untouched (4 nodes), r1 and r2 with one node busy each (3 free nodes).
+  ClusterState s = test::RackCluster(1, 3, 4, 8);
+  Occupy(s, "b0-r1-n0", 1);
+  Occupy(s, "b0-r2-n0", 1);
+  const Topology t = Labels(s);
+  // Six whole-node pods in the block: best fit takes the largest rack first and breaks r0;
+  // the fragmentation rule fills r1 and r2 and leaves r0 whole for a later rack-sized gang.
+  GangPlacement bf = Place(s, t, Gang({Group("w", 8, 6, Required("block"))}));
+  ASSERT_TRUE(bf.ok()) << bf.reason;
+  EXPECT_EQ(PodsPerDomain(t, bf, 1), (std::map<std::string, int>{{"b0/r0", 4}, {"b0/r1", 2}}));
+  GangPlacement fr = Place(s, t, Gang({Group("w", 8, 6, Required("block"))}, {}, Fit::kFragmentation));
+  ASSERT_TRUE(fr.ok()) << fr.reason;
+  EXPECT_EQ(PodsPerDomain(t, fr, 1), (std::map<std::string, int>{{"b0/r1", 3}, {"b0/r2", 3}}));
+  // A rack-sized gang of three: best fit and fragmentation both take a partly used rack that it
+  // completes (r1), not the untouched one.
+  for (Fit fit : {Fit::kBestFit, Fit::kFragmentation}) {
+    GangPlacement p = Place(s, t, Gang({Group("w", 8, 3, Required("rack"))}, {}, fit));
+    ASSERT_TRUE(p.ok()) << p.reason;
+    EXPECT_EQ(t.DomainPath(1, p.groups[0].domain), "b0/r1") << FitName(fit);
+  }
+}
+
+TEST_F(TopologyPlacementTest, DomainFragmentationCountsWhatNoFutureGangCanUse) {
+  const GangSizes sizes = {{1, 0.25}, {2, 0.25}, {4, 0.25}, {8, 0.25}};
+  EXPECT_DOUBLE_EQ(DomainFragmentation(8, sizes), 0.0);    // every size fits exactly
+  EXPECT_DOUBLE_EQ(DomainFragmentation(5, sizes), 0.25 * (1 + 1 + 5));
+  EXPECT_DOUBLE_EQ(DomainFragmentation(0, sizes), 0.0);
+  // Placing 3 of 8 fragments more than completing a domain of 3.
+  const std::vector<double> score =
+      ScoreDomains({{8, 1, true}, {3, 1, false}}, 3, sizes);
+  EXPECT_GT(score[1], score[0]);
 }
 
 TEST_F(TopologyPlacementTest, NodesOutsideTheTopologyAreNeverUsed) {

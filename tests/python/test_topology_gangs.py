@@ -76,6 +76,19 @@ def test_volcano_hyper_nodes_are_read_unchanged():
     assert d.attrs["outside"] == []
     r = place_gang(c, topo, gang(2, required="tier-1"))
     assert r["placed"] and r["groups"][0]["domain"] in ("spine/s0", "spine/s1")
+    # Volcano's networkTopology on the gang: hard with highestTierAllowed, or soft.
+    def volcano(mode: str, tier: int, count: int) -> dict:
+        g = gang(count)
+        g["networkTopology"] = {"mode": mode, "highestTierAllowed": tier}
+        return place_gang(c, topo, g)
+
+    assert volcano("hard", 1, 2)["groups"][0]["level"] == "tier-1"
+    tight = volcano("hard", 1, 3)
+    assert not tight["placed"] and "no tier-1 domain" in tight["reason"]
+    assert volcano("hard", 2, 3)["groups"][0]["level"] == "tier-2"
+    assert volcano("soft", 1, 3)["placed"]
+    with pytest.raises(ValueError, match="networkTopology mode firm"):
+        volcano("firm", 1, 1)
 
 
 def test_nvlink_clique_label_is_a_level():

@@ -61,6 +61,21 @@ absl::Status ReadConstraint(const Json& j, const std::string& where, bool group,
       (void)kKueueUnconstrained;
     }
   }
+  // Volcano's networkTopology: hard keeps the gang inside one HyperNode of tier <=
+  // highestTierAllowed (searching from tier 1 up), soft only prefers tier 1.
+  if (auto nt = j.find("networkTopology"); nt != j.end() && !nt->is_null()) {
+    if (!nt->is_object()) return Bad(where, "networkTopology must be an object");
+    RETURN_IF_ERROR(CheckKnownKeys(*nt, where + " networkTopology", {"mode", "highestTierAllowed"}));
+    ASSIGN_OR_RETURN(std::string mode, String(*nt, "mode", where));
+    ASSIGN_OR_RETURN(int tier, Int(*nt, "highestTierAllowed", 1, where));
+    c->preferred = "tier-1";
+    if (mode == "hard" || mode.empty()) {
+      if (tier < 1) return Bad(where, absl::StrCat("networkTopology highestTierAllowed ", tier));
+      c->required = absl::StrCat("tier-", tier);
+    } else if (mode != "soft") {
+      return Bad(where, absl::StrCat("networkTopology mode ", mode, " (hard or soft)"));
+    }
+  }
   ASSIGN_OR_RETURN(std::string required, String(j, "required", where));
   ASSIGN_OR_RETURN(std::string preferred, String(j, "preferred", where));
   if (!required.empty()) c->required = required;
@@ -162,7 +177,7 @@ absl::StatusOr<Constraint> ConstraintFromJson(const Json& j, const std::string& 
   if (!j.is_object()) return Bad(where, "topology must be an object");
   RETURN_IF_ERROR(CheckKnownKeys(j, where + " topology",
                                  {"required", "preferred", "slice_level", "slice_size", "balanced",
-                                  "annotations"}));
+                                  "annotations", "networkTopology"}));
   Constraint c;
   RETURN_IF_ERROR(ReadConstraint(j, where, true, &c));
   return c;
@@ -173,7 +188,8 @@ absl::StatusOr<GangRequest> GangRequestFromJson(const Json& j) {
   GangRequest g;
   ASSIGN_OR_RETURN(g.name, String(j, "name", "gang"));
   const std::string where = g.name.empty() ? "gang" : absl::StrCat("gang ", g.name);
-  RETURN_IF_ERROR(CheckKnownKeys(j, where, {"name", "fit", "required", "preferred", "annotations", "groups"}));
+  RETURN_IF_ERROR(CheckKnownKeys(
+      j, where, {"name", "fit", "required", "preferred", "annotations", "networkTopology", "groups"}));
   ASSIGN_OR_RETURN(std::string fit, String(j, "fit", where));
   if (!fit.empty()) {
     ASSIGN_OR_RETURN(g.fit, ParseFit(fit));
@@ -192,7 +208,7 @@ absl::StatusOr<GangRequest> GangRequestFromJson(const Json& j) {
     RETURN_IF_ERROR(CheckKnownKeys(e, gw,
                                    {"name", "count", "requests", "node_selector", "tolerations",
                                     "gpu_models", "scope", "required", "preferred", "slice_level",
-                                    "slice_size", "balanced", "annotations"}));
+                                    "slice_size", "balanced", "annotations", "networkTopology"}));
     ASSIGN_OR_RETURN(gr.count, Int(e, "count", 1, gw));
     Json pod = Json::object();
     pod["name"] = gr.name;

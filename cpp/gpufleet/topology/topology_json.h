@@ -9,7 +9,9 @@
 //   a gang: {"name", "fit", "required", "preferred", "annotations", "groups": [{"name", "count",
 //     "requests", "node_selector", "tolerations", "gpu_models", "scope", "required",
 //     "preferred", "slice_level", "slice_size", "balanced", "annotations"}]}, where annotations
-//     may carry Kueue's podset-*-topology keys and KAI's topology-*-placement keys.
+//     may carry Kueue's podset-*-topology keys and KAI's topology-*-placement keys, and a gang or
+//     group may carry Volcano's "networkTopology": {"mode": "hard" | "soft",
+//     "highestTierAllowed": t} (for topologies read from HyperNodes, whose levels are "tier-<t>").
 // Unknown fields of our own objects are errors with a did-you-mean; Kubernetes objects keep
 // whatever else they carry (metadata, status).
 #ifndef GPUFLEET_TOPOLOGY_TOPOLOGY_JSON_H_
