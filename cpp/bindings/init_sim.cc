@@ -244,7 +244,8 @@ std::shared_ptr<SimRun> Simulate(const py::object& cluster, Arr<int64_t> job_id,
                   py::object memory_gib, const std::string& policy_spec, bool tiresias_compat,
                   double restore_delay, double tick, double scheduling_interval,
                   bool record_timeseries, py::object progress,
-                  const std::string& placement, int64_t seed) {
+                  const std::string& placement, int64_t seed, int nodes_per_rack,
+                  int racks_per_block) {
   GpuPool pool = Unwrap(GpuPool::FromJson(PyToJson(cluster)));
   const size_t n = job_id.size();
   if (submit_time.size() != static_cast<py::ssize_t>(n) ||
@@ -295,6 +296,8 @@ std::shared_ptr<SimRun> Simulate(const py::object& cluster, Arr<int64_t> job_id,
   o.record_timeseries = record_timeseries;
   o.placement = placement;
   o.seed = static_cast<uint64_t>(seed);
+  o.nodes_per_rack = nodes_per_rack;
+  o.racks_per_block = racks_per_block;
   if (!progress.is_none()) {
     // A borrowed handle (the argument keeps the callable alive for the call): the simulator may
     // copy and destroy this std::function without the GIL, which must not touch reference counts.
@@ -329,7 +332,7 @@ void InitSim(py::module_& m) {
         py::arg("tick") = 0.0, py::arg("scheduling_interval") = 0.0,
         py::arg("record_timeseries") = true,
         py::arg("progress") = py::none(), py::arg("placement") = "binpack",
-        py::arg("seed") = 0,
+        py::arg("seed") = 0, py::arg("nodes_per_rack") = 0, py::arg("racks_per_block") = 0,
         "Runs the job-time simulator; see gpufleet.sim.simulate for the friendly wrapper.");
   // The LP solver gavel-lp uses, exposed so tests can cross-check it against another solver.
   m.def("maximize_lp",
