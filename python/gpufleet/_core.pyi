@@ -1158,6 +1158,14 @@ def _replay_openb(node_name: collections.abc.Sequence[str], node_cpu: collection
     """
     Native openb replay over column lists; use gpufleet.replay.replay_openb.
     """
+def dra_score(problem: dict, choices: collections.abc.Sequence[tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex]]) -> dict:
+    """
+    The score of an allocation given as (request, device, candidate) choices.
+    """
+def dra_solve(problem: dict) -> dict:
+    """
+    Solves one DRA allocation question (a dict of dra::Problem's fields; see gpufleet.dra.problem). Returns verdict, choices (request, device, candidate), score, reason, steps, gave_up, proved_best, error_request and error_device.
+    """
 def engine_action_description(name: str) -> str:
     """
     One line describing a registered engine action ("" if unknown).

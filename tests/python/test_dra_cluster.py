@@ -1,0 +1,127 @@
+"""DraCluster: objects in, claims allocated and committed into their status (the ledger), bad
+input refused with the state unchanged, snapshot/restore from claim status, and many threads
+placing and committing at once without ever giving a device twice."""
+from __future__ import annotations
+
+import copy
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from gpufleet.dra import DraError
+from gpufleet.dra.cluster import DraCluster
+
+DRIVER = "gpu.example.com"
+
+
+def _slice(node: str, gpus: int) -> dict:
+    return {"kind": "ResourceSlice", "metadata": {"name": f"{node}-gpus"}, "spec": {
+        "driver": DRIVER, "nodeName": node, "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+        "devices": [{"name": f"gpu-{i}", "attributes": {"model": {"string": "H100"}}} for i in range(gpus)]}}
+
+
+def _claim(name: str, count: int = 1) -> dict:
+    return {"kind": "ResourceClaim", "metadata": {"name": name, "namespace": "ml"}, "spec": {"devices": {
+        "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu", "count": count, "selectors": [
+            {"cel": {"expression": f'device.attributes["{DRIVER}"].model == "H100"'}}]}}]}}}
+
+
+def _cluster(nodes: dict[str, int]) -> DraCluster:
+    c = DraCluster()
+    c.apply({"kind": "DeviceClass", "metadata": {"name": "gpu"},
+             "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}})
+    for node, gpus in nodes.items():
+        c.add_node(node)
+        c.apply(_slice(node, gpus))
+    return c
+
+
+def test_allocate_commit_release_and_the_ledger() -> None:
+    c = _cluster({"n1": 2})
+    c.apply(_claim("a", 2))
+    c.apply(_claim("b"))
+    out = c.allocate(["ml/a"], "n1")
+    assert out.ok
+    c.commit("ml/a", out.results[0], reserved_for=[{"resource": "pods", "name": "p", "uid": "u1"}])
+    assert c.claim("ml/a")["status"]["reservedFor"][0]["name"] == "p"
+    assert c.allocate(["ml/b"], "n1").verdict == "unallocatable"  # both GPUs are held
+    with pytest.raises(DraError, match="already allocated"):
+        c.commit("ml/a", out.results[0])
+    with pytest.raises(DraError, match="held by another claim"):
+        c.commit("ml/b", {"devices": {"results": [dict(out.results[0]["devices"]["results"][0], request="gpu")]}})
+    c.release("ml/a")
+    c.release("ml/a")  # idempotent
+    assert c.allocate(["ml/b"], "n1").ok
+
+
+def test_place_picks_a_node_that_fits() -> None:
+    c = _cluster({"n1": 1, "n2": 4})
+    c.apply(_claim("big", 3))
+    node, out = c.place(["ml/big"])
+    assert node == "n2" and out.ok
+    c.apply(_claim("huge", 5))
+    node, out = c.place(["ml/huge"])
+    assert node is None and out.reason.startswith("0/2 nodes can allocate the claims")
+
+
+@pytest.mark.parametrize("obj,message", [
+    ({"kind": "ResourceClaim", "metadata": {"name": "x"}, "spec": {"devices": {"requests": [
+        {"name": "gpu", "exactly": {"deviceClassName": "gpu", "count": 0}}]}}}, "count"),
+    ({**_slice("n1", 1), "spec": {**_slice("n1", 1)["spec"], "devices": [{"name": "Bad_Name"}]}}, "device name"),
+    ({"kind": "Pod", "metadata": {"name": "p"}}, "kind must be one of"),
+    ({"kind": "ResourceClaim", "metadata": {"name": "c", "namespace": "ml"}, "spec": _claim("c")["spec"],
+      "status": {"allocation": {"devices": {"results": [
+          {"request": "gpu", "driver": DRIVER, "pool": "n1", "device": "gpu-9"}]}}}}, "unknown device"),
+])
+def test_bad_input_changes_nothing(obj: dict, message: str) -> None:
+    c = _cluster({"n1": 1})
+    c.apply(_claim("held"))
+    c.commit("ml/held", c.allocate(["ml/held"], "n1").results[0])
+    before = c.snapshot()
+    with pytest.raises(DraError) as e:
+        c.apply(obj)
+    assert message in str(e.value) and "\n" not in str(e.value)
+    assert c.snapshot() == before
+
+
+def test_snapshot_and_restore_rebuild_the_allocations_from_claim_status() -> None:
+    c = _cluster({"n1": 2, "n2": 2})
+    for name in ("a", "b", "c"):
+        c.apply(_claim(name))
+        node, out = c.place([f"ml/{name}"])
+        c.commit(f"ml/{name}", out.results[0])
+    snap = c.snapshot()
+    again = DraCluster.restore(snap)
+    assert again.snapshot() == snap
+    again.apply(_claim("d", 2))
+    assert again.place(["ml/d"])[0] is None  # three of four GPUs are held after the restore
+    held = copy.deepcopy(snap)
+    held["claims"][1]["status"]["allocation"] = held["claims"][0]["status"]["allocation"]
+    with pytest.raises(DraError, match="held by another claim"):
+        DraCluster.restore(held)
+
+
+def test_threads_placing_and_committing_never_share_a_device() -> None:
+    c = _cluster({f"n{i}": 2 for i in range(4)})
+    names = [f"ml/c{i}" for i in range(12)]
+    for n in names:
+        c.apply(_claim(n.split("/")[1]))
+
+    def place_and_commit(name: str) -> bool:
+        for _ in range(20):
+            node, out = c.place([name])
+            if node is None:
+                return False
+            try:
+                c.commit(name, out.results[0])
+                return True
+            except DraError:
+                continue  # another thread took the device first: ask again
+        return False
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        done = list(pool.map(place_and_commit, names))
+    assert sum(done) == 8  # four nodes of two GPUs
+    taken = [tuple(r[k] for k in ("pool", "device")) for n in names
+             for r in ((c.claim(n).get("status") or {}).get("allocation") or {"devices": {"results": []}})["devices"]["results"]]
+    assert len(taken) == len(set(taken)) == 8
