@@ -125,3 +125,76 @@ def test_threads_placing_and_committing_never_share_a_device() -> None:
     taken = [tuple(r[k] for k in ("pool", "device")) for n in names
              for r in ((c.claim(n).get("status") or {}).get("allocation") or {"devices": {"results": []}})["devices"]["results"]]
     assert len(taken) == len(set(taken)) == 8
+
+
+# --- one ledger with the device-plugin vocabularies ----------------------------------------------
+
+def _bridged(gpus: int = 2):
+    from gpufleet import Cluster
+    legacy_cluster = Cluster()
+    legacy_cluster.add_node({"name": "n1", "cpu": "16", "memory": "64Gi",
+                             "gpus": {"count": gpus, "model": "H100", "memory": "80Gi"}})
+    c = DraCluster(cluster=legacy_cluster)
+    c.apply({"kind": "DeviceClass", "metadata": {"name": "gpu"},
+             "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}],
+                      "extendedResourceName": "nvidia.com/gpu"}})
+    c.add_node("n1")
+    sl = _slice("n1", gpus)
+    for i, d in enumerate(sl["spec"]["devices"]):
+        d["attributes"].update({"type": {"string": "gpu"}, "minor": {"int": i}})
+    c.apply(sl)
+    return c, legacy_cluster
+
+
+def test_a_device_held_by_a_claim_is_not_given_to_a_pod_and_the_reverse() -> None:
+    from gpufleet import Pod
+    c, legacy_cluster = _bridged(2)
+    c.apply(_claim("a"))
+    out = c.allocate(["ml/a"], "n1")
+    c.commit("ml/a", out.results[0])
+    held = out.results[0]["devices"]["results"][0]["device"]
+    pseudo = legacy_cluster.allocation("dra:ml/a")
+    assert pseudo is not None and [g.minor for g in pseudo.devices] == [int(held.split("-")[1])]
+    # A pod asking through nvidia.com/gpu gets the other GPU only.
+    alloc, why = legacy_cluster.place(Pod.from_dict({"name": "p2", "requests": {"nvidia.com/gpu": 2}}), commit=False)
+    assert alloc is None and "Insufficient" in why
+    alloc, _ = legacy_cluster.place(Pod.from_dict({"name": "p1", "requests": {"nvidia.com/gpu": 1}}))
+    assert alloc is not None and alloc.devices[0].minor != int(held.split("-")[1])
+    # And the reverse: with p1 on the last GPU, a second claim finds none.
+    c.apply(_claim("b"))
+    assert c.allocate(["ml/b"], "n1").verdict == "unallocatable"
+    legacy_cluster.release("p1")
+    assert c.allocate(["ml/b"], "n1").ok
+    # Releasing the claim releases its pseudo-pod; a restore rebuilds it from the claim's status.
+    snap = c.snapshot()
+    c.release("ml/a")
+    assert legacy_cluster.allocation("dra:ml/a") is None
+    DraCluster.restore(snap, cluster=legacy_cluster)
+    assert legacy_cluster.allocation("dra:ml/a") is not None
+    legacy_cluster.check_invariants()
+
+
+def test_commit_refused_when_a_pod_took_the_device_first() -> None:
+    from gpufleet import Pod
+    c, legacy_cluster = _bridged(1)
+    c.apply(_claim("a"))
+    out = c.allocate(["ml/a"], "n1")
+    legacy_cluster.place(Pod.from_dict({"name": "p", "requests": {"nvidia.com/gpu": 1}}))
+    before = c.snapshot()
+    with pytest.raises(DraError, match="held outside DRA"):
+        c.commit("ml/a", out.results[0])
+    assert c.snapshot() == before
+
+
+def test_pod_requests_translate_to_claims() -> None:
+    from gpufleet.dra.legacy import claim_from_requests
+    classes = [{"metadata": {"name": "gpu"}, "spec": {"extendedResourceName": "nvidia.com/gpu"}}]
+    claim = claim_from_requests("p", "ml", {"nvidia.com/gpu": 2, "cpu": "4"}, classes)
+    assert claim["spec"]["devices"]["requests"] == [{"name": "gpu", "exactly": {"deviceClassName": "gpu", "count": 2}}]
+    shared = claim_from_requests("p", "ml", {"nvidia.com/gpumem": 4096, "nvidia.com/gpucores": 30}, classes,
+                                 shared_class="shared.gpu")
+    assert shared["spec"]["devices"]["requests"][0]["exactly"]["capacity"] == {
+        "requests": {"memory": "4096Mi", "cores": "30"}}
+    assert claim_from_requests("p", "ml", {"cpu": "1"}, classes) is None
+    with pytest.raises(DraError, match="no DeviceClass has extendedResourceName koordinator.sh/gpu"):
+        claim_from_requests("p", "ml", {"koordinator.sh/gpu": 100}, classes)

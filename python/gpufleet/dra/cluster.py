@@ -15,6 +15,7 @@ import copy
 import threading
 from typing import Any, Iterable
 
+from gpufleet.dra import legacy
 from gpufleet.dra.allocator import AllocationOutcome, solve_on
 from gpufleet.dra.node_devices import NodeDevices
 from gpufleet.dra.objects import (DraError, check_allocation, check_claim, check_class,
@@ -39,7 +40,10 @@ def claim_key(claim: dict[str, Any]) -> str:
 
 class DraCluster:
     def __init__(self, features: dict[str, bool] | None = None, strategy: str = "pack",
-                 budget: int = 200_000) -> None:
+                 budget: int = 200_000, cluster: Any = None) -> None:
+        """`cluster` (a gpufleet.Cluster) makes one ledger of both: devices its pods use are in use
+        here, and devices claims hold are held there (gpufleet/dra/legacy.py)."""
+        self._cluster = cluster
         self._features = features_from(features)
         self._strategy = strategy
         self._budget = budget
@@ -53,6 +57,7 @@ class DraCluster:
         # Derived from the objects, dropped whenever they change (under the lock).
         self._multi: set[tuple[str, str, str]] | None = None
         self._held: Ledger | None = None
+        self._maps: dict[str, tuple[NodeDevices, dict[int, tuple[str, int]]]] = {}
 
     def _changed(self, *slices: dict[str, Any] | None) -> None:
         """Drops what the change makes stale: the ledger, and for changed slices the tables of
@@ -107,6 +112,9 @@ class DraCluster:
                 if alloc is not None:
                     others = [c for k, c in self._claims.items() if k != key]
                     self._verify(key, alloc, others)
+                    self._hold(key, alloc)
+                elif key in self._claims and self._cluster is not None:
+                    legacy.drop(self._cluster, key)
                 self._claims[key] = obj
                 self._changed()
 
@@ -119,6 +127,8 @@ class DraCluster:
             if name not in table:
                 raise KeyError(f"{kind} {name}: not found")
             old = table.pop(name)
+            if kind == "ResourceClaim" and self._cluster is not None:
+                legacy.drop(self._cluster, name)
             if kind == "ResourceSlice":
                 self._changed(old)
             else:
@@ -182,6 +192,7 @@ class DraCluster:
                 raise DraError(f"ResourceClaim {claim}: status.allocation: already allocated")
             others = [c for k, c in self._claims.items() if k != claim]
             self._verify(claim, allocation, others)
+            self._hold(claim, allocation)
             updated = copy.deepcopy(current)
             updated.setdefault("status", {})["allocation"] = copy.deepcopy(allocation)
             if reserved_for is not None:
@@ -195,6 +206,8 @@ class DraCluster:
             current = self._claims.get(claim)
             if current is None:
                 raise KeyError(f"ResourceClaim {claim}: not found")
+            if self._cluster is not None:
+                legacy.drop(self._cluster, claim)
             if current.get("status"):
                 updated = copy.deepcopy(current)
                 updated["status"].pop("allocation", None)
@@ -212,8 +225,10 @@ class DraCluster:
 
     @classmethod
     def restore(cls, snapshot: dict[str, Any], features: dict[str, bool] | None = None,
-                strategy: str = "pack") -> "DraCluster":
-        out = cls(features, strategy)
+                strategy: str = "pack", cluster: Any = None) -> "DraCluster":
+        """A DraCluster from snapshot(); with `cluster`, the claims' devices are held there again
+        (pseudo-pods it lacks are recreated from the claims' status)."""
+        out = cls(features, strategy, cluster=cluster)
         for node in snapshot.get("nodes") or []:
             out.add_node(node)
         for kind, key in (("ResourceSlice", "slices"), ("DeviceClass", "classes"), ("ResourceClaim", "claims")):
@@ -240,7 +255,52 @@ class DraCluster:
                 self._tables[node] = table
             if self._held is None:
                 self._held = self._ledger(self._claims.values())
-            return table, targets, dict(self._classes), self._held
+            held = self._held
+            if self._cluster is not None:
+                mapping = self._mapping(node, table)
+                used = legacy.used_devices(self._cluster)
+                outside = {table.devices[i].id for i, (t, m) in mapping.items() if (node, t, m) in used}
+                if outside - held.devices:
+                    held = Ledger(devices=held.devices | outside, shared=held.shared)
+            return table, targets, dict(self._classes), held
+
+    def _mapping(self, node: str, table: NodeDevices) -> dict[int, tuple[str, int]]:
+        hit = self._maps.get(node)
+        if hit is None or hit[0] is not table:
+            try:
+                spec = self._cluster.node(node)
+            except KeyError:
+                spec = {"name": node, "devices": []}
+            hit = (table, legacy.device_map(spec, table.devices))
+            self._maps[node] = hit
+        return hit[1]
+
+    def _hold(self, claim: str, allocation: dict[str, Any]) -> None:
+        """Holds the allocation's whole mapped devices in the attached Cluster (DraError, nothing
+        held, when a pod outside DRA has one)."""
+        if self._cluster is None:
+            return
+        per_node: dict[str, list[tuple[str, int]]] = {}
+        for r in (allocation.get("devices") or {}).get("results") or []:
+            if r.get("adminAccess"):
+                continue
+            node = next((sl["spec"].get("nodeName") for sl in self._slices.values()
+                         if (sl["spec"]["driver"], sl["spec"]["pool"]["name"]) == (r["driver"], r["pool"])
+                         and any(d["name"] == r["device"] for d in sl["spec"].get("devices") or [])), None)
+            if node is None or node not in self._nodes:
+                continue  # a device not local to one known node: DRA's alone
+            table = self._tables.get(node)
+            if table is None:
+                table = NodeDevices(self._nodes[node], list(self._slices.values()), self._features)
+                self._tables[node] = table
+            i = table.index.get((r["driver"], r["pool"], r["device"]))
+            if i is None or table.multi[i]:
+                continue
+            grant = self._mapping(node, table).get(i)
+            if grant is not None:
+                per_node.setdefault(node, []).append(grant)
+        for node, grants in per_node.items():
+            legacy.hold(self._cluster, claim, node, grants)
 
     def _ledger(self, claims: Iterable[dict[str, Any]]) -> Ledger:
         multi = self._multi_devices()
