@@ -67,7 +67,7 @@ dra::Problem ToProblem(const py::dict& d) {
         cand.device = cd["device"].cast<int>();
         cand.blocked = Get<bool>(cd, "blocked", false);
         if (cd.contains("capacity")) cand.capacity = ToAmounts(cd["capacity"]);
-        cand.unit_take = Get<int64_t>(cd, "unit_take", 1);
+        cand.unit_take = Get<int64_t>(cd, "unit_take", -1);
       }
       r.candidates.push_back(std::move(cand));
     }

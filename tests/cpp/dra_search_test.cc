@@ -30,7 +30,7 @@ Problem Plain(int n, const std::vector<int>& counts) {
     Request r;
     r.group = p.num_groups++;
     r.count = count;
-    for (int d = 0; d < n; ++d) r.candidates.push_back({d, false, {}, 1000000});
+    for (int d = 0; d < n; ++d) r.candidates.push_back({d, false, {}, -1});
     p.requests.push_back(r);
   }
   return p;
@@ -154,7 +154,8 @@ TEST(DraSearch, PackingPutsSevenPartitionsOnOneGpu) {
   p.objective = Objective::kFirst;
   Result first = Solve(p);
   ASSERT_EQ(first.verdict, Verdict::kAllocated);
-  EXPECT_EQ(ScoreOf(p, first.choices).opened, 2);
+  EXPECT_EQ(first.score.opened, 2);
+  EXPECT_EQ(first.score, ScoreOf(p, first.choices));
   p.objective = Objective::kPack;
   Result packed = Solve(p);
   ASSERT_EQ(packed.verdict, Verdict::kAllocated);

@@ -44,8 +44,8 @@ def test_shared_gpu_by_capacity() -> None:
     out = load_dra_scenario(EXAMPLES / "shared-gpu.yaml").allocate()
     assert out.ok and _devices(out, 0) == _devices(out, 1) == ["gpu-0"]
     a, b = (r["devices"]["results"][0] for r in out.results)
-    assert a["consumedCapacity"] == {"memory": str(12 * 2**30), "cores": "30"}  # 10Gi rounds up to 12Gi
-    assert b["consumedCapacity"] == {"memory": str(20 * 2**30), "cores": "10"}
+    assert a["consumedCapacity"] == {"memory": "12Gi", "cores": "30"}  # 10Gi rounds up to 12Gi
+    assert b["consumedCapacity"] == {"memory": "20Gi", "cores": "10"}
     assert a["shareID"] != b["shareID"]
     s = load_dra_scenario(EXAMPLES / "shared-gpu.yaml")
     s.claims[1]["spec"]["devices"]["requests"][0]["exactly"]["capacity"]["requests"]["memory"] = "30Gi"

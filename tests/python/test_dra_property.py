@@ -72,6 +72,10 @@ def _counters_hold(slices: list[dict[str, Any]], results: list[dict[str, Any]]) 
     return all(used.get(k, 0) <= v for k, v in limits.items())
 
 
+def _device(candidate: Any) -> int:
+    return candidate if isinstance(candidate, int) else candidate["device"]
+
+
 def _brute_force(built: Any) -> tuple[Any, Any]:
     """(best score, first member vector) over every valid allocation, or (None, None)."""
     problem = built.problem
@@ -87,9 +91,10 @@ def _brute_force(built: Any) -> tuple[Any, Any]:
             idx = range(len(req["candidates"]))
             per_request.append([tuple(idx)] if req["all"] else list(itertools.combinations(idx, req["count"])))
         for combo in itertools.product(*per_request):
-            choices = [(r, problem["requests"][r]["candidates"][c]["device"], c)
+            choices = [(r, _device(problem["requests"][r]["candidates"][c]), c)
                        for r, cs in zip(members, combo) for c in cs]
-            if any(problem["requests"][r]["candidates"][c]["blocked"] for r, _, c in choices):
+            if any(not isinstance(problem["requests"][r]["candidates"][c], int)
+                   and problem["requests"][r]["candidates"][c].get("blocked") for r, _, c in choices):
                 continue
             results = results_of(built, choices, NODE)
             if check_allocation(built.claims, [CLASS], [built.devices[0].slice], results, cache):

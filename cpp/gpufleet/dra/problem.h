@@ -34,7 +34,7 @@ struct Candidate {
   int device = 0;
   bool blocked = false;  // selectable, but a taint the request does not tolerate forbids it
   Amounts capacity;      // capacity slots this request consumes on the device (consumable)
-  int64_t unit_take = 1;  // what taking it uses of its device's unit (scoring)
+  int64_t unit_take = -1;  // what taking it uses of its device's unit (scoring); -1: all of it
 };
 
 enum class Mode { kExactCount = 0, kAll = 1 };

@@ -42,7 +42,7 @@ class ScoreKeeper {
     if (p_.locality && d.root >= 0 && root_count_[req.claim][d.root] == 0) ++s.roots;
     if (d.unit >= 0) {
       if (unit_touch_[d.unit] == 0 && !UnitOpened(d.unit)) ++s.opened;
-      s.leftover = UnitFree(d.unit) - unit_taken_[d.unit] - cand.unit_take;
+      s.leftover = UnitFree(d.unit) - unit_taken_[d.unit] - Take(cand, d.unit);
     }
     return s;
   }
@@ -57,6 +57,9 @@ class ScoreKeeper {
   int64_t UnitFree(int u) const {
     return u < static_cast<int>(p_.unit_free.size()) ? p_.unit_free[u] : 0;
   }
+  int64_t Take(const Candidate& cand, int u) const {
+    return cand.unit_take < 0 ? UnitFree(u) : cand.unit_take;
+  }
   bool UnitOpened(int u) const {
     return u < static_cast<int>(p_.unit_opened.size()) && p_.unit_opened[u];
   }
@@ -70,7 +73,7 @@ class ScoreKeeper {
       if (sign < 0 && --n == 0) --roots_;
     }
     if (d.unit >= 0) {
-      unit_taken_[d.unit] += sign * cand.unit_take;
+      unit_taken_[d.unit] += sign * Take(cand, d.unit);
       int& t = unit_touch_[d.unit];
       if (sign > 0 && t++ == 0 && !UnitOpened(d.unit)) ++opened_;
       if (sign < 0 && --t == 0 && !UnitOpened(d.unit)) --opened_;

@@ -65,7 +65,11 @@ absl::Status ValidateProblem(const Problem& p) {
 }
 
 Result Solve(const Problem& problem) {
-  if (problem.objective == Objective::kFirst) return UpstreamOrderSearch(problem);
+  if (problem.objective == Objective::kFirst) {
+    Result first = UpstreamOrderSearch(problem);
+    if (first.verdict == Verdict::kAllocated) first.score = ScoreOf(problem, first.choices);
+    return first;
+  }
   Result first;
   const bool order = OrderMatters(problem);
   if (order) {
@@ -78,6 +82,7 @@ Result Solve(const Problem& problem) {
     return best;
   }
   first.steps += best.steps;  // the scored search gave up; the allocator's own answer stands
+  first.score = ScoreOf(problem, first.choices);
   return first;
 }
 

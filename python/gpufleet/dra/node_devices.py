@@ -218,11 +218,12 @@ class NodeDevices:
                         caps = ref.device.get("capacity") or {}
                         cand["unit_take"] = sum(int(v * _PPM / max(_q(caps[n]["value"]), Decimal(1)))
                                                 for n, v in use.items())
-                if not multi:
-                    cand["unit_take"] = (sum(a * _PPM // max(self.counter_total[s], 1) for s, a in self.dev_counters[di])
-                                         if self.dev_counters[di] else _PPM)
-                cand["blocked"] = blocked
-                candidates.append(cand)
+                if not multi and self.dev_counters[di]:
+                    cand["unit_take"] = sum(a * _PPM // max(self.counter_total[s], 1) for s, a in self.dev_counters[di])
+                if blocked:
+                    cand["blocked"] = True
+                # A plain candidate crosses as its device index (the whole unit, not blocked).
+                candidates.append(cand if len(cand) > 1 else di)
             count = len(candidates) if all_mode else int(rq.spec.get("count", 1))
             native_requests.append({"claim": rq.claim_index, "group": rq.group, "all": all_mode,
                                     "count": count, "admin": rq.admin, "candidates": candidates})
@@ -336,7 +337,10 @@ def _mark_twins(devices: list[dict[str, Any]], requests: list[dict[str, Any]],
     seen_by: list[list[Any]] = [[] for _ in devices]
     for r, nr in enumerate(requests):
         for c in nr["candidates"]:
-            seen_by[c["device"]].append((r, c["blocked"], c.get("unit_take")))
+            if isinstance(c, int):
+                seen_by[c].append((r, False, None))
+            else:
+                seen_by[c["device"]].append((r, c.get("blocked", False), c.get("unit_take")))
     twins: dict[str, int] = {}
     for di, entry in enumerate(devices):
         if entry["multi"]:

@@ -303,6 +303,12 @@ def _configs(built: Built, ci: int, items: list[Any]) -> list[dict[str, Any]]:
 
 
 def _fmt(v: Decimal) -> str:
+    """A quantity as Kubernetes prints it: binary suffixes for whole multiples of 1Ki, else the
+    plain number."""
     if v == v.to_integral_value():
-        return str(int(v))
+        n = int(v)
+        for suffix, size in (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+            if n and n % size == 0:
+                return f"{n // size}{suffix}"
+        return str(n)
     return format(v.normalize(), "f")
