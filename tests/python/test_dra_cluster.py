@@ -198,3 +198,51 @@ def test_pod_requests_translate_to_claims() -> None:
     assert claim_from_requests("p", "ml", {"cpu": "1"}, classes) is None
     with pytest.raises(DraError, match="no DeviceClass has extendedResourceName koordinator.sh/gpu"):
         claim_from_requests("p", "ml", {"koordinator.sh/gpu": 100}, classes)
+
+
+def test_grouped_node_search_equals_asking_every_node() -> None:
+    """place() asks one node per group of alike nodes and remembers answers; asking every node
+    in order (nodes=...) gives the same node and devices after every commit."""
+    import random
+    rng = random.Random(7)
+    sizes = {f"n{i:02d}": rng.choice([2, 4, 4, 8]) for i in range(12)}
+    c = _cluster(sizes)
+    order = sorted(sizes)
+    placed = 0
+    for i in range(40):
+        name = f"c{i}"
+        c.apply(_claim(name, rng.choice([1, 1, 2, 4])))
+        fast_node, fast = c.place([f"ml/{name}"])
+        slow_node, slow = c.place([f"ml/{name}"], nodes=order)
+        again_node, again = c.place([f"ml/{name}"], remember=False)
+        assert fast_node == slow_node == again_node
+        strip = lambda out: [[(r["request"], r["device"]) for r in a["devices"]["results"]] for a in out.results or []]  # noqa: E731
+        assert strip(fast) == strip(slow) == strip(again) and fast.score == slow.score
+        if fast_node is not None:
+            c.commit(f"ml/{name}", fast.results[0])
+            placed += 1
+        if i % 7 == 6:  # free one, so states move back as well as forward
+            done = [n for n in c.claim_names() if (c.claim(n).get("status") or {}).get("allocation")]
+            c.release(rng.choice(done))
+    assert placed > 20
+
+
+def test_place_with_commit_records_what_place_then_commit_would() -> None:
+    one, two = _cluster({"n1": 2, "n2": 4}), _cluster({"n1": 2, "n2": 4})
+    for c in (one, two):
+        for i, n in enumerate([1, 2, 4, 1, 2]):
+            c.apply(_claim(f"c{i}", n))
+    for i in range(5):
+        node_a, out_a = one.place([f"ml/c{i}"], commit=True)
+        node_b, out_b = two.place([f"ml/c{i}"])
+        if node_b is not None:
+            two.commit(f"ml/c{i}", out_b.results[0])
+        assert node_a == node_b
+    strip = lambda c: [(n, (c.claim(n).get("status") or {}).get("allocation")) for n in c.claim_names()]  # noqa: E731
+    assert strip(one) == strip(two)
+    # What place(commit=True) returns is the caller's own copy.
+    one.apply(_claim("late"))
+    one.release("ml/c0")
+    node, out = one.place(["ml/late"], commit=True)
+    out.results[0]["devices"]["results"][0]["device"] = "changed"
+    assert one.claim("ml/late")["status"]["allocation"]["devices"]["results"][0]["device"] != "changed"

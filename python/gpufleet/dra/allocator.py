@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from gpufleet.dra.objects import DraError, check_claim, check_class, check_slice
-from gpufleet.dra.problem import (DeviceMatcher, Ledger, claim_label, features_from,
+from gpufleet.dra.problem import (Built, DeviceMatcher, Ledger, claim_label, features_from,
                                   results_of)
 
 STRATEGIES = ("pack", "first")
@@ -89,6 +89,17 @@ def allocate(node: dict[str, Any] | str, claims: list[dict[str, Any]],
 def solve_on(table: Any, claims: list[dict[str, Any]], classes: dict[str, dict[str, Any]],
              ledger: Ledger, matcher: DeviceMatcher, strategy: str, budget: int) -> AllocationOutcome:
     """The claims on the node `table` (a NodeDevices) describes, given what `ledger` holds."""
+    raw = solve_raw(table, claims, classes, ledger, matcher, strategy, budget)
+    if isinstance(raw, AllocationOutcome):
+        return raw
+    built, answer = raw
+    return outcome_of(built, answer, claims, table)
+
+
+def solve_raw(table: Any, claims: list[dict[str, Any]], classes: dict[str, dict[str, Any]],
+              ledger: Ledger, matcher: DeviceMatcher, strategy: str, budget: int
+              ) -> tuple[Any, dict[str, Any]] | AllocationOutcome:
+    """The built problem and the native answer, or the error outcome when building fails."""
     from gpufleet import _core
     if strategy not in STRATEGIES:
         raise DraError(f"strategy: unknown {strategy!r} (known: {', '.join(STRATEGIES)})")
@@ -96,24 +107,30 @@ def solve_on(table: Any, claims: list[dict[str, Any]], classes: dict[str, dict[s
         built = table.problem(claims, classes, ledger, matcher, objective=strategy, budget=budget)
     except DraError as e:
         return AllocationOutcome("error", reason=str(e))
-    answer = _core.dra_solve(built.problem)
+    return built, _core.dra_solve(built.problem)
+
+
+def outcome_of(built: Any, answer: dict[str, Any], claims: list[dict[str, Any]], table: Any) -> AllocationOutcome:
+    """The native answer as an outcome, with the devices named as `table` (the node asked, or
+    another node alike position for position) names them."""
     verdict = answer["verdict"]
     if verdict == "error":
         rq = built.requests[answer["error_request"]]
-        ref = built.devices[answer["error_device"]]
+        ref = table.devices[answer["error_device"]]
         # Kubernetes names a subrequest by its own name here ("s0", not "r0/s0").
         reason = (f"claim {claim_label(claims[rq.claim_index])}, request {rq.name.split('/')[-1]}: "
                   f"cannot add device {ref.label()} because a claim constraint would not be satisfied")
         return AllocationOutcome("error", reason=reason, steps=answer["steps"])
     if verdict == "unallocatable":
-        invalid = [p for p in built.pools if p.invalid]
+        invalid = [p for p in table.pools if p.invalid]
         if invalid and not answer["gave_up"]:
             return AllocationOutcome("error", reason="invalid resource pools were encountered: "
                                      f"{invalid[0].driver}/{invalid[0].name}: {invalid[0].invalid}",
                                      steps=answer["steps"])
         return AllocationOutcome("unallocatable", reason=answer["reason"], steps=answer["steps"],
                                  gave_up=answer["gave_up"])
-    results = results_of(built, answer["choices"], table.node, share_ids=lambda: str(uuid.uuid4()))
+    named = Built(built.problem, table.devices, built.requests, claims, built.consumed, table.pools)
+    results = results_of(named, answer["choices"], table.node, share_ids=lambda: str(uuid.uuid4()))
     return AllocationOutcome("allocated", results=results, steps=answer["steps"],
                              score=answer["score"], gave_up=answer["gave_up"],
                              proved_best=answer["proved_best"])

@@ -4,25 +4,32 @@ the allocations the claims hold (their ``status.allocation``, which is the ledge
 ``DraCluster`` answers ``allocate`` (claims on one node) and ``place`` (the best node for them),
 and changes state only through ``apply``/``delete`` (objects), ``commit``/``release``
 (allocations) and ``restore``. Every mutation is checked before it applies and leaves the state
-as it was when it fails. Any number of threads may use one DraCluster: mutations hold its lock;
-questions read a consistent copy of what they need under the lock and then work without it, and
-what each node offers (NodeDevices, with its selector and attribute caches) is kept until that
-node's slices change.
+as it was when it fails. Any number of threads may use one DraCluster: every call holds its lock
+(a question sees one state, never half of a commit; the native search inside releases the GIL),
+and what each node offers (NodeDevices, with its selector and attribute caches) is kept until
+that node's slices change.
 """
 from __future__ import annotations
 
 import copy
+import json
 import threading
 from typing import Any, Iterable
 
 from gpufleet.dra import legacy
-from gpufleet.dra.allocator import AllocationOutcome, solve_on
+from gpufleet.dra.allocator import AllocationOutcome, outcome_of, solve_on, solve_raw
 from gpufleet.dra.node_devices import NodeDevices
+from gpufleet.dra.node_groups import NodeGroups, profile_key
 from gpufleet.dra.objects import (DraError, check_allocation, check_claim, check_class,
                                   check_slice, _Where)
 from gpufleet.dra.problem import DeviceMatcher, Ledger, features_from, milli, _q
 
 KINDS = ("ResourceSlice", "DeviceClass", "ResourceClaim")
+
+
+def _copy(value: Any) -> Any:
+    """A private copy of plain JSON-shaped data (faster than copy.deepcopy for it)."""
+    return json.loads(json.dumps(value))
 
 
 def _node_dict(node: dict[str, Any] | str) -> dict[str, Any]:
@@ -56,36 +63,90 @@ class DraCluster:
         self._matcher = DeviceMatcher()
         # Derived from the objects, dropped whenever they change (under the lock).
         self._multi: set[tuple[str, str, str]] | None = None
-        self._held: Ledger | None = None
+        self._held = Ledger()  # what the claims' status holds, kept current by every change
         self._maps: dict[str, tuple[NodeDevices, dict[int, tuple[str, int]]]] = {}
+        # Slices by the node they name (the others serve any node), and device -> its node.
+        self._node_slices: dict[str, set[str]] = {}
+        self._unbound_slices: set[str] = set()
+        self._pool_slices: dict[tuple[str, str], set[str]] = {}
+        self._device_node: dict[tuple[str, str, str], str] = {}
+        # The node search of place(): groups of alike nodes, refiled when their state changes.
+        self._groups = NodeGroups()
+        self._filed = False
+        self._dirty: set[str] = set()
+        self._classes_version = 0
+        self._shapes: dict[str, str] = {}  # claim -> its spec as text (what its answers depend on)
 
     def _changed(self, *slices: dict[str, Any] | None) -> None:
-        """Drops what the change makes stale: the ledger, and for changed slices the tables of
-        the nodes they serve (a slice named to one node touches that node only)."""
-        self._held = None
-        if not slices:
-            return
-        self._multi = None
+        """Drops what changed slices make stale: the tables of the nodes they serve (a slice named
+        to one node touches that node, and nodes sharing its pool), the shared-device set and the
+        ledger's reading of it."""
+        multi = self._multi_devices()
         for sl in slices:
             if sl is None:
                 continue
+            for d in sl["spec"].get("devices") or []:
+                multi.discard((sl["spec"]["driver"], sl["spec"]["pool"]["name"], d["name"]))
+        for sl in slices:
+            if sl is None:
+                continue
+            name = sl["metadata"]["name"]
             spec = sl["spec"]
+            spec_node = spec.get("nodeName")
+            if spec_node in self._node_slices:
+                self._node_slices[spec_node].discard(name)
+            self._unbound_slices.discard(name)
+            self._pool_slices.get((spec["driver"], spec["pool"]["name"]), set()).discard(name)
             if spec.get("nodeName") and not spec.get("perDeviceNodeSelection"):
                 pool = (spec["driver"], spec["pool"]["name"])
-                self._tables.pop(spec["nodeName"], None)
-                for name in [n for n, t in self._tables.items()
-                             if any((p.driver, p.name) == pool for p in t.pools)]:
-                    del self._tables[name]  # the pool's completeness may have changed there too
+                stale = {spec["nodeName"]} | {n for n, t in self._tables.items()
+                                             if any((p.driver, p.name) == pool for p in t.pools)}
+                for node in stale:
+                    self._tables.pop(node, None)
+                    self._dirty.add(node)
             else:
                 self._tables.clear()
-                return
+                self._filed = False
+        for sl in slices:
+            if sl is None or sl["metadata"]["name"] not in self._slices:
+                continue
+            spec = sl["spec"]
+            self._pool_slices.setdefault((spec["driver"], spec["pool"]["name"]), set()).add(sl["metadata"]["name"])
+            if spec.get("nodeName") and not spec.get("perDeviceNodeSelection"):
+                self._node_slices.setdefault(spec["nodeName"], set()).add(sl["metadata"]["name"])
+                for d in spec.get("devices") or []:
+                    self._device_node[(spec["driver"], spec["pool"]["name"], d["name"])] = spec["nodeName"]
+            else:
+                self._unbound_slices.add(sl["metadata"]["name"])
+            multi.update((spec["driver"], spec["pool"]["name"], d["name"])
+                         for d in spec.get("devices") or [] if d.get("allowMultipleAllocations"))
+        if self._held.devices or self._held.shared:  # a device may have become shared, or not
+            self._held = self._ledger(self._claims.values())
 
-    # --- objects ------------------------------------------------------------------------------
+    def _claim_changed(self, before: dict[str, Any] | None, after: dict[str, Any] | None) -> None:
+        """Keeps the ledger and the node groups current when a claim's allocation changes."""
+        multi = self._multi_devices()
+        for claim, sign in ((before, -1), (after, +1)):
+            alloc = ((claim or {}).get("status") or {}).get("allocation")
+            for r in ((alloc or {}).get("devices") or {}).get("results") or []:
+                did = (r["driver"], r["pool"], r["device"])
+                if sign > 0:
+                    self._held.add_result(r, did in multi)
+                else:
+                    self._held.remove_result(r, did in multi)
+                node = self._device_node.get(did)
+                if node is not None:
+                    self._dirty.add(node)
+                else:
+                    self._filed = False
+
     def add_node(self, node: dict[str, Any] | str) -> None:
         node = copy.deepcopy(_node_dict(node))
         with self._lock:
             self._nodes[node["metadata"]["name"]] = node
             self._tables.pop(node["metadata"]["name"], None)
+            self._maps.pop(node["metadata"]["name"], None)
+            self._filed = False  # the nodes' order changed
 
     def apply(self, obj: dict[str, Any]) -> None:
         """Adds or replaces a ResourceSlice, DeviceClass or ResourceClaim (by ``kind``). A claim's
@@ -104,19 +165,20 @@ class DraCluster:
             check_class(obj)
             with self._lock:
                 self._classes[obj["metadata"]["name"]] = obj
+                self._classes_version += 1
         else:
             check_claim(obj)
             key = claim_key(obj)
             with self._lock:
                 alloc = (obj.get("status") or {}).get("allocation")
                 if alloc is not None:
-                    others = [c for k, c in self._claims.items() if k != key]
-                    self._verify(key, alloc, others)
+                    self._verify(key, alloc)
                     self._hold(key, alloc)
                 elif key in self._claims and self._cluster is not None:
                     legacy.drop(self._cluster, key)
+                self._claim_changed(self._claims.get(key), obj)
                 self._claims[key] = obj
-                self._changed()
+                self._shapes[key] = json.dumps(obj["spec"], sort_keys=True)
 
     def delete(self, kind: str, name: str) -> None:
         with self._lock:
@@ -127,12 +189,15 @@ class DraCluster:
             if name not in table:
                 raise KeyError(f"{kind} {name}: not found")
             old = table.pop(name)
-            if kind == "ResourceClaim" and self._cluster is not None:
-                legacy.drop(self._cluster, name)
-            if kind == "ResourceSlice":
+            if kind == "ResourceClaim":
+                self._shapes.pop(name, None)
+                if self._cluster is not None:
+                    legacy.drop(self._cluster, name)
+                self._claim_changed(old, None)
+            elif kind == "ResourceSlice":
                 self._changed(old)
             else:
-                self._changed()
+                self._classes_version += 1
 
     def claim(self, name: str) -> dict[str, Any]:
         """A copy of the claim ``namespace/name`` with its status."""
@@ -148,26 +213,85 @@ class DraCluster:
     # --- questions ----------------------------------------------------------------------------
     def allocate(self, claims: list[str], node: str, strategy: str | None = None) -> AllocationOutcome:
         """The claims (by ``namespace/name``, not yet allocated) on `node`; changes nothing."""
-        table, targets, classes, ledger = self._question(claims, node)
-        return solve_on(table, targets, classes, ledger, self._matcher, strategy or self._strategy,
-                        self._budget)
+        with self._lock:  # the ledger is kept current in place: read it under the lock
+            table, targets, classes, ledger = self._question(claims, node)
+            return solve_on(table, targets, classes, ledger, self._matcher,
+                            strategy or self._strategy, self._budget)
 
     def place(self, claims: list[str], nodes: Iterable[str] | None = None,
-              strategy: str | None = None) -> tuple[str | None, AllocationOutcome]:
+              strategy: str | None = None, remember: bool = True,
+              commit: bool = False) -> tuple[str | None, AllocationOutcome]:
         """The node where the claims score best (ties to the earlier node in name order, or in
         `nodes` order), and its outcome; (None, the last refusal) when no node takes them. An
-        error on one node (a CEL error, an invalid pool) is returned as it is."""
+        error on one node (a CEL error, an invalid pool) is returned as it is.
+
+        Nodes alike in what they publish and what is held on them are asked once
+        (node_groups.py), and with `remember` an answer is kept per claim shape and group of
+        nodes, so a question asked before costs no search; `remember=False` asks each group
+        afresh (the same answer). With `commit`, each claim's allocation is also recorded, under
+        the same lock (nothing can take the devices in between)."""
+        strategy = strategy or self._strategy
+        if nodes is not None or self._cluster is not None:
+            with self._lock:
+                node, out = self._place_each(claims, list(nodes) if nodes is not None else None, strategy)
+                if commit and out.ok:
+                    for name, allocation in zip(claims, out.results):
+                        self.commit(name, allocation)
+                return node, out
         with self._lock:
-            order = list(nodes) if nodes is not None else sorted(self._nodes)
+            self._file_nodes()
+            table, targets, classes, held = self._question(claims, None)
+            shape = "\x00".join([*(self._shapes[n] for n in claims), str(self._classes_version), strategy])
+            best: tuple[Any, ...] | None = None
+            last = AllocationOutcome("unallocatable", reason="no nodes")
+            for group in list(self._groups.members):
+                head = self._groups.first(group)
+                key = (shape, group)
+                answer = self._groups.answers.get(key) if remember else None
+                if answer is None:
+                    raw = solve_raw(self._table(head), targets, classes, held, self._matcher,
+                                    strategy, self._budget)
+                    if isinstance(raw, AllocationOutcome):
+                        return head, raw  # an error, as Kubernetes reports it
+                    answer = raw
+                    if answer[1]["verdict"] == "error":
+                        return head, outcome_of(answer[0], answer[1], targets, self._table(head))
+                    if remember:
+                        self._groups.remember(key, answer)
+                built, native = answer
+                if native["verdict"] != "allocated":
+                    last = AllocationOutcome("unallocatable", reason=native["reason"], gave_up=native["gave_up"])
+                    continue
+                sc = native["score"]
+                rank = (sc["roots"], sc["opened"], sc["leftover"], self._groups.order[head])
+                if best is None or rank < best[0]:
+                    best = (rank, head, built, native)
+            if best is None:
+                return None, AllocationOutcome("unallocatable", reason=f"0/{len(self._nodes)} nodes can "
+                                               f"allocate the claims: {last.reason}")
+            _, node, built, native = best
+            out = outcome_of(built, native, targets, self._table(node))
+            if commit:
+                for name, claim, allocation in zip(claims, targets, out.results):
+                    # Computed from this very state under this lock: valid as it stands.
+                    updated = {**claim, "status": {**(claim.get("status") or {}), "allocation": allocation}}
+                    self._claim_changed(claim, updated)
+                    self._claims[name] = updated
+                out = AllocationOutcome(out.verdict, _copy(out.results), out.reason, out.steps,
+                                        out.score, out.gave_up, out.proved_best)
+            return node, out
+
+    def _place_each(self, claims: list[str], nodes: list[str] | None,
+                    strategy: str) -> tuple[str | None, AllocationOutcome]:
+        with self._lock:
+            order = nodes if nodes is not None else sorted(self._nodes)
         best: tuple[Any, str, AllocationOutcome] | None = None
         last = AllocationOutcome("unallocatable", reason="no nodes")
-        refusals = 0
         for name in order:
             out = self.allocate(claims, name, strategy)
             if out.verdict == "error":
                 return name, out
             if not out.ok:
-                refusals += 1
                 last = out
                 continue
             key = (out.score.get("roots", 0), out.score.get("opened", 0), out.score.get("leftover", 0))
@@ -177,6 +301,19 @@ class DraCluster:
             return None, AllocationOutcome("unallocatable", reason=f"0/{len(order)} nodes can allocate "
                                            f"the claims: {last.reason}")
         return best[1], best[2]
+
+    def _file_nodes(self) -> None:
+        """Every node in its group (all of them after a change of nodes or unbound slices, else
+        the nodes whose state changed)."""
+        if not self._filed:
+            self._groups = NodeGroups()
+            self._groups.order = {n: i for i, n in enumerate(sorted(self._nodes))}
+            self._dirty = set(self._nodes)
+            self._filed = True
+        for node in self._dirty:
+            if node in self._nodes:
+                self._groups.place(node, self._table(node), self._held)
+        self._dirty.clear()
 
     # --- allocations --------------------------------------------------------------------------
     def commit(self, claim: str, allocation: dict[str, Any],
@@ -190,15 +327,15 @@ class DraCluster:
                 raise KeyError(f"ResourceClaim {claim}: not found")
             if (current.get("status") or {}).get("allocation") is not None:
                 raise DraError(f"ResourceClaim {claim}: status.allocation: already allocated")
-            others = [c for k, c in self._claims.items() if k != claim]
-            self._verify(claim, allocation, others)
+            self._verify(claim, allocation)
             self._hold(claim, allocation)
-            updated = copy.deepcopy(current)
-            updated.setdefault("status", {})["allocation"] = copy.deepcopy(allocation)
+            status = dict(current.get("status") or {})  # the claim's other fields are never changed
+            status["allocation"] = _copy(allocation)
             if reserved_for is not None:
-                updated["status"]["reservedFor"] = copy.deepcopy(reserved_for)
+                status["reservedFor"] = _copy(reserved_for)
+            updated = {**current, "status": status}
+            self._claim_changed(current, updated)
             self._claims[claim] = updated
-            self._changed()
 
     def release(self, claim: str) -> None:
         """Drops the claim's allocation and reservations (idempotent)."""
@@ -209,11 +346,10 @@ class DraCluster:
             if self._cluster is not None:
                 legacy.drop(self._cluster, claim)
             if current.get("status"):
-                updated = copy.deepcopy(current)
-                updated["status"].pop("allocation", None)
-                updated["status"].pop("reservedFor", None)
+                status = {k: v for k, v in current["status"].items() if k not in ("allocation", "reservedFor")}
+                updated = {**current, "status": status}
+                self._claim_changed(current, updated)
                 self._claims[claim] = updated
-                self._changed()
 
     def snapshot(self) -> dict[str, Any]:
         """Every object as Kubernetes writes it (claims with their status): ``restore`` rebuilds
@@ -237,9 +373,9 @@ class DraCluster:
         return out
 
     # --- internals ----------------------------------------------------------------------------
-    def _question(self, claims: list[str], node: str):  # type: ignore[no-untyped-def]
+    def _question(self, claims: list[str], node: str | None):  # type: ignore[no-untyped-def]
         with self._lock:
-            if node not in self._nodes:
+            if node is not None and node not in self._nodes:
                 raise KeyError(f"Node {node}: not found")
             targets = []
             for name in claims:
@@ -249,20 +385,30 @@ class DraCluster:
                 if (claim.get("status") or {}).get("allocation") is not None:
                     raise DraError(f"ResourceClaim {name}: status.allocation: already allocated")
                 targets.append(claim)
-            table = self._tables.get(node)
-            if table is None:
-                table = NodeDevices(self._nodes[node], list(self._slices.values()), self._features)
-                self._tables[node] = table
-            if self._held is None:
-                self._held = self._ledger(self._claims.values())
+            table = self._table(node) if node is not None else None
             held = self._held
-            if self._cluster is not None:
+            if self._cluster is not None and node is not None:
                 mapping = self._mapping(node, table)
                 used = legacy.used_devices(self._cluster)
                 outside = {table.devices[i].id for i, (t, m) in mapping.items() if (node, t, m) in used}
                 if outside - held.devices:
                     held = Ledger(devices=held.devices | outside, shared=held.shared)
             return table, targets, dict(self._classes), held
+
+    def _table(self, node: str) -> NodeDevices:
+        """What `node` offers (kept until its slices change); only the slices that can serve it
+        are read."""
+        table = self._tables.get(node)
+        if table is None:
+            names = self._node_slices.get(node, set()) | self._unbound_slices
+            slices = [self._slices[n] for n in sorted(names)]
+            pools = {(sl["spec"]["driver"], sl["spec"]["pool"]["name"]) for sl in slices}
+            others = sorted({n for pool in pools for n in self._pool_slices.get(pool, ())} - names)
+            slices += [self._slices[n] for n in others]
+            table = NodeDevices(self._nodes[node], slices, self._features)
+            table.profile = profile_key(table)  # type: ignore[attr-defined]
+            self._tables[node] = table
+        return table
 
     def _mapping(self, node: str, table: NodeDevices) -> dict[int, tuple[str, int]]:
         hit = self._maps.get(node)
@@ -289,10 +435,7 @@ class DraCluster:
                          and any(d["name"] == r["device"] for d in sl["spec"].get("devices") or [])), None)
             if node is None or node not in self._nodes:
                 continue  # a device not local to one known node: DRA's alone
-            table = self._tables.get(node)
-            if table is None:
-                table = NodeDevices(self._nodes[node], list(self._slices.values()), self._features)
-                self._tables[node] = table
+            table = self._table(node)
             i = table.index.get((r["driver"], r["pool"], r["device"]))
             if i is None or table.multi[i]:
                 continue
@@ -318,48 +461,61 @@ class DraCluster:
                            if d.get("allowMultipleAllocations")}
         return self._multi
 
-    def _verify(self, key: str, allocation: dict[str, Any], others: list[dict[str, Any]]) -> None:
-        """The allocation names known devices that `others` leave free (exclusive devices,
-        counters, shared capacity)."""
+    def _verify(self, key: str, allocation: dict[str, Any]) -> None:
+        """The allocation names known devices that the other claims leave free (exclusive
+        devices, counters, shared capacity). Reads the kept ledger, less the claim's own
+        current allocation, and only the slices of the pools the allocation names."""
         w = _Where("ResourceClaim", key)
         check_allocation(w, allocation, "status.allocation")
-        devices = {(s["spec"]["driver"], s["spec"]["pool"]["name"], d["name"]): (s, d)
-                   for s in self._slices.values() for d in s["spec"].get("devices") or []}
-        held = self._ledger(others)
+        multi = self._multi_devices()
+        held = Ledger(devices=set(), shared={})
+        own = ((self._claims.get(key) or {}).get("status") or {}).get("allocation")
+        own_ids = {(r["driver"], r["pool"], r["device"]) for r in
+                   ((own or {}).get("devices") or {}).get("results") or [] if not r.get("adminAccess")}
+        results = (allocation.get("devices") or {}).get("results") or []
+        pools = {(r["driver"], r["pool"]) for r in results}
+        slices = [self._slices[n] for pool in sorted(pools) for n in sorted(self._pool_slices.get(pool, ()))]
+        devices = {(sl["spec"]["driver"], sl["spec"]["pool"]["name"], d["name"]): d
+                   for sl in slices for d in sl["spec"].get("devices") or []}
+        sets = {(sl["spec"]["driver"], sl["spec"]["pool"]["name"], cs["name"]): cs["counters"]
+                for sl in slices for cs in sl["spec"].get("sharedCounters") or []}
         counters: dict[tuple[str, str, str, str], int] = {}
-        for did in held.devices:
-            if did in devices:
-                for use in devices[did][1].get("consumesCounters") or []:
+        for did, d in devices.items():  # counters the other claims' devices consume
+            if did in self._held.devices and did not in own_ids:
+                for use in d.get("consumesCounters") or []:
                     for cname, c in use["counters"].items():
                         k = (did[0], did[1], use["counterSet"], cname)
                         counters[k] = counters.get(k, 0) + milli(_q(c["value"]), up=True)
-        shared = {k: dict(v) for k, v in held.shared.items()}
-        for i, r in enumerate((allocation.get("devices") or {}).get("results") or []):
+        for i, r in enumerate(results):
             did = (r["driver"], r["pool"], r["device"])
             where = f"status.allocation.devices.results[{i}]"
             if did not in devices:
                 raise w.fail(where, f"unknown device {'/'.join(did)}")
-            s, d = devices[did]
+            d = devices[did]
             if r.get("adminAccess"):
                 continue
-            if d.get("allowMultipleAllocations"):
-                use = shared.setdefault(did, {})
+            if did in multi:
+                use = dict(self._held.shared.get(did, {}))
+                for res in ((own or {}).get("devices") or {}).get("results") or []:
+                    if (res["driver"], res["pool"], res["device"]) == did:
+                        for name, v in (res.get("consumedCapacity") or {}).items():
+                            use[name] = use.get(name, 0) - _q(v)
+                for name, v in held.shared.get(did, {}).items():
+                    use[name] = use.get(name, 0) + v
                 for name, v in (r.get("consumedCapacity") or {}).items():
                     use[name] = use.get(name, 0) + _q(v)
+                    held.shared.setdefault(did, {})[name] = held.shared.get(did, {}).get(name, 0) + _q(v)
                     cap = (d.get("capacity") or {}).get(name)
                     if cap is None or use[name] > _q(cap["value"]):
                         raise w.fail(where, f"device {'/'.join(did)}: capacity {name} exceeded")
                 continue
-            if did in held.devices:
+            if (did in self._held.devices and did not in own_ids) or did in held.devices:
                 raise w.fail(where, f"device {'/'.join(did)} is held by another claim")
             held.devices.add(did)
             for use in d.get("consumesCounters") or []:
-                sets = {cs["name"]: cs["counters"] for sl in self._slices.values()
-                        if (sl["spec"]["driver"], sl["spec"]["pool"]["name"]) == did[:2]
-                        for cs in sl["spec"].get("sharedCounters") or []}
                 for cname, c in use["counters"].items():
                     k = (did[0], did[1], use["counterSet"], cname)
                     counters[k] = counters.get(k, 0) + milli(_q(c["value"]), up=True)
-                    total = sets.get(use["counterSet"], {}).get(cname)
+                    total = sets.get((did[0], did[1], use["counterSet"]), {}).get(cname)
                     if total is None or counters[k] > milli(_q(total["value"]), up=False):
                         raise w.fail(where, f"device {'/'.join(did)}: counter {use['counterSet']}/{cname} exceeded")

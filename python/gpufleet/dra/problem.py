@@ -125,6 +125,22 @@ class Ledger:
         else:
             self.devices.add(did)
 
+    def remove_result(self, result: dict[str, Any], multi: bool) -> None:
+        """Undoes add_result for the same result."""
+        did = (result["driver"], result["pool"], result["device"])
+        if result.get("adminAccess"):
+            return
+        if multi or result.get("consumedCapacity"):
+            use = self.shared.get(did, {})
+            for name, v in (result.get("consumedCapacity") or {}).items():
+                use[name] = use.get(name, Decimal(0)) - _q(v)
+                if use[name] == 0:
+                    del use[name]
+            if not use:
+                self.shared.pop(did, None)
+        else:
+            self.devices.discard(did)
+
 
 def _tolerates(tol: dict[str, Any], taint: dict[str, Any]) -> bool:
     if tol.get("effect") and tol["effect"] != taint["effect"]:
