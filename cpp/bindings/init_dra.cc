@@ -89,6 +89,7 @@ dra::Problem ToProblem(const py::dict& d) {
                                                                      : dra::Objective::kPack;
   p.locality = Get<bool>(d, "locality", false);
   p.budget = Get<int64_t>(d, "budget", 200000);
+  p.combinations = Get<bool>(d, "combinations", false);
   return p;
 }
 

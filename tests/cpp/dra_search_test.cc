@@ -170,6 +170,13 @@ TEST(DraSearch, PackingPutsSevenPartitionsOnOneGpu) {
 }
 
 TEST(DraSearch, SharedDevicesHoldRequestsUpToTheirCapacity) {
+  // One request takes a device once, even a shared one.
+  Problem once = Plain(1, {2});
+  once.devices[0].multi = true;
+  once.devices[0].twin = -1;
+  once.capacity_free = {100};
+  once.requests[0].candidates[0].capacity = {{0, 10}};
+  EXPECT_EQ(Solve(once).verdict, Verdict::kUnallocatable);
   Problem p = Plain(1, {1, 1, 1});
   p.devices[0].multi = true;
   p.devices[0].twin = -1;

@@ -34,9 +34,12 @@ def _instance(rng: random.Random) -> tuple[list[dict[str, Any]], list[dict[str, 
         devices.append({"name": f"dev{w}", "attributes": {
             "numa": {"int": rng.randint(0, 1)}, "size": {"int": 4},
             "resource.kubernetes.io/pcieRoot": {"string": f"root{rng.randint(0, 2)}"}}})
-    slices = [{"metadata": {"name": "s0"}, "spec": {
-        "driver": DRIVER, "nodeName": "n1", "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
-        "devices": devices, "sharedCounters": counter_sets}}]
+    pool = {"name": "n1", "generation": 1, "resourceSliceCount": 2 if counter_sets else 1}
+    slices = [{"metadata": {"name": "s0"}, "spec": {"driver": DRIVER, "nodeName": "n1", "pool": pool,
+                                                    "devices": devices}}]
+    if counter_sets:
+        slices.append({"metadata": {"name": "s1"}, "spec": {"driver": DRIVER, "nodeName": "n1", "pool": pool,
+                                                            "sharedCounters": counter_sets}})
     claims = []
     for c in range(rng.randint(1, 2)):
         requests = []
@@ -61,9 +64,9 @@ def _instance(rng: random.Random) -> tuple[list[dict[str, Any]], list[dict[str, 
 
 
 def _counters_hold(slices: list[dict[str, Any]], results: list[dict[str, Any]]) -> bool:
-    spec = slices[0]["spec"]
-    limits = {cs["name"]: int(cs["counters"]["slices"]["value"]) for cs in spec["sharedCounters"]}
-    by_name = {d["name"]: d for d in spec["devices"]}
+    limits = {cs["name"]: int(cs["counters"]["slices"]["value"])
+              for s in slices for cs in s["spec"].get("sharedCounters") or []}
+    by_name = {d["name"]: d for s in slices for d in s["spec"].get("devices") or []}
     used: dict[str, int] = {}
     for alloc in results:
         for r in alloc["devices"]["results"]:
@@ -76,7 +79,7 @@ def _device(candidate: Any) -> int:
     return candidate if isinstance(candidate, int) else candidate["device"]
 
 
-def _brute_force(built: Any) -> tuple[Any, Any]:
+def _brute_force(built: Any, slices: list[dict[str, Any]]) -> tuple[Any, Any]:
     """(best score, first member vector) over every valid allocation, or (None, None)."""
     problem = built.problem
     cache: dict[Any, bool] = {}
@@ -97,9 +100,9 @@ def _brute_force(built: Any) -> tuple[Any, Any]:
                    and problem["requests"][r]["candidates"][c].get("blocked") for r, _, c in choices):
                 continue
             results = results_of(built, choices, NODE)
-            if check_allocation(built.claims, [CLASS], [built.devices[0].slice], results, cache):
+            if check_allocation(built.claims, [CLASS], slices, results, cache):
                 continue
-            if not _counters_hold([built.devices[0].slice], results):
+            if not _counters_hold(slices, results):
                 continue
             score = _core.dra_score(problem, choices)
             key = (score["roots"], score["opened"], score["leftover"])
@@ -116,7 +119,7 @@ def test_scored_allocation_is_valid_and_no_enumerated_allocation_beats_it() -> N
         slices, claims = _instance(rng)
         out = allocate(NODE, claims, [CLASS], slices)
         built = build(NODE, claims, {"gpu": CLASS}, slices, Ledger(), features_from(None), DeviceMatcher())
-        best, _ = _brute_force(built)
+        best, _ = _brute_force(built, slices)
         checked += 1
         if best is None:
             assert out.verdict == "unallocatable", (claims, out)

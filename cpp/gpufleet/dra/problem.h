@@ -79,6 +79,11 @@ struct Problem {
   Objective objective = Objective::kPack;
   bool locality = false;   // also prefer fewer distinct `root` values per claim
   int64_t budget = 200000;  // search steps before giving up
+  // How Kubernetes' allocator visits devices within one request: every order of them (its
+  // "stable" implementation) or each set once, in visiting order (the implementations that
+  // serve the consumable-capacity, binding and list-attribute features). Only the order-dependent
+  // error and Objective::kFirst see the difference.
+  bool combinations = false;
 };
 
 // Scores of an allocation, compared in this order; lower is better.

@@ -198,9 +198,8 @@ class Scored {
         continue;
       if (state_.TryAdd(r, c) != AddResult::kOk) continue;
       if (twin >= 0) tried_twins.push_back(twin);
-      // A shared device may be taken again by the same request.
-      const int next = p_.devices[req.candidates[c].device].multi ? c : c + 1;
-      Take(pos, r, c, taken + 1, next);
+      // A request takes a device once (a shared one too, as Kubernetes' allocator does).
+      Take(pos, r, c, taken + 1, c + 1);
       if (steps_ > p_.budget || (found_ && p_.objective == Objective::kFirst)) return;
     }
   }

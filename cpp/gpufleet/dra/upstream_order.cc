@@ -83,7 +83,9 @@ class OrderedSearch {
       if (added != AddResult::kOk) return Outcome::kNone;
       return Descend(g, r, i, i);
     }
-    for (int c = 0; c < static_cast<int>(req.candidates.size()); ++c) {
+    // Within a request: every order of the devices, or each set once (after the last one taken).
+    const int from = (p_.combinations && i > 0) ? choices_.back().candidate + 1 : 0;
+    for (int c = from; c < static_cast<int>(req.candidates.size()); ++c) {
       if (state_.TryAdd(r, c) != AddResult::kOk) continue;
       const Outcome o = Descend(g, r, i, c);
       if (o != Outcome::kNone) return o;

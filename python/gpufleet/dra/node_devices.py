@@ -21,6 +21,11 @@ from gpufleet.dra.problem import (_PPM, PCIE_ROOT, Built, DeviceMatcher, DeviceR
                                   consumed_capacity, device_key, milli)
 
 
+# The features Kubernetes' "stable" allocator serves; with any other feature on, the scheduler
+# runs the implementation that also knows distinctAttribute and visits each set of devices once.
+STABLE_FEATURES = frozenset({"AdminAccess", "PrioritizedList", "PartitionableDevices", "DeviceTaints"})
+
+
 class NodeDevices:
     def __init__(self, node: dict[str, Any], slices: list[dict[str, Any]], features: frozenset[str]) -> None:
         self.node = node
@@ -40,7 +45,11 @@ class NodeDevices:
         # Counter slots (pool, set, counter) with their totals, and what each device consumes.
         self.counter_slot: dict[tuple[str, str, str, str], int] = {}
         self.counter_total: list[int] = []
-        self.dev_counters = [self._counters_of(ref) for ref in self.devices]
+        self.dev_counters = [self._counters_of(ref.driver, ref.pool, ref.device) for ref in self.devices]
+        # Devices of these pools published for other nodes: when held, they consume counters too.
+        self.other_counters = [((pool.driver, pool.name, d["name"]), self._counters_of(pool.driver, pool, d))
+                               for pool in self.pools for s in pool.other_slices
+                               for d in s["spec"].get("devices") or [] if d.get("consumesCounters")]
         # Capacity slots of shared devices.
         self.capacity_slot: dict[tuple[int, str], int] = {}
         self.capacity_total: list[int] = []
@@ -75,18 +84,18 @@ class NodeDevices:
         self._masks: dict[tuple[str, ...], Any] = {}
         self._values: dict[str, list[list[Any]]] = {}
 
-    def _counters_of(self, ref: DeviceRef) -> list[tuple[int, int]]:
+    def _counters_of(self, driver: str, pool: Any, device: dict[str, Any]) -> list[tuple[int, int]]:
+        """(counter slot, amount) for what the device consumes (an invalid pool's unknown sets
+        are skipped: its devices are not offered)."""
         out = []
-        for use in ref.device.get("consumesCounters") or []:
-            cset = ref.pool.counter_sets.get(use["counterSet"])
+        for use in device.get("consumesCounters") or []:
+            cset = pool.counter_sets.get(use["counterSet"])
             if cset is None:
-                raise DraError(f"ResourceSlice {ref.slice['metadata']['name']}: device {ref.device['name']}: "
-                               f"counter set {use['counterSet']!r} is not published in pool {ref.pool.name}")
+                continue
             for cname, c in use["counters"].items():
                 if cname not in cset:
-                    raise DraError(f"ResourceSlice {ref.slice['metadata']['name']}: device {ref.device['name']}: "
-                                   f"counter {cname!r} is not in set {use['counterSet']!r}")
-                key = (ref.driver, ref.pool.name, use["counterSet"], cname)
+                    continue
+                key = (driver, pool.name, use["counterSet"], cname)
                 if key not in self.counter_slot:
                     self.counter_slot[key] = len(self.counter_total)
                     self.counter_total.append(milli(_q(cset[cname]["value"]), up=False))
@@ -157,6 +166,10 @@ class NodeDevices:
                 in_use[i] = True
             for slot, amount in self.dev_counters[i]:
                 counter_free[slot] -= amount
+        for did, use in self.other_counters:
+            if did in ledger.devices:
+                for slot, amount in use:
+                    counter_free[slot] -= amount
         capacity_free = list(self.capacity_total)
         for did, use in ledger.shared.items():
             i = self.index.get(did)
@@ -184,6 +197,12 @@ class NodeDevices:
                            "unit": self.dev_unit[i], "root": self.dev_root[i]} for i in range(len(devices))]
 
         requests = _requests(claims, classes, features)
+        if features <= STABLE_FEATURES:  # that implementation knows matchAttribute only
+            for claim in claims:
+                for i, con in enumerate(claim["spec"]["devices"].get("constraints") or []):
+                    if "distinctAttribute" in con:
+                        raise DraError(f"claim {claim_label(claim)}, constraint #{i}: empty constraint "
+                                       "(unsupported constraint type?)")
         consumed: dict[tuple[int, int], dict[str, Decimal]] = {}
         native_requests = []
         for ri, rq in enumerate(requests):
@@ -203,16 +222,18 @@ class NodeDevices:
                 if (ref.pool.incomplete or ref.pool.invalid) and not all_mode:
                     continue
                 blocked = ("DeviceTaints" in features and _taint_blocks(ref.device, rq.spec)) or (
-                    bool(self.dev_counters[di]) and "PartitionableDevices" not in features)
+                    bool(ref.device.get("consumesCounters")) and "PartitionableDevices" not in features)
                 cand: dict[str, Any] = {"device": di}
                 multi = self.multi[di]
                 if "ConsumableCapacity" in features and (multi or rq.spec.get("capacity")):
+                    # A device that cannot hold the request, even alone beside what earlier
+                    # claims consume, is no candidate (for All too: Kubernetes leaves it out).
                     use = consumed_capacity(ref.device, ref.driver, rq.spec)
-                    if use is None or any(v > _q(ref.device["capacity"][n]["value"]) for n, v in use.items()):
-                        if not all_mode:
-                            continue
-                        blocked = True
-                    elif multi:
+                    held_use = ledger.shared.get(ref.id, {}) if multi else {}
+                    if use is None or any(v + held_use.get(n, 0) > _q(ref.device["capacity"][n]["value"])
+                                          for n, v in use.items()):
+                        continue
+                    if multi:
                         consumed[(ri, di)] = use
                         cand["capacity"] = [(self.capacity_slot[(di, n)], milli(v, up=True)) for n, v in use.items()]
                         caps = ref.device.get("capacity") or {}
@@ -235,7 +256,8 @@ class NodeDevices:
                    "requests": native_requests, "num_claims": len(claims),
                    "num_groups": (requests[-1].group + 1) if requests else 0,
                    "constraints": constraints, "objective": objective,
-                   "locality": objective == "pack", "budget": budget}
+                   "locality": objective == "pack", "budget": budget,
+                   "combinations": not features <= STABLE_FEATURES}
         return Built(problem, devices, requests, claims, consumed, self.pools)
 
     def _candidates(self, matcher: DeviceMatcher, claim: dict[str, Any], rq: RequestRef) -> list[int]:

@@ -317,15 +317,18 @@ def check_slice(obj: Any) -> dict[str, Any]:
             raise w.fail(f"{cp}.name", f"duplicate counter set {name!r}")
         _counters(w, cs["counters"], f"{cp}.counters")
         counter_sets[name] = cs["counters"]
+    if counter_sets and spec.get("devices"):
+        raise w.fail("spec.devices", "a slice with sharedCounters publishes no devices "
+                     "(the devices that consume them go in other slices of the pool)")
     has_placement = any(spec.get(k) not in (None, False, "")
                         for k in ("nodeName", "nodeSelector", "allNodes", "perDeviceNodeSelection"))
     if spec.get("devices") or has_placement or not counter_sets:
         _node_placement(w, spec, "spec", slice_level=True)
     per_device = bool(spec.get("perDeviceNodeSelection"))
     seen: set[str] = set()
-    # Counter sets may come from another slice of the pool: names are checked against this
-    # slice's sets only when it has some.
-    known = counter_sets if counter_sets else None
+    # Counter sets come from other slices of the pool: a device naming one the pool lacks makes
+    # the pool invalid when it is gathered (pools.py), as Kubernetes decides it.
+    known = None
     for i, dev in enumerate(_list(w, spec.get("devices") or [], "spec.devices", MAX_DEVICES_PER_SLICE)):
         name = _device(w, dev, f"spec.devices[{i}]", known, per_device)
         if name in seen:

@@ -1,9 +1,13 @@
 """Which devices a node may use: ResourceSlices grouped into pools, as Kubernetes gathers them.
 
 A slice counts for a node through ``nodeName``, ``nodeSelector``, ``allNodes`` or, with
-``perDeviceNodeSelection``, through one of its devices. Slices of a pool with an older
-generation than the newest are ignored; a pool is incomplete while fewer slices of its
-generation exist than ``resourceSliceCount`` says, and invalid when a device name repeats.
+``perDeviceNodeSelection``, through one of its devices; a slice of ``sharedCounters`` counts for
+every node (it publishes the pool's counter sets, no devices). Only a pool's newest generation
+counts. A pool is *incomplete* while fewer slices of that generation exist than
+``resourceSliceCount`` says (none of its devices is offered), and *invalid* when a device name
+repeats, a counter set is published twice, or a device consumes a counter set or counter the pool
+does not publish (its devices are not offered either). Without the partitionable-devices feature,
+slices with counter sets or per-device node selection are ignored.
 """
 from __future__ import annotations
 
@@ -16,7 +20,8 @@ class Pool:
     driver: str
     name: str
     generation: int
-    slices: list[dict[str, Any]] = field(default_factory=list)  # those that serve the node
+    slices: list[dict[str, Any]] = field(default_factory=list)         # device slices for the node
+    other_slices: list[dict[str, Any]] = field(default_factory=list)   # the pool's other device slices
     incomplete: bool = False
     invalid: str = ""  # why, when invalid
     counter_sets: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> counters
@@ -68,46 +73,67 @@ def placement_matches(spec: dict[str, Any], node: dict[str, Any]) -> bool:
     return False
 
 
+def _serves(spec: dict[str, Any], node: dict[str, Any]) -> bool:
+    if spec.get("sharedCounters"):
+        return True
+    if spec.get("nodeName") or spec.get("allNodes") or spec.get("nodeSelector") is not None:
+        return placement_matches(spec, node)
+    if spec.get("perDeviceNodeSelection"):
+        return any(placement_matches(d, node) for d in spec.get("devices") or [])
+    return False
+
+
 def gather_pools(slices: list[dict[str, Any]], node: dict[str, Any],
                  partitionable: bool = True) -> list[Pool]:
-    """The pools with devices for `node`, ordered by driver then pool name."""
-    pools: dict[tuple[str, str], Pool] = {}
+    """The pools with slices for `node`, ordered by driver then pool name."""
     newest: dict[tuple[str, str], int] = {}
     for s in slices:
         spec = s["spec"]
         key = (spec["driver"], spec["pool"]["name"])
         newest[key] = max(newest.get(key, 0), spec["pool"].get("generation", 0))
+    chosen: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for s in slices:
         spec = s["spec"]
-        if not partitionable and spec.get("perDeviceNodeSelection") is not None:
+        if not partitionable and (spec.get("perDeviceNodeSelection") is not None or spec.get("sharedCounters")):
             continue
         key = (spec["driver"], spec["pool"]["name"])
-        if spec["pool"].get("generation", 0) != newest[key]:
-            continue  # outdated
-        if spec.get("perDeviceNodeSelection"):
-            serves = any(placement_matches(d, node) for d in spec.get("devices") or [])
-        else:
-            serves = placement_matches(spec, node)
-        if not serves:
-            continue
-        pool = pools.setdefault(key, Pool(spec["driver"], key[1], newest[key]))
-        pool.slices.append(s)
+        if spec["pool"].get("generation", 0) == newest[key] and _serves(spec, node):
+            chosen.setdefault(key, []).append(s)
     result = []
-    for key in sorted(pools):
-        pool = pools[key]
-        same_generation = [s for s in slices
-                           if (s["spec"]["driver"], s["spec"]["pool"]["name"]) == key
-                           and s["spec"]["pool"].get("generation", 0) == pool.generation]
-        pool.incomplete = len(same_generation) != pool.slices[0]["spec"]["pool"]["resourceSliceCount"]
+    for key in sorted(chosen):
+        pool = Pool(key[0], key[1], newest[key])
+        mine = chosen[key]
+        every = [s for s in slices if (s["spec"]["driver"], s["spec"]["pool"]["name"]) == key
+                 and s["spec"]["pool"].get("generation", 0) == newest[key]]
+        if len(every) != mine[0]["spec"]["pool"]["resourceSliceCount"]:
+            pool.incomplete = True
+            result.append(pool)
+            continue
+        counter_slices = [s for s in mine if partitionable and s["spec"].get("sharedCounters")]
+        pool.slices = [s for s in mine if s not in counter_slices]
         names: set[str] = set()
         for s in pool.slices:
             for d in s["spec"].get("devices") or []:
-                if d["name"] in names:
+                if d["name"] in names and not pool.invalid:
                     pool.invalid = f"duplicate device name {d['name']}"
                 names.add(d["name"])
-        # Counter sets may be published by any slice of the pool's generation.
-        for s in same_generation:
-            for cs in s["spec"].get("sharedCounters") or []:
-                pool.counter_sets.setdefault(cs["name"], cs["counters"])
+        if partitionable and not pool.invalid:
+            for s in counter_slices:
+                for cs in s["spec"]["sharedCounters"]:
+                    if cs["name"] in pool.counter_sets and not pool.invalid:
+                        pool.invalid = f"duplicate counter set name {cs['name']}"
+                    pool.counter_sets.setdefault(cs["name"], cs["counters"])
+            pool.other_slices = [s for s in every if s not in mine and not s["spec"].get("sharedCounters")]
+            for s in pool.slices + pool.other_slices:
+                for d in s["spec"].get("devices") or []:
+                    for use in d.get("consumesCounters") or []:
+                        cset = pool.counter_sets.get(use["counterSet"])
+                        if cset is None:
+                            pool.invalid = pool.invalid or f"counter set {use['counterSet']} not found"
+                            continue
+                        for cname in use["counters"]:
+                            if cname not in cset:
+                                pool.invalid = pool.invalid or (
+                                    f"counter {cname} not found in counter set {use['counterSet']}")
         result.append(pool)
     return result

@@ -172,15 +172,9 @@ def _lookup_attribute(device: dict[str, Any], driver: str, name: str) -> dict[st
 
 
 def _capacity_lookup(device: dict[str, Any], driver: str, name: str) -> str | None:
-    caps = device.get("capacity") or {}
-    if name in caps:
-        return name
-    domain, sep, ident = name.rpartition("/")
-    if sep and domain == driver and ident in caps:
-        return ident
-    if not sep and f"{driver}/{name}" in caps:
-        return f"{driver}/{name}"
-    return None
+    """The device's capacity a request names: the same name exactly (k8s.io/dynamic-resource-
+    allocation v0.36 does not resolve a domain prefix here)."""
+    return name if name in (device.get("capacity") or {}) else None
 
 
 def consumed_capacity(device: dict[str, Any], driver: str, spec: dict[str, Any]) -> dict[str, Decimal] | None:
