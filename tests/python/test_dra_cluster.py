@@ -246,3 +246,16 @@ def test_place_with_commit_records_what_place_then_commit_would() -> None:
     node, out = one.place(["ml/late"], commit=True)
     out.results[0]["devices"]["results"][0]["device"] = "changed"
     assert one.claim("ml/late")["status"]["allocation"]["devices"]["results"][0]["device"] != "changed"
+
+
+def test_gangs_are_all_or_nothing() -> None:
+    c = _cluster({"n1": 8, "n2": 8})
+    for i in range(5):
+        c.apply(_claim(f"g{i}", 4))
+    before = c.snapshot()
+    nodes, why = c.place_gang([[f"ml/g{i}"] for i in range(5)])  # 20 GPUs of 16
+    assert nodes is None and why.startswith("pod 4 of the gang (ml/g4): 0/2 nodes can allocate")
+    assert c.snapshot() == before
+    nodes, why = c.place_gang([[f"ml/g{i}"] for i in range(4)])
+    assert why == "" and sorted(nodes) == ["n1", "n1", "n2", "n2"]
+    assert all(c.claim(f"ml/g{i}")["status"]["allocation"] for i in range(4))

@@ -27,6 +27,10 @@ from gpufleet.dra.problem import DeviceMatcher, Ledger, features_from, milli, _q
 KINDS = ("ResourceSlice", "DeviceClass", "ResourceClaim")
 
 
+class _GangRefused(Exception):
+    pass
+
+
 def _copy(value: Any) -> Any:
     """A private copy of plain JSON-shaped data (faster than copy.deepcopy for it)."""
     return json.loads(json.dumps(value))
@@ -281,6 +285,28 @@ class DraCluster:
                                         out.score, out.gave_up, out.proved_best)
             return node, out
 
+    def place_gang(self, pods: list[list[str]], nodes: Iterable[str] | None = None,
+                   strategy: str | None = None) -> tuple[list[str] | None, str]:
+        """All or nothing for a gang: each pod's claims (one list per pod) placed and committed
+        in order; when one pod fits nowhere, every allocation the gang made is released and the
+        state is as before. Returns (each pod's node, "") or (None, why). No other call on this
+        cluster interleaves with the gang."""
+        with self._lock:
+            placed: list[str] = []
+            done: list[str] = []
+            try:
+                for i, claims in enumerate(pods):
+                    node, out = self.place(claims, nodes=nodes, strategy=strategy, commit=True)
+                    if node is None or not out.ok:
+                        raise _GangRefused(f"pod {i} of the gang ({', '.join(claims)}): {out.reason}")
+                    placed.append(node)
+                    done.extend(claims)
+            except _GangRefused as e:
+                for name in done:
+                    self.release(name)
+                return None, str(e)
+            return placed, ""
+
     def _place_each(self, claims: list[str], nodes: list[str] | None,
                     strategy: str) -> tuple[str | None, AllocationOutcome]:
         with self._lock:
@@ -347,7 +373,9 @@ class DraCluster:
                 legacy.drop(self._cluster, claim)
             if current.get("status"):
                 status = {k: v for k, v in current["status"].items() if k not in ("allocation", "reservedFor")}
-                updated = {**current, "status": status}
+                updated = {k: v for k, v in current.items() if k != "status"}
+                if status:
+                    updated["status"] = status
                 self._claim_changed(current, updated)
                 self._claims[claim] = updated
 
