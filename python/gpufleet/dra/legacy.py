@@ -1,4 +1,4 @@
-"""One ledger for DRA and the device-plugin vocabularies (nvidia.com/gpu, Koordinator,
+"""One ledger for DRA and the device-plugin vocabularies (whole GPUs, Koordinator,
 gpushare/HAMi shares), and the translation of those requests into ResourceClaims.
 
 **How slices map onto a node's devices.** A ResourceSlice device is the Cluster device of the
@@ -18,9 +18,13 @@ from __future__ import annotations
 from typing import Any
 
 from gpufleet.dra.objects import DraError
+from gpufleet.k8s.keys import (RES_ALIYUN_GPU_COUNT, RES_ALIYUN_GPU_MEM, RES_GPU, RES_GPU_CORE,
+                               RES_GPU_MEMORY, RES_GPU_MEMORY_RATIO, RES_NVIDIA_GPU)
 
 PSEUDO_POD_PREFIX = "dra:"
-GPU_RESOURCE = "nvidia.com/gpu"
+# HAMi's names for a share of one GPU (memory in MiB, percent of the cores).
+RES_HAMI_GPU_MEM = "nvidia.com/gpumem"
+RES_HAMI_GPU_CORES = "nvidia.com/gpucores"
 
 
 def pseudo_pod(claim: str) -> str:
@@ -68,7 +72,7 @@ def hold(cluster: Any, claim: str, node: str, grants: list[tuple[str, int]]) -> 
         return
     if any(t != "gpu" for t, _ in grants):
         raise DraError(f"ResourceClaim {claim}: only whole GPUs are held in the Cluster, got {grants}")
-    pod = Pod.from_dict({"name": pseudo_pod(claim), "requests": {GPU_RESOURCE: len(grants)}})
+    pod = Pod.from_dict({"name": pseudo_pod(claim), "requests": {RES_NVIDIA_GPU: len(grants)}})
     annotation = render_device_allocated([DeviceGrant("gpu", m, 100, None, 100) for _, m in sorted(grants)])
     try:
         cluster.restore_allocation(pod, node, {KOORD_DEVICE_ALLOCATED: annotation})
@@ -87,14 +91,14 @@ def drop(cluster: Any, claim: str) -> None:
 # Shares of one GPU: (resource, capacity name, unit). Koordinator's percent of cores and of memory,
 # gpushare's and HAMi's memory, HAMi's percent of cores.
 SHARE_RESOURCES = {
-    "koordinator.sh/gpu-core": ("cores", ""),
-    "koordinator.sh/gpu-memory-ratio": ("memoryRatio", ""),
-    "koordinator.sh/gpu-memory": ("memory", ""),
-    "aliyun.com/gpu-mem": ("memory", "Gi"),
-    "nvidia.com/gpumem": ("memory", "Mi"),
-    "nvidia.com/gpucores": ("cores", ""),
+    RES_GPU_CORE: ("cores", ""),
+    RES_GPU_MEMORY_RATIO: ("memoryRatio", ""),
+    RES_GPU_MEMORY: ("memory", ""),
+    RES_ALIYUN_GPU_MEM: ("memory", "Gi"),
+    RES_HAMI_GPU_MEM: ("memory", "Mi"),
+    RES_HAMI_GPU_CORES: ("cores", ""),
 }
-WHOLE_RESOURCES = ("nvidia.com/gpu", "koordinator.sh/gpu")
+WHOLE_RESOURCES = (RES_NVIDIA_GPU, RES_GPU)
 
 
 def claim_from_requests(name: str, namespace: str, requests: dict[str, Any],
@@ -114,7 +118,7 @@ def claim_from_requests(name: str, namespace: str, requests: dict[str, Any],
         if shared_class is None:
             raise DraError(f"pod {namespace}/{name}: asks for a share of a GPU "
                            f"({', '.join(sorted(shares))}) but no shared device class is given")
-        count = int(requests.get("aliyun.com/gpu-count", requests.get("nvidia.com/gpu", 1)) or 1)
+        count = int(requests.get(RES_ALIYUN_GPU_COUNT, requests.get(RES_NVIDIA_GPU, 1)) or 1)
         reqs = [{"name": "gpu", "exactly": {"deviceClassName": shared_class, "count": count,
                                             "capacity": {"requests": shares}}}]
     missing = [r for r in WHOLE_RESOURCES if r in requests and r not in by_resource and not shares]
