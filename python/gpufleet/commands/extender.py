@@ -27,6 +27,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--resync-s", type=float, default=300.0,
                    help="with --kube: seconds between full re-lists behind the watches "
                         "(default %(default)s)")
+    p.add_argument("--dra", action="store_true",
+                   help="with --kube: watch ResourceSlices, DeviceClasses and ResourceClaims, and "
+                        "write each pod's claim allocations before its Binding (docs/dra.md)")
     p.add_argument("--max-body-mib", type=float, default=64.0,
                    help="largest request body accepted, MiB (default %(default)s)")
     logs.add_arguments(p)
@@ -39,16 +42,22 @@ def handler(args: argparse.Namespace) -> int:
     from gpufleet.k8s.listen import parse_listen
 
     watcher = None
+    dra_sync = None
     try:
         host, port = parse_listen(args.listen)
         if args.journal and args.kube:
             raise ValueError("--journal goes with --state; with --kube the pods' annotations "
                              "are the record")
         kw = dict(strategy=args.strategy, gpushare_annotations=args.gpushare_annotations)
+        if args.dra and not args.kube:
+            raise ValueError("--dra goes with --kube")
         if args.kube:
             from gpufleet.k8s.extender import kube
 
             st, _, watcher = kube.load_kube(resync_s=args.resync_s, **kw)
+            if args.dra:
+                from gpufleet.k8s.extender import dra
+                dra_sync = dra.enable(st)
         else:
             st = state.load_scenario(args.state, journal=args.journal or f"{args.state}.journal",
                                      **kw)
@@ -57,12 +66,16 @@ def handler(args: argparse.Namespace) -> int:
         return 2
     if watcher is not None:
         watcher.start()   # deletions, completions and node changes, as they happen
+    if dra_sync is not None:
+        dra_sync.start()  # slices, classes and claims, as they change
     try:
         server.serve(st, host, port, args.prefix, args.log_level,
                      max_body_bytes=int(args.max_body_mib * (1 << 20)))
     finally:
         if watcher is not None:
             watcher.stop()
+        if dra_sync is not None:
+            dra_sync.stop()
         if st.journal is not None:
             st.journal.close()
     return 0
