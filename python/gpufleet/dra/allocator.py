@@ -97,14 +97,16 @@ def solve_on(table: Any, claims: list[dict[str, Any]], classes: dict[str, dict[s
 
 
 def solve_raw(table: Any, claims: list[dict[str, Any]], classes: dict[str, dict[str, Any]],
-              ledger: Ledger, matcher: DeviceMatcher, strategy: str, budget: int
+              ledger: Ledger, matcher: DeviceMatcher, strategy: str, budget: int, part: Any = None
               ) -> tuple[Any, dict[str, Any]] | AllocationOutcome:
-    """The built problem and the native answer, or the error outcome when building fails."""
+    """The built problem and the native answer, or the error outcome when building fails.
+    `part` is a NodeDevices.request_part to reuse."""
     from gpufleet import _core
     if strategy not in STRATEGIES:
         raise DraError(f"strategy: unknown {strategy!r} (known: {', '.join(STRATEGIES)})")
     try:
-        built = table.problem(claims, classes, ledger, matcher, objective=strategy, budget=budget)
+        built = table.problem(claims, classes, ledger, matcher, objective=strategy, budget=budget,
+                              part=part)
     except DraError as e:
         return AllocationOutcome("error", reason=str(e))
     return built, _core.dra_solve(built.problem)

@@ -253,8 +253,17 @@ class DraCluster:
                 key = (shape, group)
                 answer = self._groups.answers.get(key) if remember else None
                 if answer is None:
-                    raw = solve_raw(self._table(head), targets, classes, held, self._matcher,
-                                    strategy, self._budget)
+                    table = self._table(head)
+                    part = self._groups.parts.get((shape, group[0]))
+                    if part is None:
+                        try:
+                            part = table.request_part(targets, classes, held, self._matcher)
+                        except DraError as e:
+                            return head, AllocationOutcome("error", reason=str(e))
+                        if part.static:
+                            self._groups.keep_part((shape, group[0]), part)
+                    raw = solve_raw(table, targets, classes, held, self._matcher, strategy,
+                                    self._budget, part=part)
                     if isinstance(raw, AllocationOutcome):
                         return head, raw  # an error, as Kubernetes reports it
                     answer = raw

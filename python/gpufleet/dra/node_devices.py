@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -24,6 +25,16 @@ from gpufleet.dra.problem import (_PPM, PCIE_ROOT, Built, DeviceMatcher, DeviceR
 # The features Kubernetes' "stable" allocator serves; with any other feature on, the scheduler
 # runs the implementation that also knows distinctAttribute and visits each set of devices once.
 STABLE_FEATURES = frozenset({"AdminAccess", "PrioritizedList", "PartitionableDevices", "DeviceTaints"})
+
+
+@dataclass
+class RequestPart:
+    requests: list[RequestRef]
+    native_requests: list[dict[str, Any]]
+    consumed: dict[tuple[int, int], dict[str, Decimal]]
+    constraints: list[dict[str, Any]]
+    static: bool
+    twins: list[Any]  # per device: its twin signature (see _twin_signatures)
 
 
 class NodeDevices:
@@ -151,29 +162,30 @@ class NodeDevices:
 
     # --- one question -------------------------------------------------------------------------
     def problem(self, claims: list[dict[str, Any]], classes: dict[str, dict[str, Any]], ledger: Ledger,
-                matcher: DeviceMatcher, objective: str = "pack", budget: int = 200_000) -> Built:
+                matcher: DeviceMatcher, objective: str = "pack", budget: int = 200_000,
+                part: "RequestPart | None" = None) -> Built:
         """The native problem for `claims` (allocated together) given what `ledger` holds;
-        DraError for what Kubernetes reports as an error."""
+        DraError for what Kubernetes reports as an error. `part` is what request_part gave for
+        claims of the same specs on a node of the same profile (reused when it is static)."""
         features = self.features
         devices = self.devices
         counter_free = list(self.counter_total)
         in_use = [False] * len(devices)
-        for did in ledger.devices:
-            i = self.index.get(did)
-            if i is None:
-                continue
-            if not self.multi[i]:
-                in_use[i] = True
-            for slot, amount in self.dev_counters[i]:
-                counter_free[slot] -= amount
+        held = ledger.devices
+        for i, ref in enumerate(devices):  # this node's devices, not every device held anywhere
+            if ref.id in held:
+                if not self.multi[i]:
+                    in_use[i] = True
+                for slot, amount in self.dev_counters[i]:
+                    counter_free[slot] -= amount
         for did, use in self.other_counters:
             if did in ledger.devices:
                 for slot, amount in use:
                     counter_free[slot] -= amount
         capacity_free = list(self.capacity_total)
-        for did, use in ledger.shared.items():
-            i = self.index.get(did)
-            if i is None or not self.multi[i]:
+        for i, ref in enumerate(devices):
+            use = ledger.shared.get(ref.id) if self.multi[i] else None
+            if not use:
                 continue
             for name, v in use.items():
                 slot = self.capacity_slot.get((i, name))
@@ -196,6 +208,27 @@ class NodeDevices:
         native_devices = [{"in_use": in_use[i], "multi": self.multi[i], "counters": self.dev_counters[i],
                            "unit": self.dev_unit[i], "root": self.dev_root[i]} for i in range(len(devices))]
 
+        if part is None:
+            part = self.request_part(claims, classes, ledger, matcher)
+        requests, native_requests, consumed, constraints = (part.requests, part.native_requests,
+                                                            part.consumed, part.constraints)
+        _mark_twins(native_devices, part.twins)
+        problem = {"devices": native_devices, "counter_free": counter_free,
+                   "capacity_free": capacity_free, "unit_free": unit_free, "unit_opened": unit_opened,
+                   "requests": native_requests, "num_claims": len(claims),
+                   "num_groups": (requests[-1].group + 1) if requests else 0,
+                   "constraints": constraints, "objective": objective,
+                   "locality": objective == "pack", "budget": budget,
+                   "combinations": not features <= STABLE_FEATURES}
+        return Built(problem, devices, requests, claims, consumed, self.pools)
+
+    def request_part(self, claims: list[dict[str, Any]], classes: dict[str, dict[str, Any]],
+                     ledger: Ledger, matcher: DeviceMatcher) -> "RequestPart":
+        """The requests' candidates and the constraints' values: everything of a question but
+        what earlier claims hold (unless shared devices are candidates: then `static` is false
+        and the part holds for this ledger only). DraError for what Kubernetes reports."""
+        features = self.features
+        devices = self.devices
         requests = _requests(claims, classes, features)
         if features <= STABLE_FEATURES:  # that implementation knows matchAttribute only
             for claim in claims:
@@ -205,6 +238,7 @@ class NodeDevices:
                                        "(unsupported constraint type?)")
         consumed: dict[tuple[int, int], dict[str, Decimal]] = {}
         native_requests = []
+        static = True  # no candidate reads the ledger (shared devices do)
         for ri, rq in enumerate(requests):
             claim = claims[rq.claim_index]
             all_mode = rq.spec.get("allocationMode", "ExactCount") == "All"
@@ -225,6 +259,7 @@ class NodeDevices:
                     bool(ref.device.get("consumesCounters")) and "PartitionableDevices" not in features)
                 cand: dict[str, Any] = {"device": di}
                 multi = self.multi[di]
+                static = static and not multi
                 if "ConsumableCapacity" in features and (multi or rq.spec.get("capacity")):
                     # A device that cannot hold the request, even alone beside what earlier
                     # claims consume, is no candidate (for All too: Kubernetes leaves it out).
@@ -250,15 +285,8 @@ class NodeDevices:
                                     "count": count, "admin": rq.admin, "candidates": candidates})
         _check_claim_sizes(claims, requests, native_requests)
         constraints = self._constraints(claims, requests)
-        _mark_twins(native_devices, native_requests, constraints)
-        problem = {"devices": native_devices, "counter_free": counter_free,
-                   "capacity_free": capacity_free, "unit_free": unit_free, "unit_opened": unit_opened,
-                   "requests": native_requests, "num_claims": len(claims),
-                   "num_groups": (requests[-1].group + 1) if requests else 0,
-                   "constraints": constraints, "objective": objective,
-                   "locality": objective == "pack", "budget": budget,
-                   "combinations": not features <= STABLE_FEATURES}
-        return Built(problem, devices, requests, claims, consumed, self.pools)
+        return RequestPart(requests, native_requests, consumed, constraints, static,
+                           _twin_signatures(self, native_requests, constraints))
 
     def _candidates(self, matcher: DeviceMatcher, claim: dict[str, Any], rq: RequestRef) -> list[int]:
         """The class's selectors, then the request's on the devices the class admits (as
@@ -352,22 +380,31 @@ def _check_claim_sizes(claims: list[dict[str, Any]], requests: list[RequestRef],
                            "the claim limit of 32")
 
 
-def _mark_twins(devices: list[dict[str, Any]], requests: list[dict[str, Any]],
-                constraints: list[dict[str, Any]]) -> None:
-    """Interchangeable devices: every request and constraint sees them alike, and they draw on
-    the same counters (partitions of one GPU with one profile) or on none."""
-    seen_by: list[list[Any]] = [[] for _ in devices]
+def _twin_signatures(devices: NodeDevices, requests: list[dict[str, Any]],
+                     constraints: list[dict[str, Any]]) -> list[Any]:
+    """Per device, what makes it interchangeable with another apart from being held: how every
+    request and constraint sees it, and the counters it draws on (partitions of one GPU with one
+    profile) or none. None for shared devices, which are never interchangeable."""
+    seen_by: list[list[Any]] = [[] for _ in devices.devices]
     for r, nr in enumerate(requests):
         for c in nr["candidates"]:
             if isinstance(c, int):
                 seen_by[c].append((r, False, None))
             else:
                 seen_by[c["device"]].append((r, c.get("blocked", False), c.get("unit_take")))
-    twins: dict[str, int] = {}
-    for di, entry in enumerate(devices):
-        if entry["multi"]:
-            entry["twin"] = -1
+    out: list[Any] = []
+    for di in range(len(devices.devices)):
+        if devices.multi[di]:
+            out.append(None)
             continue
-        sig = (entry["in_use"], entry["root"], entry["unit"] if entry["counters"] else -1,
-               tuple(entry["counters"]), tuple(seen_by[di]), tuple(tuple(c["values"][di]) for c in constraints))
-        entry["twin"] = twins.setdefault(repr(sig), len(twins))
+        counters = devices.dev_counters[di]
+        out.append(repr((devices.dev_root[di], devices.dev_unit[di] if counters else -1, tuple(counters),
+                         tuple(seen_by[di]), tuple(tuple(c["values"][di]) for c in constraints))))
+    return out
+
+
+def _mark_twins(native_devices: list[dict[str, Any]], signatures: list[Any]) -> None:
+    """Interchangeable devices get one twin id: the same signature, and both held or both free."""
+    twins: dict[tuple[bool, Any], int] = {}
+    for entry, sig in zip(native_devices, signatures):
+        entry["twin"] = -1 if sig is None else twins.setdefault((entry["in_use"], sig), len(twins))

@@ -53,6 +53,9 @@ class NodeGroups:
         self.members: dict[tuple[Any, ...], set[str]] = {}
         self.heads: dict[tuple[Any, ...], list[tuple[int, str]]] = {}
         self.answers: dict[tuple[str, tuple[Any, ...]], Any] = {}
+        # Per (claim shape, profile): the requests' candidates and constraints, which do not
+        # depend on what is held (NodeDevices.request_part with static true).
+        self.parts: dict[tuple[str, int], Any] = {}
 
     def place(self, node: str, table: NodeDevices, ledger: Ledger) -> None:
         """(Re)files `node` under its current group."""
@@ -91,3 +94,8 @@ class NodeGroups:
         if len(self.answers) >= self.MAX_ANSWERS:
             self.answers.clear()
         self.answers[key] = answer
+
+    def keep_part(self, key: tuple[str, int], part: Any) -> None:
+        if len(self.parts) >= self.MAX_ANSWERS:
+            self.parts.clear()
+        self.parts[key] = part
