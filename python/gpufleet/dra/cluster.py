@@ -31,6 +31,21 @@ class _GangRefused(Exception):
     pass
 
 
+def _cannot_fit(part: Any, held: tuple[int, ...]) -> bool:
+    """A necessary condition, checked before any search: requests of one member each, on
+    devices held whole, need at least as many free devices as they ask for in all."""
+    demand = 0
+    union: set[int] = set()
+    groups: set[int] = set()
+    for nr in part.native_requests:
+        if nr["group"] in groups or nr["admin"] or not all(isinstance(c, int) for c in nr["candidates"]):
+            return False  # alternatives, admin access or shared devices: leave it to the search
+        groups.add(nr["group"])
+        demand += nr["count"]
+        union.update(nr["candidates"])
+    return demand > len(union.difference(held))
+
+
 def _copy(value: Any) -> Any:
     """A private copy of plain JSON-shaped data (faster than copy.deepcopy for it)."""
     return json.loads(json.dumps(value))
@@ -262,6 +277,9 @@ class DraCluster:
                             return head, AllocationOutcome("error", reason=str(e))
                         if part.static:
                             self._groups.keep_part((shape, group[0]), part)
+                    if part.static and _cannot_fit(part, group[1][0]):
+                        last = AllocationOutcome("unallocatable", reason="cannot allocate all claims")
+                        continue  # counted out without a search (a full node, say)
                     raw = solve_raw(table, targets, classes, held, self._matcher, strategy,
                                     self._budget, part=part)
                     if isinstance(raw, AllocationOutcome):
