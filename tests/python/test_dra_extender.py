@@ -141,3 +141,23 @@ def test_dra_needs_kube(capsys, tmp_path) -> None:
     scenario.write_text("nodes: []\n")
     assert main(["extender", "--state", str(scenario), "--dra"]) == 2
     assert capsys.readouterr().err.strip() == "gpufleet extender: --dra goes with --kube"
+
+
+def test_concurrent_binds_never_write_a_device_twice() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+    names = [f"c{i}" for i in range(8)]
+    sync, binder, inner, api = _setup([_claim(n) for n in names],
+                                      {f"ml/p{i}": _pod(f"p{i}", [n]) for i, n in enumerate(names)})
+
+    def bind(i: int) -> bool:
+        try:
+            binder.bind("ml", f"p{i}", f"u{i}", "n1", {})
+            return True
+        except DraError:
+            return False  # the node's two GPUs were taken by other binds
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        done = list(pool.map(bind, range(8)))
+    assert sum(done) == 2 and len(inner.records) == 2
+    written = [p[2]["status"]["allocation"]["devices"]["results"][0]["device"] for p in api.patches]
+    assert sorted(written) == ["gpu-0", "gpu-1"]
