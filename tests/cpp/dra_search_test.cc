@@ -209,6 +209,18 @@ TEST(DraSearch, FirstAvailableTakesTheEarliestMemberThatFits) {
   for (const Choice& c : r.choices) EXPECT_EQ(c.request, 1);
 }
 
+TEST(DraSearch, TooLargeAQuestionIsAnErrorNotADeepRecursion) {
+  Problem p = Plain(4, {});
+  for (int i = 0; i < 200; ++i) {
+    Request r;
+    r.claim = 0;
+    r.group = p.num_groups++;
+    r.count = 32;
+    p.requests.push_back(r);
+  }
+  EXPECT_FALSE(ValidateProblem(p).ok());
+}
+
 TEST(DraSearch, MalformedProblemsAreErrorsNotCrashes) {
   Problem p = Plain(2, {1});
   p.requests[0].candidates.push_back({7, false, {}, 1});

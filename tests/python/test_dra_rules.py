@@ -150,3 +150,11 @@ def test_shared_device_results_carry_consumed_capacity_and_share_ids() -> None:
     results = out.results[0]["devices"]["results"]
     assert [r["consumedCapacity"] for r in results] == [{"mem": "4"}, {"mem": "4"}]  # 3 rounds up to 4
     assert len({r["shareID"] for r in results}) == 2
+
+
+def test_a_question_too_large_is_an_error_on_one_line() -> None:
+    claims = [{"metadata": {"name": f"c{i}", "namespace": "default"}, "spec": {"devices": {"requests": [
+        {"name": "r", "exactly": {"deviceClassName": "gpu", "count": 32}}]}}} for i in range(130)]
+    out = allocate(NODE, claims, [CLASS], [sl("s", [dev("a")])])
+    assert out.verdict == "error"
+    assert out.reason == "130 claims ask for 4160 devices together (list members counted), more than 4096 in one question"

@@ -46,6 +46,14 @@ absl::Status ValidateProblem(const Problem& p) {
   }
   if (last_group + 1 != p.num_groups)
     return absl::InvalidArgumentError("dra problem: a group has no request");
+  // The searches recurse once per device chosen: bound what one question may ask for.
+  int64_t asked = 0;
+  for (const Request& q : p.requests)
+    asked += q.mode == Mode::kAll ? static_cast<int64_t>(q.candidates.size()) : q.count;
+  if (asked > kMaxDevicesPerQuestion)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "dra problem: the requests ask for %d devices, more than %d in one question", asked,
+        kMaxDevicesPerQuestion));
   for (int k = 0; k < static_cast<int>(p.constraints.size()); ++k) {
     const Constraint& c = p.constraints[k];
     if (static_cast<int>(c.values.size()) != devices)

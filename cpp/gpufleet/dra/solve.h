@@ -11,7 +11,11 @@
 
 namespace gpufleet::dra {
 
-// InvalidArgument names the first index out of range; nothing else is checked here.
+// What one question may ask for in all (members of every firstAvailable list counted): the
+// searches go one level deeper per device, and this keeps them far from the stack's end.
+inline constexpr int64_t kMaxDevicesPerQuestion = 4096;
+
+// InvalidArgument names the first index out of range, or too large a question.
 absl::Status ValidateProblem(const Problem& problem);
 
 Result Solve(const Problem& problem);

@@ -24,6 +24,9 @@ from gpufleet.dra.problem import (_PPM, PCIE_ROOT, Built, DeviceMatcher, DeviceR
 
 # The features Kubernetes' "stable" allocator serves; with any other feature on, the scheduler
 # runs the implementation that also knows distinctAttribute and visits each set of devices once.
+# What one question may ask for in all (the native search's bound, dra/solve.h).
+MAX_DEVICES_PER_QUESTION = 4096
+
 STABLE_FEATURES = frozenset({"AdminAccess", "PrioritizedList", "PartitionableDevices", "DeviceTaints"})
 
 
@@ -371,6 +374,10 @@ def _check_claim_sizes(claims: list[dict[str, Any]], requests: list[RequestRef],
     for rq, nr in zip(requests, native_requests):
         prev = by_group.get(rq.group)
         by_group[rq.group] = (rq.claim_index, nr["count"] if prev is None else min(prev[1], nr["count"]))
+    asked = sum(nr["count"] for nr in native_requests)
+    if asked > MAX_DEVICES_PER_QUESTION:
+        raise DraError(f"{len(claims)} claims ask for {asked} devices together (list members "
+                       f"counted), more than {MAX_DEVICES_PER_QUESTION} in one question")
     totals = [0] * len(claims)
     for ci, n in by_group.values():
         totals[ci] += n
