@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Allocation', 'BindDecision', 'Cluster', 'CycleResult', 'DeviceGrant', 'DeviceRequest', 'EngineScheduler', 'EvictDecision', 'FitResult', 'HeldCapacity', 'JobState', 'JobView', 'OpenbReplayRun', 'PlaceResult', 'Pod', 'QueueShare', 'QueueSpec', 'QueueView', 'Resources', 'SimJobs', 'SimRun', 'SimSummary', 'SimTimeseries', 'TaskView', 'VirtualFunction', 'engine_callback_points', 'engine_check_config', 'engine_default_config', 'engine_plugin_switches', 'format_bytes', 'maximize_lp', 'mig_geometry', 'parse_milli', 'parse_quantity', 'parse_quantity_exact', 'parse_resource_quantity', 'place_gang', 'queue_drs', 'queue_fair_shares', 'queue_objects', 'queue_tree_check', 'registry_duplicates', 'registry_metadata', 'sim_check_policy', 'sim_run', 'simulate_queues', 'topology_domains', 'water_fill', 'wire_keys']
+__all__: list[str] = ['Allocation', 'BindDecision', 'Cluster', 'CycleResult', 'DeviceGrant', 'DeviceRequest', 'EngineScheduler', 'EvictDecision', 'FitResult', 'HeldCapacity', 'JobState', 'JobView', 'OpenbReplayRun', 'PlaceResult', 'Pod', 'QueueShare', 'QueueSpec', 'QueueView', 'Resources', 'SimJobs', 'SimRun', 'SimSummary', 'SimTimeseries', 'TaskView', 'VirtualFunction', 'dra_score', 'dra_solve', 'engine_callback_points', 'engine_check_config', 'engine_default_config', 'engine_plugin_switches', 'format_bytes', 'maximize_lp', 'mig_geometry', 'parse_milli', 'parse_quantity', 'parse_quantity_exact', 'parse_resource_quantity', 'place_gang', 'queue_drs', 'queue_fair_shares', 'queue_objects', 'queue_tree_check', 'registry_duplicates', 'registry_metadata', 'sim_check_policy', 'sim_run', 'simulate_queues', 'topology_domains', 'water_fill', 'wire_keys']
 class DeviceRequest:
     """
     What a pod asks of one device type: `count` devices (whole when `whole`), or a share of one: `core` percent of its compute, `memory_bytes` or `memory_ratio` percent of its memory. Read from Pod.devices.
@@ -1162,6 +1162,14 @@ def _register_python_plugin(name: str) -> None:
 def _replay_openb(node_name: collections.abc.Sequence[str], node_cpu: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], node_memory: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], node_gpus: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], node_model: collections.abc.Sequence[str], pod_name: collections.abc.Sequence[str], pod_cpu: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_memory: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_gpus: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_milli: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_spec: collections.abc.Sequence[collections.abc.Sequence[str]], policy: str, params: typing.Any, seed: typing.Any, stop_at: typing.SupportsFloat | typing.SupportsIndex, coverage: typing.SupportsFloat | typing.SupportsIndex, ties: str) -> OpenbReplayRun:
     """
     Native openb replay over column lists; use gpufleet.replay.replay_openb.
+    """
+def dra_score(problem: dict, choices: collections.abc.Sequence[tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex]]) -> dict:
+    """
+    The score of an allocation given as (request, device, candidate) choices.
+    """
+def dra_solve(problem: dict) -> dict:
+    """
+    Solves one DRA allocation question (a dict of dra::Problem's fields; see gpufleet.dra.problem). Returns verdict, choices (request, device, candidate), score, reason, steps, gave_up, proved_best, error_request and error_device.
     """
 def engine_callback_points() -> list:
     """
