@@ -1,5 +1,6 @@
-"""The Kubernetes manifests, the Containerfile and the package agree: one image, named with the
-package's version, whose entrypoint is the gpufleet CLI and whose containers run real commands."""
+"""The Kubernetes manifests (examples/k8s, the chart in deploy/helm and the kustomize base made
+from it), the Containerfile and the package agree: one image, named with the package's version,
+whose entrypoint is the gpufleet CLI and whose containers run real commands."""
 from __future__ import annotations
 
 import re
@@ -16,12 +17,18 @@ ROOT = Path(__file__).resolve().parents[2]
 IMAGE_REPO = "ghcr.io/gpufleet/gpufleet"
 
 
+MANIFESTS = [*sorted((ROOT / "examples" / "k8s").glob("*.yaml")),
+             *sorted((ROOT / "deploy" / "kustomize" / "base").glob("*.yaml"))]
+
+
 def _containers() -> list[tuple[str, dict]]:
+    """(file name, container) of every gpufleet container (kube-scheduler's is upstream's)."""
     out = []
-    for path in sorted((ROOT / "examples" / "k8s").glob("*.yaml")):
+    for path in MANIFESTS:
         for doc in yaml.safe_load_all(path.read_text()):
             spec = (doc or {}).get("spec", {}).get("template", {}).get("spec", {})
-            out += [(path.name, c) for c in spec.get("containers", [])]
+            out += [(path.name, c) for c in spec.get("containers", [])
+                    if c["name"] != "kube-scheduler"]
     return out
 
 
@@ -36,17 +43,22 @@ def test_every_manifest_runs_the_one_image_of_this_version():
     assert version == gpufleet.__version__
     containers = _containers()
     assert {name for name, _ in containers} == {"extender-deployment.yaml",
+                                                "scheduler-deployment.yaml",
                                                 "deviceplugin-daemonset.yaml"}
     assert {c["image"] for _, c in containers} == {f"{IMAGE_REPO}:{version}"}
     text = (ROOT / "Containerfile").read_text()
     assert f'org.opencontainers.image.version="{version}"' in text
     assert f"-t {IMAGE_REPO}:{version}" in text
+    # The chart: its version and appVersion (the image's default tag) are the package's.
+    chart = yaml.safe_load((ROOT / "deploy" / "helm" / "gpufleet" / "Chart.yaml").read_text())
+    assert (chart["version"], chart["appVersion"]) == (version, version)
+    values = yaml.safe_load((ROOT / "deploy" / "helm" / "gpufleet" / "values.yaml").read_text())
+    assert (values["image"]["repository"], values["image"]["tag"]) == (IMAGE_REPO, "")
 
 
 def test_containers_run_gpufleet_commands_through_the_entrypoint():
     text = (ROOT / "Containerfile").read_text()
     assert re.search(r'^ENTRYPOINT \["gpufleet"\]$', text, flags=re.M)
-    assert "scripts/setup.sh" in text
     commands = _subcommands()
     for name, c in _containers():
         assert "command" not in c, f"{name}: the image's entrypoint is the gpufleet CLI"
@@ -70,7 +82,7 @@ def test_probes_use_paths_the_extender_serves():
                 r = client.get(c[probe]["httpGet"]["path"])
                 assert r.status_code == 200, f"{name}: {probe} {c[probe]['httpGet']['path']}: {r.status_code}"
                 probed += 1
-    assert probed >= 2, "the extender's manifest has a readiness and a liveness probe"
+    assert probed >= 4, "each extender manifest has a readiness and a liveness probe"
 
 
 def test_dependency_floors_are_the_tested_minimum_versions():
@@ -180,6 +192,9 @@ def test_kube_scheduler_reaches_the_extender_over_mutual_tls():
     assert all(tls.get(k, "").startswith("/") for k in ("certFile", "keyFile", "caFile"))
     # The extender binds only pods of the profile that calls it.
     assert [p["schedulerName"] for p in config["profiles"]] == [args.scheduler_name]
+    from test_deploy_chart import check_scheduler_config_fields
+
+    check_scheduler_config_fields(config)   # kube-scheduler decodes its file strictly
 
 
 def test_the_network_policy_admits_only_the_scheduler_to_the_extender_port():
