@@ -14,11 +14,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-import grpc
 
 from gpufleet.cli import build_parser
 from gpufleet.k8s.deviceplugin import api_pb2 as pb
-from gpufleet.k8s.deviceplugin import api_pb2_grpc as pb_grpc
 from gpufleet.k8s.deviceplugin.server import DevicePluginServer, serve
 from test_deviceplugin import DATA, T, inventory, start_kubelet, stub_for
 
