@@ -14,7 +14,6 @@ import time
 import urllib.request
 from pathlib import Path
 
-
 from gpufleet.cli import build_parser
 from gpufleet.k8s.deviceplugin import api_pb2 as pb
 from gpufleet.k8s.deviceplugin.server import DevicePluginServer, serve
