@@ -15,6 +15,7 @@
 #include "gpufleet/placement/strategy.h"
 #include "gpufleet/sim/simulator.h"
 #include "gtest/gtest.h"
+#include "test_util.h"
 
 namespace gpufleet::engine {
 namespace {
