@@ -22,8 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from gpufleet.published import fgd_alloc
 from gpufleet.replay import POLICIES
-from gpufleet.sweep import load_published_alloc, summarize, sweep
+from gpufleet.sweep import summarize, sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / ".." / "shared" / "data" / "openb"
@@ -41,7 +42,7 @@ def main() -> None:
                         help="only these workloads (default: the nine published ones, e.g. default gpushare40)")
     args = parser.parse_args()
 
-    published = load_published_alloc(args.data / "fgd_expected_alloc.csv")
+    published = fgd_alloc(args.data / "fgd_expected_alloc.csv").rename(columns={"mean": "published"})
     workloads = list(dict.fromkeys(published["trace"]))
     if args.workloads:
         unknown = sorted(set(args.workloads) - set(workloads))
@@ -63,7 +64,8 @@ def main() -> None:
     wall = time.perf_counter() - start
     load_after = os.getloadavg()
 
-    table = summarize(df, ["alloc_ratio_at_100"]).merge(published, on=["trace", "policy"], how="left")
+    table = summarize(df, ["alloc_ratio_at_100"]).merge(published[["trace", "policy", "published"]],
+                                                       on=["trace", "policy"], how="left")
     table["mean"] *= 100
     table["std"] *= 100
     table["difference"] = table["mean"] - table["published"]

@@ -24,14 +24,17 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from gpufleet import replay
-from gpufleet.traces import load_openb_nodes, load_openb_pods, synthetic_openb
+from gpufleet.published import FGD_DEFAULT_ALLOC_AT_100
+from gpufleet.traces import load, synthetic_openb
 
 # The project root's ../shared/data, whether this runs from the root or from notebooks/.
 CANDIDATES = [Path("..") / "shared" / "data" / "openb", Path("..") / ".." / "shared" / "data" / "openb"]
 DATA = next((p for p in CANDIDATES if p.is_dir()), None)
 if DATA is not None:
-    nodes = load_openb_nodes(DATA / "openb_node_list_gpu_node.csv")
-    pods = load_openb_pods(DATA / "openb_pod_list_default.csv")
+    # The same reader as `gpufleet simulate` and `gpufleet sweep` (gpufleet.traces.load).
+    trace = load(format="openb", trace=DATA / "openb_pod_list_default.csv",
+                 nodes=DATA / "openb_node_list_gpu_node.csv")
+    nodes, pods = trace.nodes, trace.pods
     source = "openb default trace"
 else:
     nodes, pods = synthetic_openb(300, 2000, seed=0)
@@ -69,7 +72,7 @@ plt.tight_layout()
 means = replay.replay_many(nodes, pods, seeds=range(2), progress=False)
 table = means[["alloc_ratio_at_100", "alloc_ratio_at_130", "frag_ratio_at_100", "failed_pods"]].copy()
 table[["alloc_ratio_at_100", "alloc_ratio_at_130", "frag_ratio_at_100"]] *= 100
-table["published_at_100"] = pd.Series(replay.PUBLISHED_ALLOC_AT_100)
+table["published_at_100"] = pd.Series(FGD_DEFAULT_ALLOC_AT_100)
 table.round(2)
 
 # %% [markdown]

@@ -4,7 +4,7 @@ The hot paths (filter/score/bind over thousands of nodes, the batch-scheduling c
 simulator) live in the C++ extension ``gpufleet._core``; this package re-exports them and adds the
 Python layers: scenario files, trace loaders, the Kubernetes adapters, node-side tools and plots.
 """
-# The node side (gpufleet.node, gpufleet.k8s.annotations, `gpufleet node ...`) is pure Python and
+# The node side (gpufleet.node, `gpufleet node ...`) is pure Python and
 # must run on a GPU machine where the extension was never compiled; everything else needs it, and
 # says so when touched (see __getattr__ below).
 _core_error: ImportError | None = None
@@ -69,5 +69,5 @@ def __getattr__(name: str) -> object:
         raise ImportError(
             f"gpufleet.{name} needs the native extension gpufleet._core, which is not built here "
             f"({_core_error}); build it with `bash scripts/setup.sh`. Without it only the node side "
-            "works (gpufleet.node, gpufleet.k8s.annotations, `gpufleet node ...`)") from _core_error
+            "works (gpufleet.node, `gpufleet node ...`)") from _core_error
     raise AttributeError(f"module 'gpufleet' has no attribute {name!r}")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from gpufleet.k8s.keys import RES_NVIDIA_MIG_PREFIX
+from gpufleet.node.keys import RES_NVIDIA_MIG_PREFIX
 
 MEMORY_SLOTS = 8
 

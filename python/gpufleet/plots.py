@@ -283,8 +283,8 @@ def sweep_errorbars(df: Any, metric: str, ax=None, *, error: str = "std", scale:
     over seeds, or ``"sem"``, the standard error), grouped by trace. ``scale`` multiplies the values
     (default: 100 for openb ratios and shares, shown in percent). ``published`` (a frame with
     ``trace``, ``policy``, ``published`` in the plotted unit, as
-    :func:`gpufleet.sweep.load_published_alloc` returns) adds the published figures as black
-    crosses. ValueError when ``metric`` is missing or when other options vary (filter the frame to
+    :func:`gpufleet.sweep.load_published_alloc` returns from :mod:`gpufleet.published`) adds the
+    published figures as black crosses. ValueError when ``metric`` is missing or when other options vary (filter the frame to
     one value of each option first). Returns the axes."""
     if error not in ("std", "sem"):
         raise ValueError(f"error must be 'std' or 'sem', got {error!r}")

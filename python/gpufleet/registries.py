@@ -25,6 +25,19 @@ def entries(kind: str) -> list[dict[str, Any]]:
     return list(metadata()[kind])
 
 
+def check_strategy(spec: Any) -> None:
+    """ValueError on one line when ``spec`` is not a placement strategy the registry builds: an
+    unknown name, a parameter the strategy does not declare or of the wrong type, a malformed
+    spec. The strategy is built once for an empty cluster, where it places nothing."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"strategy {spec!r}: expected a strategy spec such as 'binpack' or "
+                         "'random(seed=1)'")
+    try:
+        _core.Cluster().place(_core.Pod("strategy-check", {}), spec)
+    except (ValueError, KeyError) as e:
+        raise ValueError(f"strategy {spec!r}: {e.args[0] if e.args else e}") from None
+
+
 def _value(v: Any) -> str:
     return "(none)" if v is None else json.dumps(v)
 
@@ -46,4 +59,4 @@ def format_listing(kind: str, prefix: str = "") -> str:
     return "\n".join(lines)
 
 
-__all__ = ["KINDS", "entries", "format_listing", "metadata"]
+__all__ = ["KINDS", "check_strategy", "entries", "format_listing", "metadata"]

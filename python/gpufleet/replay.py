@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpufleet import _core
+from gpufleet import _core, published
 from gpufleet._lazy import lazy
 
 # Imported by the first call that needs them: `import gpufleet` stays fast.
@@ -32,12 +32,9 @@ __all__ = ["POLICIES", "PUBLISHED_ALLOC_AT_100", "STUDY_POLICY_NAMES", "TIES", "
 POLICIES: tuple[str, ...] = ("random", "dotprod", "gpu-clustering", "gpu-packing", "bestfit", "fgd")
 
 #: GPU allocation ratio (%) at 100% arrived workload, mean of 10 seeds, default trace, as published
-#: by Weng et al. (USENIX ATC 2023) in their simulator's result table (every trace:
-#: :func:`load_published`).
-PUBLISHED_ALLOC_AT_100: dict[str, float] = {
-    "fgd": 95.23, "bestfit": 92.86, "gpu-packing": 91.78, "gpu-clustering": 91.65, "dotprod": 90.62,
-    "random": 86.30,
-}
+#: by Weng et al. (USENIX ATC 2023); every trace: :func:`load_published` (both from
+#: :mod:`gpufleet.published`).
+PUBLISHED_ALLOC_AT_100: dict[str, float] = published.FGD_DEFAULT_ALLOC_AT_100
 
 #: How ties between equally scored nodes are broken (see :func:`replay_openb`).
 TIES: tuple[str, ...] = ("seeded", "name", "random")
@@ -206,35 +203,21 @@ def replay_many(nodes: pd.DataFrame, pods: pd.DataFrame, policies: Iterable[str]
     return means
 
 
-#: The study's policy folders (``sc_policy`` in its result tables) by replay policy name.
-STUDY_POLICY_NAMES: dict[str, str] = {
-    "random": "01-Random", "dotprod": "02-DotProd", "gpu-clustering": "03-GpuClustering",
-    "gpu-packing": "04-GpuPacking", "bestfit": "05-BestFit", "fgd": "06-FGD",
-}
+#: The study's policy folders (``sc_policy`` in its result tables) by replay policy name: the view
+#: of :data:`gpufleet.published.FGD_POLICY_NAMES` from this side.
+STUDY_POLICY_NAMES: dict[str, str] = {v: k for k, v in published.FGD_POLICY_NAMES.items()}
 
 
 def load_published(path: Any, arrived: int = 100) -> pd.DataFrame:
     """The study's own per-seed results (``analysis_allo_discrete.csv`` of its simulator's
-    repository, e.g. ``shared/data/openb/fgd_expected_alloc.csv``) at ``arrived`` percent.
+    repository, e.g. ``shared/data/openb/fgd_expected_alloc.csv``) at ``arrived`` percent, as
+    :func:`gpufleet.published.fgd_alloc` reads them.
 
     Returns one row per (trace, policy) with index ``(trace, policy)`` (the trace as in
     ``openb_pod_list_<trace>.csv``, the policy by replay name) and columns ``mean``, ``std``
     (over seeds, in percent) and ``seeds``. Raises ``ValueError`` naming what is missing.
     """
-    table = pd.read_csv(path)
-    column = str(arrived)
-    missing = [c for c in ("workload", "sc_policy", column) if c not in table.columns]
-    if missing:
-        raise ValueError(f"{path}: lacks column(s) {', '.join(missing)}")
-    by_study = {v: k for k, v in STUDY_POLICY_NAMES.items()}
-    unknown = sorted(set(table["sc_policy"]) - set(by_study))
-    if unknown:
-        raise ValueError(f"{path}: unknown sc_policy value(s) {', '.join(map(str, unknown))}")
-    table = pd.DataFrame({
-        "trace": table["workload"].str.replace("openb_pod_list_", "", regex=False),
-        "policy": table["sc_policy"].map(by_study), column: table[column]})
-    out = table.groupby(["trace", "policy"], sort=True)[column].agg(["mean", "std", "count"])
-    return out.rename(columns={"count": "seeds"})
+    return published.fgd_alloc(path, arrived).set_index(["trace", "policy"])
 
 
 def plot_alloc(results: dict[str, ReplayResult], ax=None, upto: float = 1.3):
@@ -277,15 +260,16 @@ def main(argv: list[str] | None = None) -> None:
     """``python -m gpufleet.replay --nodes NODES.csv --pods PODS.csv [--seeds 10]``: the table."""
     import argparse
 
-    from gpufleet.traces import load_openb_nodes, load_openb_pods
+    from gpufleet.traces import load
 
     parser = argparse.ArgumentParser(prog="python -m gpufleet.replay", description=main.__doc__)
-    parser.add_argument("--nodes", required=True, help="openb_node_list_*.csv")
+    parser.add_argument("--nodes", help="openb_node_list_*.csv (default: openb_node_list_gpu_node.csv "
+                                        "beside the pod list)")
     parser.add_argument("--pods", required=True, help="openb_pod_list_*.csv")
     parser.add_argument("--seeds", type=int, default=10, help="seeds 0..N-1 (default 10)")
     args = parser.parse_args(argv)
-    table = compare_with_published(load_openb_nodes(args.nodes), load_openb_pods(args.pods),
-                                   seeds=range(args.seeds))
+    trace = load(format="openb", trace=args.pods, nodes=args.nodes)
+    table = compare_with_published(trace.nodes, trace.pods, seeds=range(args.seeds))
     print(table.round(2).to_string())
 
 

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 from gpufleet._core import Cluster, Pod, format_bytes
 from gpufleet._lazy import lazy
-from gpufleet.k8s.keys import RES_GPU_CORE, RES_GPU_MEMORY
+from gpufleet.node.keys import RES_GPU_CORE, RES_GPU_MEMORY
 
 np = lazy("numpy")  # imported on first use, so `gpufleet --help` stays fast
 

@@ -13,7 +13,7 @@ import pytest
 import gpufleet
 
 
-from gpufleet.k8s import annotations as ann
+from gpufleet.node import annotations as ann
 from gpufleet.k8s.deviceplugin import api_pb2 as pb
 from gpufleet.k8s.deviceplugin import api_pb2_grpc as pb_grpc
 from gpufleet.k8s.deviceplugin.pods import InMemoryPodSource, PodInfo

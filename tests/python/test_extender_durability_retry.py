@@ -96,6 +96,28 @@ def test_a_hold_never_answered_is_confirmed_by_a_retry_or_released_after_the_tim
     st.journal.close()
 
 
+def test_a_retry_that_cannot_be_confirmed_keeps_the_hold_waiting(tmp_path: Path, monkeypatch):
+    """A retried bind of an unanswered hold whose journal record fails is refused, and the hold
+    keeps its deadline: it is still released if no later retry confirms it."""
+    nodes = {"nodes": [node("n1", gpus=1)]}
+    path = tmp_path / "s.journal"
+    _unanswered_bind(path, nodes)
+    st, client = start(path, nodes, hold_timeout_s=600)
+    deadlines, bound_at = dict(st.unanswered), dict(st.bound_at)
+    assert set(deadlines) == {"default/a"}
+
+    def disk_full(*args: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(st.journal, "record_bind", disk_full)
+    assert "No space left" in bind(client, "a")["Error"]
+    assert st.unanswered == deadlines and st.bound_at == bound_at
+    assert set(holdings(st)) == {"default/a"}
+    monkeypatch.undo()
+    assert bind(client, "a") == {"Error": ""} and st.unanswered == {}
+    st.journal.close()
+
+
 def test_kube_holds_follow_the_api_server_when_the_pod_is_bound_elsewhere():
     nodes = {"items": [dict(knode(n), metadata={"name": n, "annotations": {
         convert.ANN_DEVICES: json.dumps([gpu(0), gpu(1)])}})

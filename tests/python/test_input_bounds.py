@@ -185,6 +185,9 @@ COUNT_OPTIONS = [
     (["node", "profile", "s.py"], "--device", "0", "1023", ["-1", "1024"]),
     (["deviceplugin"], "--replicas", "1", "1000000", ["0", "-2", "1000001"]),
     (["deviceplugin"], "--health-interval", "0", "1e9", ["-1", "nan", "inf"]),
+    (["extender", "--kube"], "--max-body-mib", "0.1", "1024", ["nan", "inf", "-1", "0", "1025", "x"]),
+    (["extender", "--kube"], "--resync-s", "1", "86400", ["0", "-1", "nan", "86401"]),
+    (["extender", "--kube"], "--hold-timeout-s", "1", "86400", ["0", "0.5", "inf", "1e9"]),
 ]
 
 
@@ -204,6 +207,41 @@ def test_sweep_refuses_a_grid_larger_than_its_bound():
     code, err = run_cli(["sweep", "--trace", "synthetic", "--policy", "fifo", "las", "--seeds", "1000",
                          "--option", "restore_delay=" + ",".join(map(str, range(60)))])
     assert code == 2 and "120,000 experiments" in one_line_error(code, err)
+
+
+@pytest.mark.parametrize("command", [["extender", "--state", "s.yaml"], ["place", "s.yaml"]])
+@pytest.mark.parametrize("spec, message", [
+    ("binpack(foo=1)", 'binpack: unknown parameter "foo"; known: none'),
+    ("random(seed=-1)", 'parameter "seed" has the wrong type'),
+    ("fgd(x", "missing closing parenthesis"),
+    ("nope", 'unknown placement strategy "nope"'),
+])
+def test_a_strategy_spec_is_checked_whole_before_a_command_starts(command, spec, message):
+    # s.yaml does not exist: the spec is refused before any file is read or port opened.
+    code, err = run_cli(command + ["--strategy", spec])
+    assert code == 2 and message in one_line_error(code, err) and "s.yaml" not in err, err
+
+
+def test_the_extender_state_refuses_a_bad_strategy_or_hold_timeout():
+    for kw, message in ((dict(strategy="binpack(foo=1)"), 'unknown parameter "foo"'),
+                        (dict(hold_timeout_s=float("nan")), "hold_timeout_s: nan is out of range"),
+                        (dict(hold_timeout_s=0), "hold_timeout_s: 0 is out of range"),
+                        (dict(hold_timeout_s=10**6), "hold_timeout_s: 1000000 is out of range")):
+        with pytest.raises(ValueError, match=message):
+            ext_state.ExtenderState(**kw)
+
+
+def test_the_extender_options_reach_the_state(tmp_path: Path, monkeypatch):
+    from gpufleet.k8s.extender import server
+
+    served = {}
+    monkeypatch.setattr(server, "serve", lambda st, *a, **kw: served.update(st=st, **kw))
+    (tmp_path / "s.yaml").write_text(SCENARIO)
+    code, err = run_cli(["extender", "--state", str(tmp_path / "s.yaml"), "--hold-timeout-s", "5",
+                         "--max-body-mib", "0.5", "--strategy", "random(seed=3)"])
+    assert code == 0, err
+    assert served["st"].hold_timeout_s == 5 and served["st"].strategy == "random(seed=3)"
+    assert served["max_body_bytes"] == 1 << 19
 
 
 # --- inputs that ended in a traceback ---------------------------------------------------------------

@@ -13,8 +13,8 @@ import pytest
 
 
 from gpufleet.commands import node as node_cmd
-from gpufleet.k8s import annotations as ann
-from gpufleet.k8s.annotations import DeviceGrant, GpuShareAllocation, PodAllocation
+from gpufleet.node import annotations as ann
+from gpufleet.node.annotations import DeviceGrant, GpuShareAllocation, PodAllocation
 from gpufleet.node import inventory as inv_mod
 from gpufleet.node import mps, profiler
 from gpufleet.node.env import container_env

@@ -229,7 +229,8 @@ def test_cli_synthetic_json(capsys):
 def test_cli_errors(capsys):
     assert main(["simulate", "--format", "synthetic", "--policy", "lottery"]) == 1
     assert "lottery" in capsys.readouterr().err
-    assert main(["simulate", "--format", "tiresias", "--policy", "fifo"]) == 1
+    assert main(["simulate", "--format", "tiresias", "--policy", "fifo"]) == 2  # no --trace: usage
+    assert "--trace" in capsys.readouterr().err
 
 
 @needs_tiresias
@@ -298,7 +299,7 @@ GAVEL = DATA / "gavel"
 def test_cli_gavel(capsys):
     args = ["simulate", "--format", "gavel", "--trace", str(GAVEL / "physical_cluster" / "max_min_fairness.trace"),
             "--cluster", "k80:8,p100:8,v100:8", "--policy", "hetero-las", "--json"]
-    assert main(args) == 1  # no throughput table given
+    assert main(args) == 2  # no throughput table given: a usage error, as a missing openb node list
     assert "--throughputs" in capsys.readouterr().err
     assert main(args + ["--throughputs", str(GAVEL / "simulation_throughputs.json")]) == 0
     summary = json.loads(capsys.readouterr().out)

@@ -24,7 +24,8 @@ from gpufleet.traces import synthetic_jobs, synthetic_openb  # noqa: E402
 
 # The module: the attribute gpufleet.sweep is the function.
 S = importlib.import_module("gpufleet.sweep")
-run = importlib.import_module("gpufleet._sweep_exec")
+run = importlib.import_module("gpufleet.sweep.executors")
+experiment = importlib.import_module("gpufleet.sweep.experiment")
 
 
 @pytest.fixture(scope="module")
@@ -149,7 +150,7 @@ def test_results_are_pinned_to_the_code_that_computed_them(traces, tmp_path, mon
                     progress=False)
     assert again.attrs["reused"] == 1 and again.attrs["ran"] == 0
     # Other code (a rebuilt module, an edited policy): the experiment is another one and runs.
-    monkeypatch.setattr(S, "_code_identity", lambda: {**code, "files_sha256": "0" * 16})
+    monkeypatch.setattr(experiment, "code_identity", lambda: {**code, "files_sha256": "0" * 16})
     changed = S.sweep([traces["openb"]], ["bestfit"], seeds=[0], results_dir=results, workers=1,
                       progress=False)
     assert changed.attrs["ran"] == 1 and changed.attrs["reused"] == 0

@@ -79,6 +79,25 @@ def test_random_bytes_give_a_trace_error_in_every_format(tmp_path, seed):
         assert info.value.source == name and info.value.line is not None, str(info.value)
 
 
+def test_a_file_over_the_size_bound_is_refused_in_every_format(tmp_path, monkeypatch):
+    monkeypatch.setattr("gpufleet.traces.limits.MAX_TRACE_BYTES", 4096)
+    big = POD_HEADER + POD * (4097 // len(POD))   # one line past the bound
+    for load, name in ((T.load_openb_pods, "pods.csv"), (T.load_openb_nodes, "nodes.csv"),
+                       (T.load_tiresias_jobs, "jobs.csv"), (T.load_jobs_csv, "unified.csv"),
+                       (T.load_gavel_trace, "x.trace"), (T.load_gavel_throughputs, "t.json"),
+                       (T.load_gavel_cluster_spec, "c.json"), (T.load_philly_jobs, "log.json")):
+        refused(load, write(tmp_path, name, big), None, None,
+                "larger than 4,096 bytes, the limit for a trace file")
+    rows = b"".join(POD.replace(b"p0,", f"p{i},".encode()) for i in range(40))
+    assert len(POD_HEADER + rows) < 4096
+    assert T.load_openb_pods(write(tmp_path, "ok.csv", POD_HEADER + rows)).shape[0] == 40
+
+
+def test_an_endless_file_is_refused_after_the_bound(monkeypatch):
+    monkeypatch.setattr("gpufleet.traces.limits.MAX_TRACE_BYTES", 1 << 20)
+    refused(T.load_tiresias_jobs, Path("/dev/zero"), None, None, "larger than 1,048,576 bytes")
+
+
 def test_csv_field_over_the_csv_module_limit(tmp_path):
     path = pods(tmp_path, b'"' + b"x" * 200_000 + b'",1000,2048,1,500,,LS,Running,0,10,1\n')
     refused(T.load_openb_pods, path, 3, None, "malformed CSV: field larger than field limit")

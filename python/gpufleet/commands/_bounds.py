@@ -51,15 +51,20 @@ def count(low: int, high: int) -> Callable[[str], int]:
 
 def seconds(low: float = 0.0, high: float = SECONDS_MAX) -> Callable[[str], float]:
     """An argparse type: a finite number of seconds from ``low`` to ``high``."""
+    return amount(low, high, "seconds")
+
+
+def amount(low: float, high: float, unit: str) -> Callable[[str], float]:
+    """An argparse type: a finite number (of ``unit``: seconds, MiB) from ``low`` to ``high``."""
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected seconds from {_number(low)} to "
+            raise argparse.ArgumentTypeError(f"expected {unit} from {_number(low)} to "
                                              f"{_number(high)}, got {_shown(text)}") from None
         if not math.isfinite(value) or not low <= value <= high:
             raise argparse.ArgumentTypeError(f"{_brief(text)} is out of range: {_number(low)} to "
-                                             f"{_number(high)} seconds")
+                                             f"{_number(high)} {unit}")
         return value
     return parse
 

@@ -11,7 +11,7 @@ from typing import Any
 from gpufleet import logs
 from gpufleet.commands._bounds import REPLICAS_MAX, count, seconds
 
-from gpufleet.k8s.keys import RES_NVIDIA_GPU
+from gpufleet.node.keys import RES_NVIDIA_GPU
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -72,7 +72,7 @@ def _health_loop(servers: list[Any], nvml: Any, stop: threading.Event, interval:
 
 def handler(args: argparse.Namespace) -> int:
     logs.configure(args.log_level, args.log_format)
-    from gpufleet.k8s.annotations import GIB, parse_quantity
+    from gpufleet.node.annotations import GIB, parse_quantity
     from gpufleet.node.inventory import NvmlUnavailable, load_devices_file, load_nvml, read_inventory
     nvml = None
     try:

@@ -6,6 +6,13 @@ import sys
 from typing import Any
 
 from gpufleet import logs
+from gpufleet.commands._bounds import amount, seconds
+
+# Ranges of the numeric options (docs/extender.md, "Options"). The hold timeout's upper end is the
+# state's (HOLD_TIMEOUT_MAX_S); its lower end leaves a retry the time of a round trip.
+MAX_BODY_MIB = (0.1, 1024.0)     # a bind is 200 bytes; a NodeList of 5,000 nodes about 50 MiB
+RESYNC_S = (1.0, 86_400.0)       # re-lists: not a busy loop, at least daily
+HOLD_TIMEOUT_S = (1.0, 86_400.0)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -24,15 +31,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--accept-journal-loss", action="store_true",
                    help="with --state: start even when the journal shows that binds which may "
                         "have been answered were lost (damaged or cut short); they are logged")
-    p.add_argument("--strategy", default="binpack", help="device placement strategy")
+    p.add_argument("--strategy", default="binpack",
+                   help="device placement strategy with its parameters, e.g. 'random(seed=1)' "
+                        "(gpufleet place --list-strategies; default %(default)s)")
     p.add_argument("--prefix", default="/gpufleet", help="URL path prefix (default %(default)s)")
     p.add_argument("--gpushare-annotations", choices=["auto", "always", "never"], default="auto",
                    help="write ALIYUN_COM_GPU_MEM_* annotations (auto: for aliyun.com/gpu-mem pods)")
-    p.add_argument("--resync-s", type=float, default=300.0,
-                   help="with --kube: seconds between full re-lists behind the watches "
-                        "(default %(default)s)")
-    p.add_argument("--max-body-mib", type=float, default=64.0,
-                   help="largest request body accepted, MiB (default %(default)s)")
+    p.add_argument("--resync-s", type=seconds(*RESYNC_S), default=300.0,
+                   help="with --kube: seconds between full re-lists behind the watches, "
+                        f"{RESYNC_S[0]:g} to {RESYNC_S[1]:,.0f} (default %(default)s)")
+    p.add_argument("--hold-timeout-s", type=seconds(*HOLD_TIMEOUT_S), default=60.0,
+                   help="seconds a hold nobody was answered for (a bind journalled but not "
+                        "answered before a restart; with --kube, one the API server does not show "
+                        "yet) waits for the scheduler's retry before it is released, "
+                        f"{HOLD_TIMEOUT_S[0]:g} to {HOLD_TIMEOUT_S[1]:,.0f} (default %(default)s)")
+    p.add_argument("--max-body-mib", type=amount(*MAX_BODY_MIB, "MiB"), default=64.0,
+                   help="largest request body accepted, MiB, "
+                        f"{MAX_BODY_MIB[0]:g} to {MAX_BODY_MIB[1]:,.0f} (default %(default)s)")
     _add_security_arguments(p)
     logs.add_arguments(p)
     p.set_defaults(func=handler)
@@ -65,8 +80,11 @@ def handler(args: argparse.Namespace) -> int:
     from gpufleet.k8s.extender import server, state
     from gpufleet.k8s.listen import parse_listen
 
+    from gpufleet.registries import check_strategy
+
     watcher = probes = None
     try:
+        check_strategy(args.strategy)   # before anything starts: a bad spec fails every request
         host, port = parse_listen(args.listen)
         access = _access(args, host)
         if args.probe_listen:
@@ -76,7 +94,8 @@ def handler(args: argparse.Namespace) -> int:
         if args.journal and args.kube:
             raise ValueError("--journal goes with --state; with --kube the pods' annotations "
                              "are the record")
-        kw = dict(strategy=args.strategy, gpushare_annotations=args.gpushare_annotations)
+        kw = dict(strategy=args.strategy, gpushare_annotations=args.gpushare_annotations,
+                  hold_timeout_s=args.hold_timeout_s)
         if args.kube:
             from gpufleet.k8s.extender import kube
 

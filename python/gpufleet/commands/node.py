@@ -65,7 +65,7 @@ def _dump(doc: Any, fmt: str | None) -> str:
 
 def _inventory_table(doc: dict[str, Any]) -> str:
     """One row per device: minor, model, memory, health, NUMA/socket/PCIe placement, NVLink group."""
-    from gpufleet.k8s.keys import RES_GPU_MEMORY
+    from gpufleet.node.keys import RES_GPU_MEMORY
     group = {m: i for i, g in enumerate(doc.get("nvlink_groups", [])) for m in g}
     rows = []
     for d in doc["devices"]:
@@ -134,7 +134,7 @@ def _read_arg(value: str) -> str:
 def run_cmd(args: argparse.Namespace) -> int:
     """``gpufleet node run``: the command's exit status, or 2 when the allocation, devices or MPS
     are unusable (the message says which)."""
-    from gpufleet.k8s.annotations import parse_allocation_text
+    from gpufleet.node.annotations import parse_allocation_text
     from gpufleet.node import mps
     from gpufleet.node.inventory import NvmlUnavailable, load_devices_file, read_inventory
     cmd = list(args.cmd)

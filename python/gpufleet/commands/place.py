@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gpufleet._core import Cluster, Pod, strategies
+from gpufleet._core import strategies
 from gpufleet.commands._output import add_output_options, emit, is_document
+from gpufleet.registries import check_strategy
 from gpufleet.report import placement_table, usage_table
 from gpufleet.scenario import ScenarioError, load_scenario
 
@@ -33,14 +34,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.scenario:
         print("gpufleet place: a scenario file is required (or --list-strategies)", file=sys.stderr)
         return 2
-    if args.strategy.split("(")[0] not in strategies():
-        print(f"gpufleet place: unknown strategy {args.strategy!r}; known: {', '.join(strategies())}",
-              file=sys.stderr)
-        return 2
-    try:   # its parameters: an empty cluster builds the strategy and places nothing
-        Cluster().place(Pod("strategy-check", {}), args.strategy)
-    except (ValueError, KeyError) as e:
-        print(f"gpufleet place: --strategy {args.strategy}: {e.args[0] if e.args else e}", file=sys.stderr)
+    try:   # name and parameters, before the scenario is read
+        check_strategy(args.strategy)
+    except ValueError as e:
+        print(f"gpufleet place: {e}", file=sys.stderr)
         return 2
     try:
         scenario = load_scenario(args.scenario)

@@ -6,26 +6,21 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
-from pathlib import Path
 from typing import Any
 
-from gpufleet.commands._bounds import JOBS_MAX, SEED_MAX, cluster_too_large, count, seconds
+from gpufleet.commands._bounds import SEED_MAX, cluster_too_large, count, seconds
 from gpufleet.commands._inputs import device_among
 from gpufleet.commands._output import add_output_options, emit, is_document, number, one_line, table
-
-JOB_FORMATS = ("tiresias", "gavel", "philly", "synthetic")
-FORMATS = ("openb",) + JOB_FORMATS
+from gpufleet.commands._traces import (add_trace_options, missing_hint, named_files, print_formats,
+                                       side_inputs)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Adds the ``simulate`` subcommand to ``sub``."""
     p = sub.add_parser("simulate", help="simulate a scheduling policy on a trace and print the summary")
     p.add_argument("--trace", help="trace file (synthetic: optional unified-schema CSV; generated if absent)")
-    p.add_argument("--format", choices=FORMATS, help="trace format")
-    p.add_argument("--nodes", help="openb node list CSV (openb format)")
-    p.add_argument("--cluster", help="GPUs: 'N', 'v100:4,k80:4', a Tiresias cluster CSV or a Gavel "
-                                     "cluster-spec JSON (job formats)")
     p.add_argument("--policy", help="policy name or spec, e.g. 'dlas-gpu(queue_limits=[3250,7200])'")
     p.add_argument("--seed", type=count(0, SEED_MAX), default=0,
                    help="seed (openb arrival order, synthetic traces, ties), 0 to 2^63-1")
@@ -34,9 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--list-policies", action="store_true",
                    help="list the job-time policies and the openb replay's strategies, with their "
                         "parameters, and exit")
-    p.add_argument("--throughputs", help="Gavel throughput JSON (gavel format)")
-    p.add_argument("--num-jobs", type=count(1, JOBS_MAX), default=500,
-                   help=f"jobs to generate (synthetic, no --trace), 1 to {JOBS_MAX:,}")
+    add_trace_options(p, generated="jobs to generate (synthetic, no --trace)")
     p.add_argument("--tiresias-compat", action="store_true", help="Tiresias-simulator-compatible mode")
     p.add_argument("--gavel-compat", action="store_true",
                    help="Gavel-simulator-compatible mode (gavel format, gavel-* policies; docs/simulator.md)")
@@ -58,29 +51,6 @@ def _replay():
     except ImportError:
         return None
     return replay
-
-
-def _cluster(spec: str) -> Any:
-    path = Path(spec)
-    if path.suffix in (".csv", ".json") and path.exists():
-        from gpufleet import traces as T
-        if path.suffix == ".csv":
-            return T.load_tiresias_cluster(path)
-        return T.load_gavel_cluster_spec(path)[0]
-    return spec
-
-
-def _jobs(args: argparse.Namespace):
-    from gpufleet import traces as T
-    if args.format == "synthetic" and not args.trace:
-        return T.synthetic_jobs(args.num_jobs, seed=args.seed)
-    if not args.trace:
-        raise ValueError(f"--trace is required for --format {args.format}")
-    if args.format == "gavel":
-        if not args.throughputs:
-            raise ValueError("--format gavel needs --throughputs FILE (Gavel's simulation_throughputs.json)")
-        return T.gavel_as_jobs(T.load_gavel_trace(args.trace), args.throughputs)
-    return T.to_jobs(T.load_trace(args.trace, args.format), args.format)
 
 
 def _clean(v: Any) -> Any:
@@ -147,41 +117,40 @@ def run(args: argparse.Namespace) -> int:
             kinds["strategies"] = "placement strategies (openb format):"
         print_listing(kinds, args.output)
         return 0
-    if not args.format or not args.policy:
-        print("gpufleet simulate: --format and --policy are required (or --list-policies)", file=sys.stderr)
+    if args.list_formats:
+        print_formats(args.output)
+        return 0
+    if not args.policy:
+        print("gpufleet simulate: --policy is required (or --list-policies, --list-formats)", file=sys.stderr)
         return 2
-    device = device_among([args.trace, args.nodes, args.cluster, args.throughputs])
+    device = device_among([args.trace, *named_files(args)])
     if device:
         print(f"gpufleet simulate: {device}: a device, not a file", file=sys.stderr)
         return 2
+    too_large = cluster_too_large(args.cluster) if args.cluster and not os.path.exists(args.cluster) else None
+    if too_large:
+        print(f"gpufleet simulate: {too_large}", file=sys.stderr)
+        return 2
     try:
-        if args.format == "openb":
+        from gpufleet import traces as T
+        try:
+            loaded = T.load(format=args.format, trace=args.trace, missing=args.missing, cluster=args.cluster,
+                            num_jobs=args.num_jobs, seed=args.seed, **side_inputs(args))
+        except T.MissingInput as e:
+            print(f"gpufleet simulate: {one_line(f'{e}{missing_hint(e)}')}", file=sys.stderr)
+            return 2
+        if loaded.replayed:
             replay = _replay()
             if replay is None:
                 print("gpufleet simulate: the openb replay (gpufleet.replay) is not available", file=sys.stderr)
                 return 2
-            if not args.trace or not args.nodes:
-                print("gpufleet simulate: --format openb needs --trace PODS.csv and --nodes NODES.csv",
-                      file=sys.stderr)
-                return 2
-            from gpufleet import traces as T
-            result = replay.replay_openb(T.load_openb_nodes(args.nodes), T.load_openb_pods(args.trace),
-                                         policy=args.policy, seed=args.seed)
+            result = replay.replay_openb(loaded.nodes, loaded.pods, policy=args.policy, seed=args.seed)
             _print(dict(result.summary), args.output,
                    _replay_rows(result.timeseries) if args.output == "wide" else None)
             return 0
         from gpufleet.sim import simulate
-        jobs = _jobs(args)
-        if args.cluster:
-            cluster = _cluster(args.cluster)
-            too_large = cluster_too_large(cluster) if isinstance(cluster, str) else None
-            if too_large:
-                print(f"gpufleet simulate: {too_large}", file=sys.stderr)
-                return 2
-        elif args.format == "synthetic":
-            cluster = {"v100": 16, "p100": 16, "k80": 16}
-        else:
-            print(f"gpufleet simulate: --format {args.format} needs --cluster (e.g. 8 or 'v100:4,k80:4')",
+        if loaded.cluster is None:
+            print(f"gpufleet simulate: {loaded.format} traces need --cluster (e.g. 8 or 'v100:4,k80:4')",
                   file=sys.stderr)
             return 2
         placement = None if args.placement.lower() == "none" else args.placement
@@ -189,8 +158,9 @@ def run(args: argparse.Namespace) -> int:
             print("gpufleet simulate: --gavel-fix needs --gavel-compat", file=sys.stderr)
             return 2
         gavel = {bug: False for bug in args.gavel_fix} if args.gavel_compat else False
-        result = simulate(jobs, cluster, args.policy, seed=args.seed, tiresias_compat=args.tiresias_compat,
-                          gavel_compat=gavel, restore_delay=args.restore_delay, placement=placement)
+        result = simulate(loaded.jobs, loaded.cluster, args.policy, seed=args.seed,
+                          tiresias_compat=args.tiresias_compat, gavel_compat=gavel,
+                          restore_delay=args.restore_delay, placement=placement)
     except (KeyError, ValueError, OSError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
         print(f"gpufleet simulate: {one_line(msg)}", file=sys.stderr)

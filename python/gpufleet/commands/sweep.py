@@ -12,10 +12,12 @@ import os
 import sys
 from typing import Any
 
-from gpufleet.commands._bounds import (EXPERIMENTS_MAX, JOBS_MAX, SEED_MAX, SEEDS_MAX, WORKERS_MAX,
-                                       cluster_too_large, count)
+from gpufleet.commands._bounds import (EXPERIMENTS_MAX, SEED_MAX, SEEDS_MAX, WORKERS_MAX, cluster_too_large,
+                                       count)
 from gpufleet.commands._inputs import device_among
 from gpufleet.commands._output import add_output_options, emit, is_document, number, one_line, table
+from gpufleet.commands._traces import (add_trace_options, missing_hint, named_files, print_formats,
+                                       side_inputs)
 
 # The metric the default table shows per kind; openb ratios are printed in percent.
 HEADLINE = {"openb": "alloc_ratio_at_100", "sim": "avg_jct"}
@@ -25,10 +27,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Adds the ``sweep`` subcommand to ``sub``."""
     p = sub.add_parser("sweep", help="run traces x policies x seeds x options in parallel and summarise",
                        description=__doc__.split("\n\n")[0].replace("`", ""))
-    p.add_argument("--trace", nargs="+", required=True, metavar="TRACE",
+    p.add_argument("--trace", nargs="+", metavar="TRACE",
                    help="trace files (format from the name or header, or --format), FORMAT:PATH, or "
                         "'synthetic'; openb pod lists are replayed, job traces simulated")
-    p.add_argument("--policy", nargs="+", required=True, metavar="POLICY",
+    p.add_argument("--policy", nargs="+", metavar="POLICY",
                    help="job-time policy specs (job traces) or placement strategies (openb), e.g. "
                         "'dlas-gpu(queue_limits=[3250,7200])' or fgd")
     seeds = p.add_mutually_exclusive_group()
@@ -39,14 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--option", action="append", default=[], metavar="KEY=V1,V2",
                    help="an option of simulate/replay_openb and its alternatives, comma-separated, each "
                         "read as JSON when it parses (--option restore_delay=0,30); repeatable")
-    p.add_argument("--format", help="format of traces given as bare paths (see `simulate --format`)")
-    p.add_argument("--nodes", help="openb node list CSV (default: openb_node_list_gpu_node.csv beside "
-                                   "each pod list)")
-    p.add_argument("--cluster", help="GPUs for job traces: 'N', 'v100:4,k80:4', a Tiresias cluster CSV "
-                                     "or a Gavel cluster-spec JSON")
-    p.add_argument("--throughputs", help="Gavel throughput JSON (gavel traces)")
-    p.add_argument("--num-jobs", type=count(1, JOBS_MAX), default=500,
-                   help=f"jobs per generated synthetic trace, 1 to {JOBS_MAX:,}")
+    add_trace_options(p, generated="jobs per generated synthetic trace")
     p.add_argument("--results", metavar="DIR",
                    help="keep one result file per experiment here; a rerun skips what is recorded")
     p.add_argument("--workers", type=count(1, WORKERS_MAX), default=None,
@@ -92,14 +87,8 @@ def parse_options(items: list[str]) -> dict[str, list[Any]]:
 
 
 def _published(path: str | None):
-    import pandas as pd
-
     from gpufleet.sweep import load_published_alloc
-    if path:
-        return load_published_alloc(path)
-    from gpufleet.replay import PUBLISHED_ALLOC_AT_100
-    return pd.DataFrame([{"trace": "default", "policy": p, "published": v}
-                         for p, v in PUBLISHED_ALLOC_AT_100.items()])
+    return load_published_alloc(path)
 
 
 def _summary_rows(summary, published, option_names: list[str]) -> list[dict[str, Any]]:
@@ -127,9 +116,15 @@ def _num(v: Any) -> float | None:
 def run(args: argparse.Namespace) -> int:
     """Runs ``gpufleet sweep``; returns 0, 1 (bad trace, policy, option or a failed experiment)
     or 2 (usage)."""
+    if args.list_formats:
+        print_formats(args.output)
+        return 0
+    if not args.trace or not args.policy:
+        print("gpufleet sweep: --trace and --policy are required (or --list-formats)", file=sys.stderr)
+        return 2
     from gpufleet.sweep import summarize, sweep
     seeds = args.seed if args.seed is not None else range(3 if args.seeds is None else args.seeds)
-    named = [args.nodes, args.cluster, args.throughputs, args.published]
+    named = [*named_files(args), args.published]
     named += [part for t in args.trace for part in (t, t.partition(":")[2])]   # PATH or FORMAT:PATH
     device = device_among(named)
     if device:
@@ -153,8 +148,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"gpufleet sweep: {grid:,} experiments (traces x policies x seeds x option values) "
                   f"is more than the {EXPERIMENTS_MAX:,} one sweep may run", file=sys.stderr)
             return 2
+        inputs = side_inputs(args)
         df = sweep(args.trace, args.policy, seeds, options, format=args.format, cluster=args.cluster,
-                   nodes=args.nodes, throughputs=args.throughputs, num_jobs=args.num_jobs,
+                   inputs=inputs, missing=args.missing, num_jobs=args.num_jobs,
                    results_dir=args.results, workers=args.workers,
                    executor="ray" if args.ray else "process",
                    ray_address=None if args.ray in (None, "local") else args.ray,
@@ -163,6 +159,10 @@ def run(args: argparse.Namespace) -> int:
         summary = summarize(df, None if args.output in ("wide", "json", "yaml") else metrics)
     except (KeyError, ValueError, OSError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
+        from gpufleet.traces import MissingInput
+        if isinstance(e.__cause__, MissingInput):  # a usage error, as in `gpufleet simulate`
+            print(f"gpufleet sweep: {one_line(f'{msg}{missing_hint(e.__cause__)}')}", file=sys.stderr)
+            return 2
         print(f"gpufleet sweep: {one_line(msg)}", file=sys.stderr)
         return 1
     option_names = [c for c in df.columns if c not in ("kind", "trace", "policy", "seed", "metric", "value")]

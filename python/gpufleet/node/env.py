@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
-from gpufleet.k8s.annotations import MIB, DeviceGrant, GpuShareAllocation, PodAllocation, parse_quantity
-from gpufleet.k8s.keys import (GPUSHARE_CONTAINER, GPUSHARE_DEV, GPUSHARE_IDX, GPUSHARE_POD,
+from gpufleet.node.annotations import MIB, DeviceGrant, GpuShareAllocation, PodAllocation, parse_quantity
+from gpufleet.node.keys import (GPUSHARE_CONTAINER, GPUSHARE_DEV, GPUSHARE_IDX, GPUSHARE_POD,
                                RES_GPU_MEMORY)
 
 DeviceSpec = Mapping[str, Any]

@@ -10,8 +10,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpufleet.k8s.annotations import format_bytes
-from gpufleet.k8s.keys import RES_GPU_CORE, RES_GPU_MEMORY, RES_GPU_MEMORY_RATIO
+from gpufleet.node.annotations import format_bytes
+from gpufleet.node.keys import RES_GPU_CORE, RES_GPU_MEMORY, RES_GPU_MEMORY_RATIO
 
 _TOPOLOGY_MULTIPLE = 20  # NVML_TOPOLOGY_MULTIPLE: common ancestor is a PCIe switch (or closer)
 _ERROR_GPU_IS_LOST = 15

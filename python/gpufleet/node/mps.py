@@ -13,7 +13,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from gpufleet.k8s.annotations import PodAllocation
+from gpufleet.node.annotations import PodAllocation
 from gpufleet.node.env import container_env
 
 MPS_CONTROL = "nvidia-cuda-mps-control"

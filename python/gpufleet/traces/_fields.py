@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 
 import pandas as pd
 
+from . import limits
 from .errors import TraceError
 from .limits import INT64_MAX
 
@@ -42,10 +43,16 @@ def read_text(path: PathLike) -> tuple[str, str]:
     """``(file name, text)`` of a trace file: strict UTF-8 (a BOM is dropped), no binary data.
 
     Bytes that are not UTF-8 and control characters are reported with their line and column,
-    before any parser sees them.
+    before any parser sees them. A file over ``limits.MAX_TRACE_BYTES`` is refused, reading no
+    further than one byte past the bound.
     """
     path = Path(path)
-    data = path.read_bytes()
+    bound = limits.MAX_TRACE_BYTES
+    with path.open("rb") as f:
+        data = f.read(bound + 1)
+    if len(data) > bound:
+        raise TraceError(path.name, None, None, f"larger than {bound:,} bytes, the limit for a "
+                         "trace file (gpufleet.traces.limits.MAX_TRACE_BYTES)")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as err:

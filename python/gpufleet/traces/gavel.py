@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import math
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -31,6 +32,7 @@ import pandas as pd
 from ._fields import FirstSeen, JsonDoc, PathLike, Row, make_frame, read_text, show
 from .errors import TraceError
 from .limits import MAX_COUNT, MAX_GPUS, MAX_RATE, MAX_SECONDS
+from .registry import ClusterFile, SideInput, TraceFormat, register
 from .schema import THROUGHPUT_PREFIX, finish_jobs
 
 __all__ = ["GPU_MODELS", "THROUGHPUT_COLUMNS", "TRACE_COLUMNS", "gavel_as_jobs", "load_gavel_cluster_spec",
@@ -260,3 +262,20 @@ def _refuse(trace: pd.DataFrame, row: int, problem: str) -> None:
     line = lines[row] if same_frame else None
     raise TraceError(source, line, "job_type",
                      f"row {row} ({job_type!r}, scale factor {scale}): {problem}")
+
+
+def _first_cluster_spec(path: Path) -> dict[str, int]:
+    """The first spec of a cluster-spec file: the cluster a simulation of a Gavel trace runs on."""
+    specs = load_gavel_cluster_spec(path)
+    if not specs:
+        raise TraceError(Path(path).name, None, None, "holds no 'V100:P100:K80' spec")
+    return specs[0]
+
+
+register(TraceFormat(
+    name="gavel", summary="Gavel .trace (physical_cluster or msr layout)", load=load_gavel_trace,
+    as_jobs=gavel_as_jobs, takes_missing=True,
+    side_inputs=(SideInput("throughputs", "Gavel's simulation_throughputs.json", load_gavel_throughputs),),
+    sniff=lambda path, head: path.suffix == ".trace", recognised="a .trace file",
+    cluster_files=(ClusterFile(".json", "Gavel cluster-spec JSON, e.g. msr/cluster_specs.json (its first "
+                               "spec)", _first_cluster_spec),)))

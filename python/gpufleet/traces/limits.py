@@ -31,5 +31,10 @@ MAX_CPU_MILLI = 1 << 30
 # so a bound is needed, and 2**46 bytes per row leaves room for sums over many rows.
 MAX_MEMORY_MIB = 1 << 26
 
+# Bytes of one trace file: loaders read a file whole (its text, then its records), so a bound
+# keeps a mistaken path (a disk image, an endless file) from taking all memory. 1 GiB is a few
+# million records in any format, far past the public traces (about a megabyte each).
+MAX_TRACE_BYTES = 1 << 30
+
 __all__ = ["INT64_MAX", "MAX_COUNT", "MAX_CPU_MILLI", "MAX_GPUS", "MAX_MEMORY_MIB", "MAX_RATE",
-           "MAX_SECONDS"]
+           "MAX_SECONDS", "MAX_TRACE_BYTES"]

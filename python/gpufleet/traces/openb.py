@@ -29,6 +29,7 @@ CPU-only nodes).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -36,6 +37,7 @@ import pandas as pd
 from ._fields import FirstSeen, PathLike, Row, csv_rows, make_frame
 from .errors import TraceError
 from .limits import MAX_CPU_MILLI, MAX_GPUS, MAX_MEMORY_MIB, MAX_SECONDS
+from .registry import SideInput, TraceFormat, header_columns, register
 from .schema import finish_jobs
 
 __all__ = ["GPU_MODELS", "NODE_COLUMNS", "POD_COLUMNS", "load_openb_nodes", "load_openb_pods",
@@ -154,3 +156,16 @@ def openb_as_jobs(pods: pd.DataFrame) -> pd.DataFrame:
         "gpu_milli": kept["gpu_milli"].to_numpy(),
     })
     return finish_jobs(jobs, "openb pods")
+
+
+def _is_pod_list(path: Path, head: str) -> bool:
+    named = path.name.startswith("openb_pod_list_")
+    return path.suffix == ".csv" and (named or "gpu_milli" in header_columns(head))
+
+
+register(TraceFormat(
+    name="openb", summary="Alibaba GPU-sharing pods (openb_pod_list_*.csv), replayed on a node list",
+    load=load_openb_pods, as_jobs=openb_as_jobs, replayed=True,
+    side_inputs=(SideInput("nodes", "openb node list CSV, openb_node_list_*.csv", load_openb_nodes,
+                           beside="openb_node_list_gpu_node.csv"),),
+    sniff=_is_pod_list, recognised="a .csv named openb_pod_list_*, or with a gpu_milli column"))

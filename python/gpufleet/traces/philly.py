@@ -12,6 +12,7 @@ that never started or finished.
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ import pandas as pd
 from ._fields import FirstSeen, JsonDoc, PathLike, Row, make_frame, show
 from .errors import TraceError
 from .limits import MAX_GPUS, MAX_SECONDS
+from .registry import TraceFormat, register
 from .schema import finish_jobs
 
 __all__ = ["PHILLY_COLUMNS", "load_philly_jobs", "philly_as_jobs"]
@@ -147,3 +149,9 @@ def philly_as_jobs(jobs: pd.DataFrame) -> pd.DataFrame:
         "vc": jobs["vc"].to_numpy(),
     })
     return finish_jobs(out[out["duration"] > 0], "philly jobs")
+
+
+register(TraceFormat(
+    name="philly", summary="Philly cluster_job_log (JSON)", load=load_philly_jobs, as_jobs=philly_as_jobs,
+    sniff=lambda path, head: path.suffix == ".json" and head.lstrip("\ufeff \t\r\n").startswith("["),
+    recognised="a .json file holding a list"))

@@ -10,13 +10,15 @@ whole, shared and multi-GPU pods as in Alibaba's openb trace (FGD, ATC'23).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from ._fields import make_frame
 from .openb import FULL_GPU_MILLI, NODE_COLUMNS, POD_COLUMNS
-from .schema import THROUGHPUT_PREFIX, finish_jobs
+from .registry import TraceFormat, header_columns, register
+from .schema import EXTRA_JOB_COLUMNS, JOB_COLUMNS, THROUGHPUT_PREFIX, finish_jobs, load_jobs_csv
 
 __all__ = ["DEFAULT_SPEEDUPS", "synthetic_jobs", "synthetic_openb"]
 
@@ -161,3 +163,22 @@ def synthetic_openb(
         "scheduled_time": scheduled,
     }, POD_COLUMNS)
     return nodes, pods
+
+
+def _is_job_schema_csv(path: Path, head: str) -> bool:
+    """A CSV whose columns are all the unified schema's, the required ones among them."""
+    columns = header_columns(head)
+    known = set(JOB_COLUMNS) | set(EXTRA_JOB_COLUMNS)
+    return (path.suffix == ".csv" and set(JOB_COLUMNS) <= columns
+            and all(c in known or c.startswith(THROUGHPUT_PREFIX) for c in columns))
+
+
+def _as_jobs(df: pd.DataFrame) -> pd.DataFrame:
+    return finish_jobs(df, "synthetic jobs", reference_model=df.attrs.get("reference_model"))
+
+
+register(TraceFormat(
+    name="synthetic", summary="unified job schema CSV (e.g. synthetic_jobs(...).to_csv); no file: generated",
+    load=load_jobs_csv, as_jobs=_as_jobs, generate=synthetic_jobs,
+    default_cluster={"v100": 16, "p100": 16, "k80": 16},
+    sniff=_is_job_schema_csv, recognised="a .csv with only unified-schema columns (docs/traces.md)"))

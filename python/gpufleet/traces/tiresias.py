@@ -19,6 +19,7 @@ import pandas as pd
 from ._fields import FirstSeen, PathLike, csv_rows, make_frame
 from .errors import TraceError
 from .limits import MAX_COUNT, MAX_GPUS, MAX_SECONDS
+from .registry import ClusterFile, TraceFormat, header_columns, register
 from .schema import finish_jobs
 
 __all__ = ["ClusterSpec", "JOB_FILE_COLUMNS", "load_duration_distribution", "load_tiresias_cluster",
@@ -103,3 +104,14 @@ def load_duration_distribution(path: PathLike) -> np.ndarray:
     float64 array in file order; Tiresias's Gittins-index policy draws from it."""
     values = [row.number("duration", max_value=MAX_SECONDS) for row in csv_rows(path, required=("duration",))]
     return np.asarray(values, dtype=np.float64)
+
+
+def _is_job_file(path: Path, head: str) -> bool:
+    return path.suffix == ".csv" and set(JOB_FILE_COLUMNS) <= header_columns(head)
+
+
+register(TraceFormat(
+    name="tiresias", summary="Tiresias job list (e.g. 60_job.csv)", load=load_tiresias_jobs,
+    as_jobs=tiresias_as_jobs, sniff=_is_job_file,
+    recognised=f"a .csv with the columns {','.join(JOB_FILE_COLUMNS)}",
+    cluster_files=(ClusterFile(".csv", "Tiresias cluster CSV, e.g. n32g4.csv", load_tiresias_cluster),)))

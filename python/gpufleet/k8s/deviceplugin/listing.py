@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Callable, Iterable, Mapping
 
-from gpufleet.k8s.annotations import MIB, format_bytes
+from gpufleet.node.annotations import MIB, format_bytes
 from gpufleet.k8s.deviceplugin import api_pb2 as pb
 from gpufleet.k8s.deviceplugin.table import MAX_MESSAGE_BYTES, MIN_DEVICE_BYTES, DeviceTable, ListingTooLarge
 from gpufleet.k8s.deviceplugin.topology import Topology

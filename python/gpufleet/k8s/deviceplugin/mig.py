@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from gpufleet.k8s.annotations import format_bytes
-from gpufleet.k8s.keys import RES_GPU_CORE, RES_GPU_MEMORY, RES_NVIDIA_GPU, RES_NVIDIA_MIG_PREFIX
+from gpufleet.node.annotations import format_bytes
+from gpufleet.node.keys import RES_GPU_CORE, RES_GPU_MEMORY, RES_NVIDIA_GPU, RES_NVIDIA_MIG_PREFIX
 
 MEMORY_SLOTS = 8
 STRATEGIES = ("none", "mixed", "single")

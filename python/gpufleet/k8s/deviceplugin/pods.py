@@ -13,8 +13,8 @@ import time
 from dataclasses import dataclass, field
 from typing import AbstractSet, Any, Callable, Iterable
 
-from gpufleet.k8s.annotations import PodAllocation, allocation_from_annotations, parse_gpushare
-from gpufleet.k8s.keys import (GPUFLEET_ASSIGNED, GPUSHARE_ASSIGN_TIME, GPUSHARE_ASSIGNED,
+from gpufleet.node.annotations import PodAllocation, allocation_from_annotations, parse_gpushare
+from gpufleet.node.keys import (GPUFLEET_ASSIGNED, GPUSHARE_ASSIGN_TIME, GPUSHARE_ASSIGNED,
                                GPUSHARE_IDX, KOORD_DEVICE_ALLOCATED)
 
 

@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import grpc
 
-from gpufleet.k8s.annotations import MIB, DeviceGrant
+from gpufleet.node.annotations import MIB, DeviceGrant
 from gpufleet.k8s.deviceplugin import api_pb2 as pb
 from gpufleet.k8s.deviceplugin import api_pb2_grpc as pb_grpc
 from gpufleet.k8s.deviceplugin.ledger import AllocationLedger, Holder

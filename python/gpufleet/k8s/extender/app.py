@@ -221,6 +221,7 @@ class Extender:
                 with anyio.CancelScope(shield=True):
                     await anyio.to_thread.run_sync(st.confirm_bind, prior.held)
             except (ValueError, OSError) as e:
+                st.undo_confirm(prior)
                 log.warning("retried bind of %s to %s failed: %s", key, node, e)
                 return {"Error": f"bind of {key} to {node} failed: {e}"}
             return {"Error": ""}

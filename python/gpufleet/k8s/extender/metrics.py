@@ -6,7 +6,8 @@ Counters and the latency histogram are updated by the verb handler; what the sta
 
 Exported (prefix gpufleet_extender_):
 - requests_total{verb, outcome}: outcome is ok, error (an answer with Error set: no fit, bind
-  refused), bad_request (malformed input) or internal (a bug; also logged);
+  refused), bad_request (malformed input), internal (a bug; also logged) or unauthorized (no or
+  a wrong bearer token; verb is then also state, metrics or other for any other path);
 - request_seconds{verb}: handler time, body read to response built;
 - binds_total: successful binds;
 - allocations{state}: pods holding devices, Reserved (bind in flight) or Bound;
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator
 
-OUTCOMES = ("ok", "error", "bad_request", "internal")
+OUTCOMES = ("ok", "error", "bad_request", "internal", "unauthorized")
 # Extender verbs answer in well under a millisecond to tens of milliseconds.
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 

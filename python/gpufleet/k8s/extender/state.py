@@ -21,6 +21,7 @@ from . import convert
 from .binder import Binder, MemoryBinder
 from .convert import ConvertError, PodArgs
 from .journal import Journal, JournalError, pod_of
+from ..keys import GPUSHARE_ASSUME_TIME as ANN_GPUSHARE_ASSUME_TIME
 from ..keys import GPUSHARE_IDX as ANN_GPUSHARE_IDX
 from ..keys import KOORD_DEVICE_ALLOCATED as ANN_DEVICE_ALLOCATED
 
@@ -30,6 +31,16 @@ log = logging.getLogger("gpufleet.extender")
 # journalled but not answered before a restart (scenario mode), or, with --kube, a pod this
 # process bound that the API server does not show bound there (its list may predate the Binding).
 HOLD_TIMEOUT_S = 60.0
+HOLD_TIMEOUT_MAX_S = 86_400.0   # a day: a hold keeps devices from every other pod while it waits
+
+
+def check_hold_timeout(seconds: Any) -> None:
+    """ValueError unless `seconds` is a positive hold timeout of at most HOLD_TIMEOUT_MAX_S (the
+    command line asks for at least a second)."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) \
+            or not 0 < seconds <= HOLD_TIMEOUT_MAX_S:
+        raise ValueError(f"hold_timeout_s: {seconds!r} is out of range: more than 0, at most "
+                         f"{HOLD_TIMEOUT_MAX_S:,.0f} seconds")
 
 
 def _gpufleet_api() -> Any:
@@ -71,10 +82,14 @@ PodSource = Callable[[str, str], Optional[PodArgs]]  # (namespace, name) -> pod 
 
 @dataclass
 class PriorBind:
-    """ExtenderState.prior_bind's answer: action new, done, confirm, moved or error."""
+    """ExtenderState.prior_bind's answer: action new, done, confirm, moved or error. For confirm
+    and moved, what the pod's hold had before, so that a refused bind puts it back as it was."""
     action: str
     held: Optional[PodArgs] = None
     error: str = ""
+    assume_time_ns: int = 0
+    bound_at: Optional[int] = None
+    deadline: Optional[float] = None   # its wait for the scheduler's retry (unanswered)
 
 
 @dataclass
@@ -115,9 +130,10 @@ class ExtenderState:
                  hold_timeout_s: float = HOLD_TIMEOUT_S) -> None:
         self.api = api if api is not None else _gpufleet_api()
         self.cluster = cluster if cluster is not None else self.api.Cluster()
-        if strategy.split("(")[0] not in self.api.strategies():
-            raise ValueError(f"strategy {strategy!r} is not one of "
-                             f"{', '.join(self.api.strategies())}")
+        from gpufleet.registries import check_strategy
+
+        check_strategy(strategy)   # name and parameters: a bad spec would fail every request
+        check_hold_timeout(hold_timeout_s)
         self.strategy = strategy
         self.binder: Binder = binder if binder is not None else MemoryBinder()
         self.pod_source = pod_source
@@ -264,26 +280,47 @@ class ExtenderState:
             return PriorBind("error", error=f"pod {key} on {prev.node} is held for uid "
                                             f"{held.uid}, not {uid}")
         if prev.state == "Bound" and prev.node == node:
-            if held is not None and self.unanswered.pop(key, None) is not None:
-                return PriorBind("confirm", held)
+            deadline = self.unanswered.pop(key, None) if held is not None else None
+            if deadline is not None:
+                return PriorBind("confirm", held, deadline=deadline)
             return PriorBind("done")
         if prev.state == "Bound" and self.manual_release and held is not None:
+            prior = PriorBind("moved", held, assume_time_ns=prev.assume_time_ns,
+                              bound_at=self.bound_at.get(key), deadline=self.unanswered.get(key))
             self.cluster.release(key)
             self._forget(key)
-            self.unanswered.pop(key, None)
             log.info("pod %s: bind to %s moves its hold from %s", key, node, prev.node)
-            return PriorBind("moved", held)
+            return prior
         return PriorBind("error", error=f"pod {key} already holds an allocation on {prev.node} "
                                         f"({prev.state})")
 
     def undo_move(self, prior: "PriorBind") -> None:
-        """Put back the hold a failed moving bind dropped."""
-        if prior.action == "moved" and prior.held is not None:
-            report = self.restore_bound([prior.held])
-            if report.refused:
-                log.error("pod %s: its hold on %s could not be put back after a failed move (%s); "
-                          "the journal still holds it, so a restart restores it",
-                          prior.held.name, prior.held.node_name, report.refused[0][1])
+        """Put back the hold a failed moving bind dropped, as it was: its reservation time (the
+        core takes it from gpushare's ASSUME_TIME annotation), bind time and retry deadline."""
+        held = prior.held
+        if prior.action != "moved" or held is None:
+            return
+        annotations = {**held.annotations, ANN_GPUSHARE_ASSUME_TIME: str(prior.assume_time_ns)}
+        try:
+            with self.lock:
+                self.cluster.restore_allocation(self.make_pod(held), held.node_name, annotations)
+                self._hold(held)
+                if prior.bound_at is not None:
+                    self.bound_at[held.name] = prior.bound_at
+                if prior.deadline is not None:
+                    self.unanswered[held.name] = prior.deadline
+        except (ValueError, KeyError, RuntimeError) as e:
+            log.error("pod %s: its hold on %s could not be put back after a failed move (%s); "
+                      "the journal still holds it, so a restart restores it",
+                      held.name, held.node_name, _msg(e))
+
+    def undo_confirm(self, prior: "PriorBind") -> None:
+        """A retried bind that could not be confirmed: its hold waits for the next retry until
+        the deadline it had."""
+        if prior.action == "confirm" and prior.held is not None and prior.deadline is not None:
+            with self.lock:
+                if self.held.get(prior.held.name) is prior.held:
+                    self.unanswered[prior.held.name] = prior.deadline
 
     def confirm_bind(self, held: PodArgs) -> None:
         """Record a retried bind that was journalled but never answered, so it may be answered

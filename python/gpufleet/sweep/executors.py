@@ -1,19 +1,29 @@
 """Where a sweep's experiments run (:func:`gpufleet.sweep.sweep`, ``executor=``): in this process,
 in a local process pool, or as Ray tasks. Every path runs the same function on the same loaded
-traces and hands each result to the caller's ``done`` callback, which records it."""
+traces and hands each result to the caller's ``done`` callback, which records it. This module
+depends on the experiments and their runner only; the sweep calls it, never the other way."""
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 from typing import Any
 
-from gpufleet.sweep import Experiment, SweepError, _message, _Setup, run_experiment
+from .errors import SweepError, message
+from .experiment import Experiment
+from .inputs import Setup
+from .run import run_experiment
+
+__all__ = ["EXECUTORS", "import_ray", "on_ray", "pool", "serial"]
+
+#: Where experiments run: ``"process"`` (a local pool; one worker runs in this process) or
+#: ``"ray"`` (a Ray cluster, local or at ``ray_address``).
+EXECUTORS: tuple[str, ...] = ("process", "ray")
 
 # A pool worker's loaded traces, installed once per worker process by the pool's initializer.
-_WORKER_SETUPS: dict[str, _Setup] = {}
+_WORKER_SETUPS: dict[str, Setup] = {}
 
 
-def _install_setups(setups: dict[str, _Setup]) -> None:
+def _install_setups(setups: dict[str, Setup]) -> None:
     _WORKER_SETUPS.clear()
     _WORKER_SETUPS.update(setups)
 
@@ -22,7 +32,7 @@ def _run_in_worker(exp: Experiment) -> tuple[dict[str, float | None], tuple[floa
     return _timed(_WORKER_SETUPS[exp.trace], exp)
 
 
-def _timed(setup: _Setup, exp: Experiment) -> tuple[dict[str, float | None], tuple[float, float]]:
+def _timed(setup: Setup, exp: Experiment) -> tuple[dict[str, float | None], tuple[float, float]]:
     """The experiment's metrics, and its wall-clock and CPU seconds in the process that ran it."""
     wall, cpu = time.perf_counter(), time.process_time()
     metrics = run_experiment(exp.kind, setup.data, exp.policy, exp.seed, dict(exp.options))
@@ -32,7 +42,7 @@ def _timed(setup: _Setup, exp: Experiment) -> tuple[dict[str, float | None], tup
 Done = Callable[[Experiment, dict, tuple[float, float]], None]
 
 
-def serial(todo: list[Experiment], setups: dict[str, _Setup], done: Done) -> None:
+def serial(todo: list[Experiment], setups: dict[str, Setup], done: Done) -> None:
     """Runs ``todo`` one after another in this process."""
     for exp in todo:
         try:
@@ -42,7 +52,7 @@ def serial(todo: list[Experiment], setups: dict[str, _Setup], done: Done) -> Non
         done(exp, metrics, timing)
 
 
-def pool(todo: list[Experiment], setups: dict[str, _Setup], workers: int, done: Done) -> None:
+def pool(todo: list[Experiment], setups: dict[str, Setup], workers: int, done: Done) -> None:
     """Runs ``todo`` in ``workers`` local processes; the first failure cancels the rest."""
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -79,11 +89,11 @@ def import_ray():
     return ray
 
 
-def _run_ray_task(setup: _Setup, exp: Experiment) -> tuple[dict[str, float | None], tuple[float, float]]:
+def _run_ray_task(setup: Setup, exp: Experiment) -> tuple[dict[str, float | None], tuple[float, float]]:
     return _timed(setup, exp)
 
 
-def on_ray(todo: list[Experiment], setups: dict[str, _Setup], workers: int | None,
+def on_ray(todo: list[Experiment], setups: dict[str, Setup], workers: int | None,
              address: str | None, done: Done) -> None:
     """Runs ``todo`` as Ray tasks of one CPU: on the instance this process already started, else
     on a new local one with ``workers`` CPUs, or on the cluster at ``address``."""
@@ -119,4 +129,4 @@ def on_ray(todo: list[Experiment], setups: dict[str, _Setup], workers: int | Non
 def _failed(exp: Experiment, e: BaseException) -> SweepError:
     opts = ", ".join(f"{k}={v!r}" for k, v in exp.options)
     return SweepError(f"experiment failed: {exp.kind} trace {exp.trace!r} policy {exp.policy!r} seed "
-                      f"{exp.seed}{' ' + opts if opts else ''}: {type(e).__name__}: {_message(e)}")
+                      f"{exp.seed}{' ' + opts if opts else ''}: {type(e).__name__}: {message(e)}")

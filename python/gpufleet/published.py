@@ -1,0 +1,77 @@
+"""Published reference figures, read in one place with this package's names for policies and
+traces: what the studies we reproduce reported, to set our measurements beside.
+
+* FGD (Weng et al., "Beware of Fragmentation", USENIX ATC 2023): GPU allocation ratio (%) per
+  openb trace and placement policy, from the study's own per-seed results
+  (``fgd_expected_alloc.csv``: its simulator's ``analysis_allo_discrete.csv``) or the paper's
+  default-trace means (:data:`FGD_DEFAULT_ALLOC_AT_100`). :func:`fgd_alloc` reads both.
+* Tiresias (Gu et al., NSDI 2019): its simulator's average JCTs on ``60_job.csv`` with 8 GPUs
+  (:data:`TIRESIAS_60_JOB_AVG_JCT`).
+
+Another study's tables belong here too, as a constant or a reader beside these, each with its
+source; the replay, the sweep, the benchmarks and the notebooks read them from here.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from gpufleet._lazy import lazy
+
+pd = lazy("pandas")
+
+__all__ = ["FGD_DEFAULT_ALLOC_AT_100", "FGD_POLICY_NAMES", "TIRESIAS_60_JOB_AVG_JCT", "fgd_alloc"]
+
+#: The FGD study's policy folders (``sc_policy`` in its result tables) -> registered placement
+#: strategies, in the paper's order.
+FGD_POLICY_NAMES: dict[str, str] = {
+    "01-Random": "random", "02-DotProd": "dotprod", "03-GpuClustering": "gpu-clustering",
+    "04-GpuPacking": "gpu-packing", "05-BestFit": "bestfit", "06-FGD": "fgd",
+}
+
+#: GPU allocation ratio (%) at 100% arrived workload, mean of 10 seeds, default trace, as the FGD
+#: study published it (the means of column ``100`` of its result table for that trace).
+FGD_DEFAULT_ALLOC_AT_100: dict[str, float] = {
+    "fgd": 95.23, "bestfit": 92.86, "gpu-packing": 91.78, "gpu-clustering": 91.65, "dotprod": 90.62,
+    "random": 86.30,
+}
+
+#: Average JCT (s) of Tiresias's own simulator on its ``60_job.csv`` with 8 GPUs and ``count``
+#: placement (Tiresias repository, ``simulator/``), by this package's policy names.
+TIRESIAS_60_JOB_AVG_JCT: dict[str, float] = {"fifo": 1556.5, "dlas-gpu": 715.3, "srtf": 519.9}
+
+_TRACE_PREFIX = "openb_pod_list_"
+
+
+def fgd_alloc(path: str | os.PathLike | None = None, arrived: int = 100) -> Any:
+    """The FGD study's GPU allocation ratio (%) at ``arrived`` percent arrived workload: one row
+    per (trace, policy), columns ``trace`` (as in ``openb_pod_list_<trace>.csv``), ``policy``
+    (registered strategy name), ``mean``, ``std`` (over seeds) and ``seeds``, sorted by trace
+    and policy.
+
+    ``path`` is the study's per-seed table (``workload, sc_policy, ..., 0..130``); without one,
+    the paper's default-trace means at 100% (``std`` NaN, 10 seeds). ValueError names a missing
+    column or an unknown ``sc_policy``."""
+    if path is None:
+        if arrived != 100:
+            raise ValueError(f"the paper's default-trace figures are at 100% arrived, not {arrived}%; "
+                             "give the study's table for other loads")
+        rows = [{"trace": "default", "policy": p, "mean": v, "std": float("nan"), "seeds": 10}
+                for p, v in FGD_DEFAULT_ALLOC_AT_100.items()]
+        return pd.DataFrame(rows).sort_values(["trace", "policy"], ignore_index=True)
+    table = pd.read_csv(path)
+    column = str(arrived)
+    missing = [c for c in ("workload", "sc_policy", column) if c not in table.columns]
+    if missing:
+        raise ValueError(f"{path}: lacks column(s) {', '.join(missing)} (expected the FGD study's "
+                         "analysis_allo_discrete.csv layout)")
+    unknown = sorted(set(map(str, table["sc_policy"])) - set(FGD_POLICY_NAMES))
+    if unknown:
+        raise ValueError(f"{path}: unknown sc_policy value(s) {', '.join(unknown)} (known: "
+                         f"{', '.join(FGD_POLICY_NAMES)})")
+    table = pd.DataFrame({
+        "trace": table["workload"].astype(str).str.replace(_TRACE_PREFIX, "", regex=False),
+        "policy": table["sc_policy"].map(FGD_POLICY_NAMES),
+        "value": pd.to_numeric(table[column], errors="raise")})
+    out = table.groupby(["trace", "policy"], sort=True)["value"].agg(mean="mean", std="std", seeds="count")
+    return out.reset_index()
