@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_format.h"
 #include "gpufleet/core/status_macros.h"
+#include "gpufleet/policies/barrier_system.h"
 
 namespace gpufleet::jobtime {
 namespace {
@@ -23,44 +24,12 @@ struct SparseRow {
   double weight = 1;
 };
 
-// Solves H d = g in place (H symmetric positive definite, row-major n x n); a tiny ridge is added
-// when a pivot is not positive (a direction the barrier leaves flat to rounding).
-bool CholeskySolve(std::vector<double>& h, int n, std::vector<double>& g) {
-  double ridge = 0;
-  for (int i = 0; i < n; ++i) ridge = std::max(ridge, h[i * n + i]);
-  ridge *= 1e-14;
-  for (int j = 0; j < n; ++j) {
-    double d = h[j * n + j];
-    for (int k = 0; k < j; ++k) d -= h[j * n + k] * h[j * n + k];
-    if (!(d > 0)) d = std::max(ridge, 1e-300);
-    d = std::sqrt(d);
-    h[j * n + j] = d;
-    for (int i = j + 1; i < n; ++i) {
-      double v = h[i * n + j];
-      for (int k = 0; k < j; ++k) v -= h[i * n + k] * h[j * n + k];
-      h[i * n + j] = v / d;
-    }
-  }
-  for (int i = 0; i < n; ++i) {
-    double v = g[i];
-    for (int k = 0; k < i; ++k) v -= h[i * n + k] * g[k];
-    g[i] = v / h[i * n + i];
-  }
-  for (int i = n - 1; i >= 0; --i) {
-    double v = g[i];
-    for (int k = i + 1; k < n; ++k) v -= h[k * n + i] * g[k];
-    g[i] = v / h[i * n + i];
-  }
-  for (int i = 0; i < n; ++i)
-    if (!std::isfinite(g[i])) return false;
-  return true;
-}
-
 class Barrier {
  public:
   Barrier(std::vector<SparseRow> rows, std::vector<double> c, std::vector<double> column_weight)
       : rows_(std::move(rows)), c_(std::move(c)), column_weight_(std::move(column_weight)),
-        n_(static_cast<int>(c_.size())) {}
+        n_(static_cast<int>(c_.size())), shape_(Shape(rows_)),
+        system_(shape_, n_, FreeColumns(column_weight_)) {}
 
   // The barrier objective t c.x + sum w log s + sum v log x; -inf outside the interior.
   double Value(const std::vector<double>& x, double t) const {
@@ -83,28 +52,26 @@ class Barrier {
   // Newton steps at barrier parameter t until the decrement is negligible. False if a step could
   // not be computed or taken (the point is then as good as rounding allows).
   bool Centre(std::vector<double>& x, double t, int* steps) const {
-    std::vector<double> h(static_cast<size_t>(n_) * n_), g(n_), trial(n_);
+    std::vector<double> h(rows_.size()), diagonal(n_), g(n_), trial(n_);
     for (int iter = 0; iter < 100; ++iter) {
       if (++*steps > kMaxNewtonSteps) return false;
-      std::fill(h.begin(), h.end(), 0.0);
       for (int k = 0; k < n_; ++k) {
         g[k] = t * c_[k];
+        diagonal[k] = 0;
         if (column_weight_[k] > 0) {
           g[k] += column_weight_[k] / x[k];
-          h[k * n_ + k] += column_weight_[k] / (x[k] * x[k]);
+          diagonal[k] = column_weight_[k] / (x[k] * x[k]);
         }
       }
-      for (const SparseRow& r : rows_) {
+      for (size_t i = 0; i < rows_.size(); ++i) {
+        const SparseRow& r = rows_[i];
         const double s = Slack(r, x);
-        const double w1 = r.weight / s, w2 = w1 / s;
-        for (size_t p = 0; p < r.index.size(); ++p) {
-          g[r.index[p]] -= w1 * r.value[p];
-          for (size_t q = 0; q < r.index.size(); ++q)
-            h[r.index[p] * n_ + r.index[q]] += w2 * r.value[p] * r.value[q];
-        }
+        const double w1 = r.weight / s;
+        h[i] = w1 / s;
+        for (size_t p = 0; p < r.index.size(); ++p) g[r.index[p]] -= w1 * r.value[p];
       }
       std::vector<double> d = g;
-      if (!CholeskySolve(h, n_, d)) return false;
+      if (!system_.Solve(h, diagonal, d)) return false;
       double decrement = 0;
       for (int k = 0; k < n_; ++k) decrement += g[k] * d[k];
       if (!(decrement > 1e-12)) return true;
@@ -130,10 +97,23 @@ class Barrier {
     return s;
   }
 
+  static std::vector<BarrierRow> Shape(const std::vector<SparseRow>& rows) {
+    std::vector<BarrierRow> out;
+    for (const SparseRow& r : rows) out.push_back({r.index, r.value});
+    return out;
+  }
+  static std::vector<char> FreeColumns(const std::vector<double>& weight) {
+    std::vector<char> out;
+    for (double w : weight) out.push_back(w == 0);
+    return out;
+  }
+
   std::vector<SparseRow> rows_;
   std::vector<double> c_;
   std::vector<double> column_weight_;
   int n_;
+  std::vector<BarrierRow> shape_;
+  BarrierSystem system_;  // reads shape_
 };
 
 }  // namespace

@@ -5,7 +5,7 @@
 // scheduler realising the allocation behaves differently: with every GPU type looking the same, the
 // centre spreads each job over the types where a vertex piles it onto one. This computes that limit
 // deliberately: CLP finds the optimal value, a phase-I LP a strictly interior start, and a log-barrier
-// path-following (damped Newton, dense Cholesky) drives the barrier weight to ~0.
+// path-following (damped Newton on barrier_system.h's systems) drives the barrier weight to ~0.
 #ifndef GPUFLEET_POLICIES_LP_CENTRE_H_
 #define GPUFLEET_POLICIES_LP_CENTRE_H_
 
