@@ -16,8 +16,10 @@ namespace gpufleet::jobtime {
 class AllocationLp {
  public:
   // In Gavel's own form (in.gavel) every x[j][c] is in the rows, also where the job cannot run
-  // (Gavel's LPs do so); otherwise those stay out of every row and at 0.
-  AllocationLp(const AllocationInput& in, int extra);
+  // (Gavel's LPs do so); otherwise those stay out of every row and at 0. `copies` (empty: 1 each)
+  // says how many identical jobs each input row stands for: its GPUs count that many times in a
+  // column's capacity and its rows and variables weigh that much in the centre's barrier.
+  AllocationLp(const AllocationInput& in, int extra, const std::vector<int>& copies = {});
 
   int vars() const { return vars_; }
   int var(int job, int column) const { return job * columns_ + column; }

@@ -6,9 +6,9 @@
 // solve after solve, the work done since the previous solve divided by the iso_j of then. The
 // program is not linear in X, but for a fixed rho the constraints are: every job needs
 // sum_m rate_jm X_jm >= remaining_j / (rho isolated_j - age_j). The smallest feasible rho is found
-// by bisection over LPs (CLP), and the allocation is the centre of the set that rho leaves (the
-// centre of the optimal face of max s: sum_m rate_jm X_jm >= s x that need), where Gavel's
-// interior-point solver ends near. aware=false gives every model the job's reference-model rate
+// by Dinkelbach's iteration over LPs (CLP), and the allocation is the centre of the set that rho
+// leaves (the centre of the optimal face of max s: sum_m rate_jm X_jm >= s x that need), where
+// Gavel's interior-point solver ends near. aware=false gives every model the job's reference-model rate
 // (Gavel's v100). Realised by the family's rounds (gavel_round_policy.h).
 #include <algorithm>
 #include <cmath>
@@ -24,8 +24,8 @@
 namespace gpufleet::jobtime {
 namespace {
 
-// Bisection steps on rho: the interval shrinks to 2^-50 of its width.
-constexpr int kBisections = 50;
+// Dinkelbach steps at most (each one LP); they converge in a handful.
+constexpr int kIterations = 30;
 
 class GavelFtf : public GavelRoundPolicy {
  public:
@@ -60,28 +60,34 @@ class GavelFtf : public GavelRoundPolicy {
         if (in.jobs[j].rate[c] > 0) return true;
       return false;
     };
-    // rho must exceed age / isolated for every job; find a feasible upper end by doubling.
-    double lo = 0;
-    for (int j = 0; j < n; ++j)
-      if (runs(j) && isolated[j] > 0) lo = std::max(lo, in.jobs[j].age / isolated[j]);
     auto need = [&](int j, double rho) {
       return in.jobs[j].remaining / (rho * isolated[j] - in.jobs[j].age);
     };
-    auto feasible = [&](double rho) {
-      AllocationLp lp = Lp(in, [&](int j) { return need(j, rho); }, runs, 0);
-      return MaximizeLp(lp.a(), lp.b(), std::vector<double>(lp.vars(), 0.0)).ok();
+    // rho of an allocation: the largest over the jobs that run somewhere.
+    auto rho_of = [&](const Allocation& x) {
+      double worst = 0;
+      for (int j = 0; j < n; ++j) {
+        if (!runs(j)) continue;
+        double rate = 0;
+        for (int c = 0; c < columns; ++c) rate += in.jobs[j].rate[c] * x[j][c];
+        worst = std::max(worst, (in.jobs[j].age + in.jobs[j].remaining / rate) / isolated[j]);
+      }
+      return worst;
     };
-    double hi = std::max(2 * lo, 1.0);
-    while (!feasible(hi)) {
-      hi *= 2;
-      if (hi > 1e12) return Isolated(in);
-    }
-    for (int k = 0; k < kBisections && hi - lo > 1e-12 * hi; ++k) {
-      const double mid = (lo + hi) / 2;
-      if (mid > lo && feasible(mid))
-        hi = mid;
-      else
-        lo = mid;
+    // Dinkelbach's iteration for the min-max ratio: from a feasible rho (the isolated
+    // allocation's), the allocation that gives every job the most room over its need at rho has
+    // a smaller worst rho; repeat until it stops falling (superlinear, a handful of LPs).
+    double hi = rho_of(Isolated(in));
+    if (!std::isfinite(hi)) return Isolated(in);
+    for (int k = 0; k < kIterations; ++k) {
+      AllocationLp lp = Lp(in, [&](int j) { return need(j, hi); }, runs, 1);
+      std::vector<double> c(lp.vars(), 0.0);
+      c[lp.extra(0)] = 1;
+      absl::StatusOr<LpSolution> r = MaximizeLp(lp.a(), lp.b(), c);
+      if (!r.ok()) break;
+      const double next = rho_of(lp.Unpack(r->x));
+      if (!(next < hi * (1 - 1e-12))) break;
+      hi = next;
     }
     // max s s.t. each job reaches s x its need at rho = hi: s* = 1 on the optimal face.
     AllocationLp lp = Lp(in, [&](int j) { return need(j, hi); }, runs, 1);
