@@ -238,8 +238,8 @@ def simulate(jobs: pd.DataFrame, cluster: ClusterLike, policy: str | Mapping[str
     * ``gavel_compat``: reproduce Gavel's simulator (its rounds of micro-tasks counted in steps,
       for the ``gavel-*`` policies; docs/simulator.md, "Gavel-compatible mode"). The jobs need
       Gavel's steps (:func:`gpufleet.traces.gavel_as_jobs`); the summary gains ``dropped_jobs``
-      and the jobs a ``dropped`` column (Gavel drops stuck multi-GPU jobs; they are left out of
-      the JCT figures). ``True`` reproduces every bug the docs list; a mapping such as
+      and the jobs' ``dropped`` column may hold True (Gavel drops stuck multi-GPU jobs; they are
+      left out of the JCT figures, their ``jct`` is NaN). ``True`` reproduces every bug the docs list; a mapping such as
       ``{"drop_stuck_jobs": False}`` corrects some (:data:`GAVEL_COMPAT_OPTIONS`). No devices
       are placed, the seed keeps equal submit times in trace order, and restore_delay, tick and
       scheduling_interval must stay 0.
@@ -297,10 +297,7 @@ def simulate(jobs: pd.DataFrame, cluster: ClusterLike, policy: str | Mapping[str
     for k, v in raw.jobs.to_dict().items():
         out[k] = v
     out["jct"] = out["end_time"] - out["submit_time"]
-    if gavel is None:
-        out = out.drop(columns="dropped")
-    else:
-        out.loc[out["dropped"], "jct"] = np.nan
+    out.loc[out["dropped"], "jct"] = np.nan  # Gavel-compatible mode only: no completion
     total = int(raw.total_gpus)
     ts = pd.DataFrame(raw.timeseries.to_dict())
     for c in ("running_jobs", "pending_jobs", "busy_gpus"):
