@@ -70,7 +70,6 @@ std::vector<Job> MakeJobs(int tasks) {
 // Turns node equivalence classes off, to measure what they save (same decisions, full scans).
 class NoNodeClasses : public Plugin {
  public:
-  std::string name() const override { return "bench-no-node-classes"; }
   void OnSessionOpen(Session& s) override { s.DisableNodeClasses(); }
 };
 GPUFLEET_REGISTER(Plugin, {.name = "bench-no-node-classes", .description = "benchmark only"},
@@ -118,7 +117,7 @@ void BM_PlaceBaseline(benchmark::State& state) {
     placed = 0;
     state.ResumeTiming();
     for (const Job& j : jobs)
-      for (const Pod& p : j.tasks) placed += placer.Place(cs, p, **strategy).placed;
+      for (const Pod& p : j.tasks) placed += placer.Place(cs, {.pod = p, .strategy = **strategy}).ok();
   }
   state.counters["binds"] = static_cast<double>(placed);
 }

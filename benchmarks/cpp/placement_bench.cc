@@ -74,19 +74,20 @@ std::vector<Pod> MixedPods() {
   };
 }
 
-// range(1) = 1 reuses unchanged nodes' scores per pod shape (the default, NodeScoreCache);
+// range(1) = 1 reuses unchanged nodes' scores per pod shape (the default, the score table);
 // 0 filters and scores every node for every pod.
 void BM_Place(benchmark::State& state, const char* strategy_name) {
   ClusterState s = MakeCluster(static_cast<int>(state.range(0)), 42);
   Placer placer;
-  placer.set_score_cache(state.range(1) != 0);
+  const bool use_cache = state.range(1) != 0;
   auto strategy = MakeStrategy(strategy_name).value();
   std::vector<Pod> pods = MixedPods();
   size_t k = 0, placed = 0;
   for (auto _ : state) {
     const Pod& pod = pods[k++ % pods.size()];
-    PlaceResult r = placer.Place(s, pod, *strategy, /*commit=*/true);
-    if (r.placed) {
+    const Placement r =
+        placer.Place(s, {.pod = pod, .strategy = *strategy, .use_cache = use_cache});
+    if (r.ok()) {
       ++placed;
       state.PauseTiming();
       (void)s.Release(pod.name);

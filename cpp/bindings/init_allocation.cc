@@ -1,7 +1,9 @@
-// Bindings for what placement answers: FitResult, DeviceGrant, Allocation, PlaceResult.
+// Bindings for what placement answers: FitResult, DeviceGrant, Allocation, Placement (as
+// PlaceResult).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <limits>
 #include <string>
 
 #include "gpufleet/accounting/fit.h"
@@ -9,6 +11,7 @@
 #include "gpufleet/io/annotations.h"
 #include "gpufleet/placement/placer.h"
 #include "py_cluster_types.h"
+#include "py_ints.h"
 #include "py_json.h"
 #include "status_cast.h"
 
@@ -79,11 +82,14 @@ void InitAllocation(py::module_& m) {
                              [](const PyAllocation& a) { return a.allocation.assume_time_ns; },
                              "When it was reserved, in nanoseconds since the Unix epoch (gpushare's ASSUME_TIME).")
       .def("annotations",
-           [](const PyAllocation& a, bool gpushare, int64_t unit_bytes) {
+           [](const PyAllocation& a, bool gpushare, py::handle unit_bytes_arg) {
+             const int64_t unit_bytes = IntArg(unit_bytes_arg, "unit_bytes",
+                                               std::numeric_limits<int64_t>::min(),
+                                               std::numeric_limits<int64_t>::max());
              Check(CheckUnitBytes(unit_bytes));
              return AllocationAnnotations(a.allocation, a.node, gpushare, unit_bytes);
            },
-           py::arg("gpushare") = false, py::arg("unit_bytes") = int64_t{1} << 20,
+           py::arg("gpushare") = false, py::arg("unit_bytes") = py::int_(int64_t{1} << 20),
            "Pod annotations recording this allocation (Koordinator's, and gpushare's if asked, "
            "with memory in units of `unit_bytes`; ValueError unless it is positive).")
       .def("device_allocated",
@@ -97,10 +103,10 @@ void InitAllocation(py::module_& m) {
         return s + ")";
       });
 
-  py::class_<PlaceResult>(m, "PlaceResult")
-      .def_readonly("placed", &PlaceResult::placed)
-      .def_readonly("reason", &PlaceResult::reason)
-      .def("__bool__", [](const PlaceResult& r) { return r.placed; });
+  py::class_<Placement>(m, "PlaceResult")
+      .def_property_readonly("placed", &Placement::ok)
+      .def_readonly("reason", &Placement::reason)
+      .def("__bool__", &Placement::ok);
 
   // Every method takes the cluster's lock with the GIL released (locking.h): readers share it,
   // anything that changes the state or a strategy's memo/generator holds it alone.

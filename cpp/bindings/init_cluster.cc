@@ -19,11 +19,13 @@
 #include "gpufleet/io/snapshot.h"
 #include "gpufleet/io/spec_json.h"
 #include "gpufleet/placement/guarded_cluster.h"
+#include "gpufleet/placement/node_admission.h"
 #include "gpufleet/placement/placer.h"
 #include "gpufleet/placement/strategy.h"
 #include "locking.h"
 #include "py_arrays.h"
 #include "py_cluster_types.h"
+#include "py_ints.h"
 #include "py_json.h"
 #include "status_cast.h"
 
@@ -164,13 +166,6 @@ struct Planned {
 }  // namespace
 
 void InitCluster(py::module_& m) {
-  m.def("strategies", &StrategyNames, "Names of the registered placement strategies.");
-  m.def("strategy_description",
-        [](const std::string& n) { return Registry<PlacementStrategy>::Global().Description(n); },
-        py::arg("name"), "One line describing a registered placement strategy (\"\" if unknown).");
-  m.def("registry_duplicates",
-        [] { return Registry<PlacementStrategy>::Global().DuplicateNames(); });
-
   py::class_<GuardedCluster>(m, "Cluster",
                               "The cluster's accounting: nodes, their devices and the allocations that "
                               "hold them. Filter, score and place pods; reserve, commit, release; snapshot "
@@ -189,8 +184,11 @@ void InitCluster(py::module_& m) {
            },
            py::arg("name"), "Remove a node; KeyError if absent, ValueError while pods hold it.")
       .def("set_device_health",
-           [](GuardedCluster& c, const std::string& node, int minor, bool healthy,
+           [](GuardedCluster& c, const std::string& node, py::handle minor_arg, bool healthy,
               const std::string& type) {
+             const int minor = static_cast<int>(
+                 IntArg(minor_arg, "minor", std::numeric_limits<int>::min(),
+                        std::numeric_limits<int>::max()));
              Check(Writing(c, kCluster, [&](ClusterState& s) {
                return s.SetDeviceHealth(node, type, minor, healthy);
              }));
@@ -235,8 +233,7 @@ void InitCluster(py::module_& m) {
              Pod p = PodFrom(pod);
              return Unwrap(Reading(c, kCluster, [&](const ClusterState& s) -> absl::StatusOr<FitResult> {
                ASSIGN_OR_RETURN(int i, NodeIndex(s, node));
-               FitResult f = FitsNodeConstraints(p, s.node(i));
-               return f.ok() ? s.Filter(p, i) : f;
+               return AdmitNode(s, p, i);
              }));
            },
            py::arg("pod"), py::arg("node"),
@@ -254,8 +251,7 @@ void InitCluster(py::module_& m) {
                    codes[k] = -1;
                    continue;
                  }
-                 FitResult f = FitsNodeConstraints(p, s.node(i));
-                 if (f.ok()) f = s.Filter(p, i);
+                 FitResult f = AdmitNode(s, p, i);
                  codes[k] = static_cast<int8_t>(f.code);
                  reasons[k] = std::move(f.reason);
                }
@@ -297,8 +293,7 @@ void InitCluster(py::module_& m) {
                    known[k] = 0;
                    continue;
                  }
-                 fits[k] = FitsNodeConstraints(p, s.node(i));
-                 if (fits[k].ok()) fits[k] = s.Filter(p, i);
+                 fits[k] = AdmitNode(s, p, i);
                }
                return 0;
              });
@@ -329,9 +324,9 @@ void InitCluster(py::module_& m) {
            "string.")
       .def("host_priorities",
            [](const GuardedCluster& c, py::handle pod, const py::list& nodes,
-              const std::string& strategy, int max_priority) {
-             if (max_priority < 1)
-               throw py::value_error("max_priority must be >= 1, got " + std::to_string(max_priority));
+              const std::string& strategy, py::handle max_priority_arg) {
+             const int max_priority = static_cast<int>(
+                 IntArg(max_priority_arg, "max_priority", 1, std::numeric_limits<int>::max()));
              Pod p = PodFrom(pod);
              const NodeNames names = NodeNamesOf(nodes);
              const size_t count = names.views.size();
@@ -358,11 +353,11 @@ void InitCluster(py::module_& m) {
              return out;
            },
            py::arg("pod"), py::arg("nodes"), py::arg("strategy") = "binpack",
-           py::arg("max_priority") = 10,
+           py::arg("max_priority") = py::int_(10),
            "The extender's prioritize in one native call: [{'Host': name, 'Score': s}] with s the "
            "node's score scaled from [0, 100] to [0, max_priority] (rounded half to even); 0 for "
            "a node this cluster does not have. Raises TypeError for an entry that is not a "
-           "string, ValueError for an unknown strategy or max_priority < 1.")
+           "string, ValueError for an unknown strategy or a max_priority outside 1 to 2^31-1.")
       .def("score",
            [](const GuardedCluster& c, py::handle pod, const std::string& node,
               const std::string& strategy) {
@@ -383,10 +378,11 @@ void InitCluster(py::module_& m) {
              const PlacementStrategy& st = StrategyOf(c, strategy);
              Planned r = Unwrap(Asking(c, st, [&](const ClusterState& s) -> absl::StatusOr<Planned> {
                ASSIGN_OR_RETURN(int i, NodeIndex(s, node));
-               Allocation a;
+               // The node as named: its capacity and devices, not its labels or taints.
+               const Placement planned = PlanOnNode(s, p, i, st, Admission::kCapacityOnly);
                Planned out;
-               out.fit = PlanOnNode(s, p, i, st, &a);
-               if (out.fit.ok()) out.allocation = Wrap(s, a);
+               if (planned.ok()) out.allocation = Wrap(s, planned.allocation);
+               else out.fit = FitResult::Unschedulable(planned.reason);
                return out;
              }));
              if (!r.fit.ok()) throw py::value_error(r.fit.reason);
@@ -401,13 +397,11 @@ void InitCluster(py::module_& m) {
              const PlacementStrategy& st = StrategyOf(c, strategy);
              return Unwrap(Writing(c, kCluster, [&](ClusterState& s) -> absl::StatusOr<PyAllocation> {
                ASSIGN_OR_RETURN(int i, NodeIndex(s, node));
-               FitResult f = FitsNodeConstraints(p, s.node(i));
-               Allocation a;
-               if (f.ok()) f = PlanOnNode(s, p, i, st, &a);
-               if (!f.ok())
+               const Placement planned = PlanOnNode(s, p, i, st);
+               if (!planned.ok())
                  return absl::InvalidArgumentError("pod " + p.name + " does not fit on " + node +
-                                                   ": " + f.reason);
-               RETURN_IF_ERROR(s.Reserve(a));
+                                                   ": " + planned.reason);
+               RETURN_IF_ERROR(s.Reserve(planned.allocation));
                return Wrap(s, *s.FindAllocation(p.name));
              }));
            },
@@ -446,10 +440,12 @@ void InitCluster(py::module_& m) {
                if (names) {
                  ASSIGN_OR_RETURN(candidates, NodeIndices(s, *names));
                }
-               PlaceResult placed = c.placer().Place(s, p, st, commit, names ? &candidates : nullptr);
+               const Placement placed = c.placer().Place(
+                   s, {.pod = p, .strategy = st, .candidates = names ? &candidates : nullptr},
+                   commit);
                Planned out;
-               if (placed.placed) out.allocation = Wrap(s, placed.allocation);
-               else out.fit = FitResult::Unschedulable(std::move(placed.reason));
+               if (placed.ok()) out.allocation = Wrap(s, placed.allocation);
+               else out.fit = FitResult::Unschedulable(placed.reason);
                return out;
              }));
              if (!r.allocation) return py::make_tuple(py::none(), r.fit.reason);
@@ -489,7 +485,10 @@ void InitCluster(py::module_& m) {
            "Every allocation held (Reserved and Bound), as a list of Allocation.")
       .def("restore_allocation",
            [](GuardedCluster& c, py::handle pod, const std::string& node,
-              const std::map<std::string, std::string>& annotations, int64_t unit_bytes) {
+              const std::map<std::string, std::string>& annotations, py::handle unit_bytes_arg) {
+             const int64_t unit_bytes = IntArg(unit_bytes_arg, "unit_bytes",
+                                               std::numeric_limits<int64_t>::min(),
+                                               std::numeric_limits<int64_t>::max());
              Check(CheckUnitBytes(unit_bytes));
              Pod p = PodFrom(pod);
              return Unwrap(Writing(c, kCluster, [&](ClusterState& s) -> absl::StatusOr<PyAllocation> {
@@ -498,7 +497,7 @@ void InitCluster(py::module_& m) {
              }));
            },
            py::arg("pod"), py::arg("node"), py::arg("annotations"),
-           py::arg("unit_bytes") = int64_t{1} << 20,
+           py::arg("unit_bytes") = py::int_(int64_t{1} << 20),
            "Rebuild a bound pod's allocation from its annotations (after a restart); gpushare's "
            "memory counts in units of `unit_bytes` (ValueError unless it is positive).")
       .def("check_invariants",

@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <set>
@@ -13,8 +14,10 @@
 
 #include "absl/strings/str_format.h"
 
+#include "gpufleet/engine/callback_points.h"
 #include "gpufleet/engine/config.h"
 #include "gpufleet/engine/plugin.h"
+#include "gpufleet/engine/plugin_switches.h"
 #include "gpufleet/engine/action.h"
 #include "gpufleet/engine/scenario_json.h"
 #include "gpufleet/engine/scheduler.h"
@@ -23,6 +26,7 @@
 #include "gpufleet/io/spec_json.h"
 #include "locking.h"
 #include "py_engine_types.h"
+#include "py_ints.h"
 #include "py_json.h"
 #include "py_plugin_order.h"
 #include "status_cast.h"
@@ -61,103 +65,127 @@ absl::Status Reason(const py::object& v) {
   return why.empty() ? absl::OkStatus() : absl::FailedPreconditionError(why);
 }
 
+// A plugin written in Python answers the callback points whose Python method its object defines
+// (callback_points.h: each point names its method); the session records them like a native
+// plugin's, so a Python plugin with `predicate` serves as the predicates provider.
 class PyPlugin : public engine::Plugin {
  public:
-  PyPlugin(std::string name, py::object impl) : name_(std::move(name)), impl_(std::move(impl)) {}
+  explicit PyPlugin(py::object impl) : impl_(std::move(impl)) {}
   ~PyPlugin() override {
     py::gil_scoped_acquire gil;
     impl_ = py::object();
   }
-  std::string name() const override { return name_; }
 
   void OnSessionOpen(Session& s) override {
     py::gil_scoped_acquire gil;
-    auto has = [&](const char* m) { return py::hasattr(impl_, m); };
-    // Callbacks capture `this`, never a py::object: the session's std::functions are copied and
-    // destroyed without the GIL, which must not touch Python reference counts.
-    PyPlugin* self = this;
-    // Orders answer consistently (py_plugin_order.h): the engine's sorts rely on it.
-    if (has("job_order"))
-      s.AddJobOrderFn(name_, [&s, self, seen = std::make_shared<ConsistentOrder<JobView>>()](int a, int b) {
-        const JobView va = ViewOf(s, s.jobs()[a]), vb = ViewOf(s, s.jobs()[b]);
-        return seen->Compare(a, va, b, vb, [&] { return self->Ask("job_order", va, vb); });
-      });
-    if (has("queue_order"))
-      s.AddQueueOrderFn(name_, [&s, self, seen = std::make_shared<ConsistentOrder<QueueView>>()](int a, int b) {
-        const QueueView va = ViewOf(s.queues()[a]), vb = ViewOf(s.queues()[b]);
-        return seen->Compare(a, va, b, vb, [&] { return self->Ask("queue_order", va, vb); });
-      });
-    if (has("task_order"))
-      s.AddTaskOrderFn(name_, [&s, self, seen = std::make_shared<ConsistentOrder<TaskView>>()](int a, int b) {
-        const TaskView va = ViewOf(s, s.tasks()[a]), vb = ViewOf(s, s.tasks()[b]);
-        return seen->Compare(a, va, b, vb, [&] { return self->Ask("task_order", va, vb); });
-      });
-    if (has("predicate") || has("node_order")) s.DisableNodeClasses();  // they see node names
-    if (has("predicate")) {
-      s.DisableFitCache();
-      s.AddPredicateFn(name_, [&s, self](const TaskInfo& t, int node) {
-        py::gil_scoped_acquire g;
-        absl::Status why =
-            Reason(self->impl_.attr("predicate")(ViewOf(s, t), s.state().node(node).name));
-        return why.ok() ? FitResult::Ok() : FitResult::Unschedulable(std::string(why.message()));
-      });
-    }
-    if (has("node_order"))
-      s.AddNodeScoreFn(name_, [&s, self](const TaskInfo& t, int node) {
-        py::gil_scoped_acquire g;
-        const std::string& where = s.state().node(node).name;
-        const double score = self->impl_.attr("node_order")(ViewOf(s, t), where).cast<double>();
-        if (!std::isfinite(score))
-          throw py::value_error(absl::StrFormat(
-              "plugin %s: node_order returned %g for task %s on node %s; a score must be a "
-              "finite number", self->name_, score, t.name(), where));
-        return score;
-      });
-    for (const char* kind : {"preemptable", "reclaimable"}) {
-      if (!has(kind)) continue;
-      std::string method = kind;
-      engine::VictimsFn fn = [&s, self, method](const TaskInfo& p, const std::vector<int>& cands) {
-        py::gil_scoped_acquire g;
-        py::list views;
-        for (int c : cands) views.append(py::cast(ViewOf(s, s.tasks()[c])));
-        std::set<std::string> names;
-        for (auto n : self->impl_.attr(method.c_str())(ViewOf(s, p), views)) names.insert(n.cast<std::string>());
-        std::vector<int> out;
-        for (int c : cands)
-          if (names.count(s.tasks()[c].name())) out.push_back(c);
-        return out;
-      };
-      if (method == "preemptable") s.AddPreemptableFn(name_, fn);
-      else s.AddReclaimableFn(name_, fn);
-    }
-    if (has("overused"))
-      s.AddOverusedFn(name_, [self](const QueueInfo& q) {
-        py::gil_scoped_acquire g;
-        return self->impl_.attr("overused")(ViewOf(q)).cast<bool>();
-      });
-    if (has("job_ready"))
-      s.AddJobReadyFn(name_, [&s, self](const JobInfo& j) {
-        py::gil_scoped_acquire g;
-        return self->impl_.attr("job_ready")(ViewOf(s, j)).cast<bool>();
-      });
-    if (has("job_valid"))
-      s.AddJobValidFn(name_, [&s, self](const JobInfo& j) {
-        py::gil_scoped_acquire g;
-        return Reason(self->impl_.attr("job_valid")(ViewOf(s, j)));
-      });
-    if (has("enqueueable"))
-      s.AddEnqueueableFn(name_, [&s, self](const JobInfo& j) {
-        py::gil_scoped_acquire g;
-        return Reason(self->impl_.attr("enqueueable")(ViewOf(s, j)));
-      });
-    if (has("allocatable"))
-      s.AddAllocatableFn(name_, [&s, self](const QueueInfo& q, const TaskInfo& t) {
-        py::gil_scoped_acquire g;
-        return self->impl_.attr("allocatable")(ViewOf(q), ViewOf(s, t)).cast<bool>();
-      });
+    for (const engine::CallbackPoint& p : engine::CallbackPoints())
+      if (p.python_method != nullptr && py::hasattr(impl_, p.python_method)) Register(s, p);
   }
 
  private:
+  // Callbacks capture `this`, never a py::object: the session's std::functions are copied and
+  // destroyed without the GIL, which must not touch Python reference counts.
+  void Register(Session& s, const engine::CallbackPoint& point) {
+    using engine::Point;
+    PyPlugin* self = this;
+    const char* method = point.python_method;
+    const std::string& me = name();
+    switch (point.point) {
+      // Orders answer consistently (py_plugin_order.h): the engine's sorts rely on it.
+      case Point::kJobOrder:
+        s.AddJobOrderFn(me, [&s, self, method, seen = std::make_shared<ConsistentOrder<JobView>>()](int a, int b) {
+          const JobView va = ViewOf(s, s.jobs()[a]), vb = ViewOf(s, s.jobs()[b]);
+          return seen->Compare(a, va, b, vb, [&] { return self->Ask(method, va, vb); });
+        });
+        return;
+      case Point::kQueueOrder:
+        s.AddQueueOrderFn(me, [&s, self, method, seen = std::make_shared<ConsistentOrder<QueueView>>()](int a, int b) {
+          const QueueView va = ViewOf(s.queues()[a]), vb = ViewOf(s.queues()[b]);
+          return seen->Compare(a, va, b, vb, [&] { return self->Ask(method, va, vb); });
+        });
+        return;
+      case Point::kTaskOrder:
+        s.AddTaskOrderFn(me, [&s, self, method, seen = std::make_shared<ConsistentOrder<TaskView>>()](int a, int b) {
+          const TaskView va = ViewOf(s, s.tasks()[a]), vb = ViewOf(s, s.tasks()[b]);
+          return seen->Compare(a, va, b, vb, [&] { return self->Ask(method, va, vb); });
+        });
+        return;
+      case Point::kPredicates:
+        s.DisableNodeClasses();  // it sees node names
+        s.DisableFitCache();
+        s.AddPredicateFn(me, [&s, self, method](const TaskInfo& t, int node) {
+          py::gil_scoped_acquire g;
+          absl::Status why =
+              Reason(self->impl_.attr(method)(ViewOf(s, t), s.state().node(node).name));
+          return why.ok() ? FitResult::Ok() : FitResult::Unschedulable(std::string(why.message()));
+        });
+        return;
+      case Point::kNodeScore:
+        s.DisableNodeClasses();  // it sees node names
+        s.AddNodeScoreFn(me, [&s, self, method](const TaskInfo& t, int node) {
+          py::gil_scoped_acquire g;
+          const std::string& where = s.state().node(node).name;
+          const double score = self->impl_.attr(method)(ViewOf(s, t), where).cast<double>();
+          if (!std::isfinite(score))
+            throw py::value_error(absl::StrFormat(
+                "plugin %s: %s returned %g for task %s on node %s; a score must be a finite "
+                "number", self->name(), method, score, t.name(), where));
+          return score;
+        });
+        return;
+      case Point::kPreemptable:
+      case Point::kReclaimable: {
+        engine::VictimsFn fn = [&s, self, method](const TaskInfo& p, const std::vector<int>& cands) {
+          py::gil_scoped_acquire g;
+          py::list views;
+          for (int c : cands) views.append(py::cast(ViewOf(s, s.tasks()[c])));
+          std::set<std::string> names;
+          for (auto n : self->impl_.attr(method)(ViewOf(s, p), views)) names.insert(n.cast<std::string>());
+          std::vector<int> out;
+          for (int c : cands)
+            if (names.count(s.tasks()[c].name())) out.push_back(c);
+          return out;
+        };
+        if (point.point == Point::kPreemptable) s.AddPreemptableFn(me, std::move(fn));
+        else s.AddReclaimableFn(me, std::move(fn));
+        return;
+      }
+      case Point::kOverused:
+        s.AddOverusedFn(me, [self, method](const QueueInfo& q) {
+          py::gil_scoped_acquire g;
+          return self->impl_.attr(method)(ViewOf(q)).cast<bool>();
+        });
+        return;
+      case Point::kJobReady:
+        s.AddJobReadyFn(me, [&s, self, method](const JobInfo& j) {
+          py::gil_scoped_acquire g;
+          return self->impl_.attr(method)(ViewOf(s, j)).cast<bool>();
+        });
+        return;
+      case Point::kJobValid:
+        s.AddJobValidFn(me, [&s, self, method](const JobInfo& j) {
+          py::gil_scoped_acquire g;
+          return Reason(self->impl_.attr(method)(ViewOf(s, j)));
+        });
+        return;
+      case Point::kEnqueueable:
+        s.AddEnqueueableFn(me, [&s, self, method](const JobInfo& j) {
+          py::gil_scoped_acquire g;
+          return Reason(self->impl_.attr(method)(ViewOf(s, j)));
+        });
+        return;
+      case Point::kAllocatable:
+        s.AddAllocatableFn(me, [&s, self, method](const QueueInfo& q, const TaskInfo& t) {
+          py::gil_scoped_acquire g;
+          return self->impl_.attr(method)(ViewOf(q), ViewOf(s, t)).cast<bool>();
+        });
+        return;
+      case Point::kTargetJob:
+      case Point::kDeviceStrategy:
+        return;  // the table names no Python method for them
+    }
+  }
+
   // An order callback's answer for two views, as -1, 0 or 1.
   template <typename View>
   int Ask(const char* method, const View& a, const View& b) {
@@ -165,7 +193,6 @@ class PyPlugin : public engine::Plugin {
     return Sign(impl_.attr(method)(a, b));
   }
 
-  std::string name_;
   py::object impl_;
 };
 
@@ -195,7 +222,7 @@ void RegisterPythonPlugin(const std::string& name) {
           if (cls.is_none())
             return absl::NotFoundError("Python plugin \"" + name + "\" is no longer registered");
           py::dict kwargs = ToPy(args);
-          return std::unique_ptr<engine::Plugin>(new PyPlugin(name, cls(**kwargs)));
+          return std::unique_ptr<engine::Plugin>(new PyPlugin(cls(**kwargs)));
         } catch (py::error_already_set& e) {
           return absl::InvalidArgumentError("plugin " + name + ": " + std::string(e.what()));
         }
@@ -245,19 +272,41 @@ void Change(engine::GuardedScheduler& g, F&& f) {
 void InitEngine(py::module_& m) {
   using engine::Scheduler;
   InitEngineResults(m);
-  m.def("engine_plugins", &engine::PluginNames, "Names of the registered engine plugins.");
-  m.def("engine_actions", &engine::ActionNames, "Names of the registered engine actions.");
-  m.def("engine_plugin_description",
-        [](const std::string& n) { return Registry<engine::Plugin>::Global().Description(n); },
-        py::arg("name"), "One line describing a registered engine plugin (\"\" if unknown).");
-  m.def("engine_action_description",
-        [](const std::string& n) { return Registry<engine::Action>::Global().Description(n); },
-        py::arg("name"), "One line describing a registered engine action (\"\" if unknown).");
-  m.def("engine_registry_duplicates", [] {
-    auto a = Registry<engine::Plugin>::Global().DuplicateNames();
-    for (const auto& n : Registry<engine::Action>::Global().DuplicateNames()) a.push_back(n);
-    return a;
-  });
+  m.def(
+      "engine_callback_points",
+      [] {
+        py::list out;
+        for (const engine::CallbackPoint& p : engine::CallbackPoints()) {
+          const engine::PluginSwitch* sw = engine::SwitchOf(p.point);
+          py::dict d;
+          d["name"] = p.name;
+          d["signature"] = engine::SignatureText(p.signature);
+          d["combine"] = engine::CombineText(p.combine);
+          d["python_method"] = p.python_method ? py::object(py::str(p.python_method)) : py::none();
+          d["volcano_switch"] = sw ? py::object(py::str(sw->key)) : py::none();
+          out.append(d);
+        }
+        return out;
+      },
+      "The engine's callback points, in order: dicts with name, signature, combine (how the "
+      "answers of several plugins combine), python_method (what a Python plugin defines to "
+      "answer it, or None) and volcano_switch (the per-plugin switch that turns it off, or None).");
+  m.def(
+      "engine_plugin_switches",
+      [] {
+        py::list out;
+        for (const engine::PluginSwitch& sw : engine::PluginSwitches()) {
+          py::dict d;
+          d["key"] = sw.key;
+          d["point"] = sw.point ? py::object(py::str(engine::PointName(*sw.point))) : py::none();
+          d["on_when_absent"] = sw.on_when_absent;
+          d["supported_on"] = sw.supported_on;
+          out.append(d);
+        }
+        return out;
+      },
+      "Volcano's per-plugin switches, as Volcano spells them: dicts with key, point (the callback "
+      "point it gates, or None), on_when_absent and supported_on.");
   m.def("engine_default_config", [] { return ToPy(engine::DefaultConfigJson()); });
   m.def("engine_check_config",
         [](py::handle conf) { return ToPy(Unwrap(engine::ConfigFromJson(ToJson(conf))).ToJson()); },
@@ -352,7 +401,11 @@ void InitEngine(py::module_& m) {
            },
            py::arg("name"), "Delete a job and free what its tasks hold; KeyError if absent.")
       .def("start_task",
-           [](GuardedScheduler& g, const std::string& job, int task, const std::string& node) {
+           [](GuardedScheduler& g, const std::string& job, py::handle task_arg,
+              const std::string& node) {
+             const int task = static_cast<int>(IntArg(task_arg, "task",
+                                                      std::numeric_limits<int>::min(),
+                                                      std::numeric_limits<int>::max()));
              Change(g, [&](Scheduler& s) { return engine::StartTask(&s, job, task, node); });
            },
            py::arg("job"), py::arg("task"), py::arg("node"))

@@ -293,6 +293,7 @@ void BindSummaries(py::module_& m) {
                              "only the limits set, empty when none.")
       .def_readonly("reclaimable", &Queue::reclaimable,
                     "Whether others may take back what exceeds its share.")
+      .def_readonly("parent", &Queue::parent, "Its parent queue in a queue tree (\"\": top).")
       .def("to_dict", [](const Queue& q) { return JsonToPy(engine::QueueToJson(q)); },
            "The queue in the spec format (valid input to add_queue): name, weight, capability, reclaimable.")
       .def("__repr__", [](const Queue& q) {

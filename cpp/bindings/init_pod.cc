@@ -39,7 +39,7 @@ void InitPod(py::module_& m) {
                    "quantity or an invalid combination.")
       .def(py::init([](const std::string& name, py::dict requests, py::object node_selector,
                        py::object tolerations, py::object gpu_models, const std::string& scope,
-                       int priority) {
+                       py::object priority) {
              py::dict spec;
              spec["name"] = name;
              spec["requests"] = requests;
@@ -52,7 +52,7 @@ void InitPod(py::module_& m) {
            }),
            py::arg("name"), py::arg("requests") = py::dict(), py::arg("node_selector") = py::none(),
            py::arg("tolerations") = py::none(), py::arg("gpu_models") = py::none(),
-           py::arg("scope") = "none", py::arg("priority") = 0)
+           py::arg("scope") = "none", py::arg("priority") = py::int_(0))
       .def_static("from_dict", [](py::dict d) { return PodFrom(d); }, py::arg("spec"),
                   "A pod from a scenario-format dict; ValueError names a bad field.")
       .def_readonly("name", &Pod::name, "The pod key, \"namespace/name\".")

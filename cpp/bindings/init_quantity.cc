@@ -3,6 +3,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <limits>
 #include <map>
 #include <string>
 
@@ -10,6 +11,7 @@
 #include "gpufleet/core/quantity.h"
 #include "gpufleet/core/request_parser.h"
 #include "gpufleet/io/annotations.h"
+#include "py_ints.h"
 #include "status_cast.h"
 
 namespace py = pybind11;
@@ -90,7 +92,12 @@ void InitQuantity(py::module_& m) {
         "A resource's quantity in the core's unit: milli-cores for cpu, whole numbers only for "
         "pods and extended resources (nvidia.com/gpu, koordinator.sh/*, aliyun.com/gpu-mem), "
         "bytes rounded up otherwise.");
-  m.def("format_bytes", &FormatBytes, py::arg("bytes"),
+  m.def("format_bytes",
+        [](py::handle bytes) {
+          return FormatBytes(IntArg(bytes, "bytes", std::numeric_limits<int64_t>::min(),
+                                    std::numeric_limits<int64_t>::max()));
+        },
+        py::arg("bytes"),
         "Bytes with the largest binary suffix that divides them exactly (\"80Gi\", \"81559Mi\").");
 }
 

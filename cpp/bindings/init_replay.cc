@@ -14,6 +14,7 @@
 #include "gpufleet/placement/guarded_cluster.h"
 #include "gpufleet/sim/openb_replay.h"
 #include "py_arrays.h"
+#include "py_ints.h"
 #include "py_json.h"
 #include "status_cast.h"
 
@@ -132,7 +133,7 @@ void InitReplay(py::module_& m) {
          const std::vector<int64_t>& pod_cpu, const std::vector<int64_t>& pod_memory,
          const std::vector<int64_t>& pod_gpus64, const std::vector<int64_t>& pod_milli64,
          const std::vector<std::vector<std::string>>& pod_spec, const std::string& policy,
-         py::object params, uint64_t seed, double stop_at, double coverage, const std::string& ties) {
+         py::object params, py::handle seed_arg, double stop_at, double coverage, const std::string& ties) {
         const size_t nn = node_name.size(), np = pod_name.size();
         CheckLength(node_cpu, nn, "nodes", "cpu_milli");
         CheckLength(node_memory, nn, "nodes", "memory_mib");
@@ -161,7 +162,8 @@ void InitReplay(py::module_& m) {
             throw py::value_error(std::string("replay: parameters are not JSON: ") + e.what());
           }
         }
-        o.seed = seed;
+        o.seed = static_cast<uint64_t>(
+            IntArg(seed_arg, "seed", 0, std::numeric_limits<int64_t>::max()));
         o.stop_at = stop_at;
         o.coverage = coverage;
         if (ties == "seeded") {

@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,6 +14,7 @@
 
 #include "absl/strings/str_format.h"
 
+#include "bindings/py_ints.h"
 #include "bindings/py_json.h"
 #include "bindings/status_cast.h"
 #include "gpufleet/policies/lp_centre.h"
@@ -357,8 +359,6 @@ std::shared_ptr<SimRun> Simulate(const py::object& cluster, Arr<int64_t> job_id,
 
 void InitSim(py::module_& m) {
   BindResults(m);
-  m.def("sim_policy_names", &jobtime::JobTimePolicyNames, "Registered job-time policy names.");
-  m.def("sim_policy_description", &jobtime::JobTimePolicyDescription, py::arg("name"));
   m.def("sim_check_policy",
         [](const std::string& spec) { Unwrap(jobtime::MakeJobTimePolicy(spec)); },
         py::arg("spec"), "Raises KeyError/ValueError if the policy spec is not valid.");
@@ -373,7 +373,10 @@ void InitSim(py::module_& m) {
   // The LP solver gavel-lp uses, exposed so tests can cross-check it against another solver.
   m.def("maximize_lp",
         [](const std::vector<std::vector<double>>& a, const std::vector<double>& b,
-           const std::vector<double>& c, int max_iterations) {
+           const std::vector<double>& c, py::handle max_iterations_arg) {
+          const int max_iterations = static_cast<int>(
+              IntArg(max_iterations_arg, "max_iterations", std::numeric_limits<int>::min(),
+                     std::numeric_limits<int>::max()));
           absl::StatusOr<jobtime::LpSolution> r;
           {
             py::gil_scoped_release release;
@@ -382,7 +385,7 @@ void InitSim(py::module_& m) {
           jobtime::LpSolution s = Unwrap(std::move(r));
           return std::make_pair(s.objective, py::array_t<double>(s.x.size(), s.x.data()));
         },
-        py::arg("a"), py::arg("b"), py::arg("c"), py::arg("max_iterations") = 100000,
+        py::arg("a"), py::arg("b"), py::arg("c"), py::arg("max_iterations") = py::int_(100000),
         "Maximises c.x subject to a x <= b, x >= 0 with COIN-OR CLP (the solver behind gavel-lp); "
         "`a` is a list of rows (or a 2-D array). Returns (objective, x). ValueError for bad "
         "shapes, non-finite or too large entries, and infeasible or unbounded LPs; RuntimeError "

@@ -10,6 +10,7 @@ void InitEngine(pybind11::module_& m);
 void InitSim(pybind11::module_& m);
 void InitReplay(pybind11::module_& m);
 void InitRegistry(pybind11::module_& m);
+void InitQueues(pybind11::module_& m);
 }  // namespace gpufleet::bindings
 
 PYBIND11_MODULE(_core, m) {
@@ -22,4 +23,5 @@ PYBIND11_MODULE(_core, m) {
   gpufleet::bindings::InitSim(m);
   gpufleet::bindings::InitReplay(m);
   gpufleet::bindings::InitRegistry(m);
+  gpufleet::bindings::InitQueues(m);
 }

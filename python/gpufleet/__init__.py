@@ -19,8 +19,6 @@ try:
         format_bytes,
         parse_milli,
         parse_quantity,
-        strategies,
-        strategy_description,
     )
     from gpufleet import replay
     from gpufleet.engine import CycleResult, Engine, register_plugin
@@ -28,6 +26,7 @@ try:
     from gpufleet.scenario import Scenario, load_scenario
     from gpufleet.sim import SimResult, simulate
     from gpufleet.sweep import SweepError, sweep
+    from gpufleet.registries import strategies, strategy_description
 except ModuleNotFoundError as e:
     if e.name != "gpufleet._core":
         raise

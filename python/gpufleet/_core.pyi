@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Allocation', 'BindDecision', 'Cluster', 'CycleResult', 'DeviceGrant', 'DeviceRequest', 'EngineScheduler', 'EvictDecision', 'FitResult', 'HeldCapacity', 'JobState', 'JobView', 'OpenbReplayRun', 'PlaceResult', 'Pod', 'QueueShare', 'QueueSpec', 'QueueView', 'Resources', 'SimJobs', 'SimRun', 'SimSummary', 'SimTimeseries', 'TaskView', 'VirtualFunction', 'engine_action_description', 'engine_actions', 'engine_check_config', 'engine_default_config', 'engine_plugin_description', 'engine_plugins', 'engine_registry_duplicates', 'format_bytes', 'maximize_lp', 'maximize_lp_centred', 'mig_geometry', 'parse_milli', 'parse_quantity', 'parse_quantity_exact', 'parse_resource_quantity', 'registry_duplicates', 'registry_metadata', 'sim_check_policy', 'sim_policy_description', 'sim_policy_names', 'sim_run', 'strategies', 'strategy_description', 'water_fill', 'wire_keys']
+__all__: list[str] = ['Allocation', 'BindDecision', 'Cluster', 'CycleResult', 'DeviceGrant', 'DeviceRequest', 'EngineScheduler', 'EvictDecision', 'FitResult', 'HeldCapacity', 'JobState', 'JobView', 'OpenbReplayRun', 'PlaceResult', 'Pod', 'QueueShare', 'QueueSpec', 'QueueView', 'Resources', 'SimJobs', 'SimRun', 'SimSummary', 'SimTimeseries', 'TaskView', 'VirtualFunction', 'engine_callback_points', 'engine_check_config', 'engine_default_config', 'engine_plugin_switches', 'format_bytes', 'maximize_lp', 'maximize_lp_centred', 'mig_geometry', 'parse_milli', 'parse_quantity', 'parse_quantity_exact', 'parse_resource_quantity', 'queue_drs', 'queue_fair_shares', 'queue_objects', 'queue_tree_check', 'registry_duplicates', 'registry_metadata', 'sim_check_policy', 'sim_run', 'simulate_queues', 'water_fill', 'wire_keys']
 class DeviceRequest:
     """
     What a pod asks of one device type: `count` devices (whole when `whole`), or a share of one: `core` percent of its compute, `memory_bytes` or `memory_ratio` percent of its memory. Read from Pod.devices.
@@ -52,7 +52,7 @@ class Pod:
         """
         A pod from a scenario-format dict; ValueError names a bad field.
         """
-    def __init__(self, name: str, requests: dict = {}, node_selector: typing.Any = None, tolerations: typing.Any = None, gpu_models: typing.Any = None, scope: str = 'none', priority: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
+    def __init__(self, name: str, requests: dict = {}, node_selector: typing.Any = None, tolerations: typing.Any = None, gpu_models: typing.Any = None, scope: str = 'none', priority: typing.Any = 0) -> None:
         ...
     def __repr__(self) -> str:
         ...
@@ -176,7 +176,7 @@ class Allocation:
     """
     def __repr__(self) -> str:
         ...
-    def annotations(self, gpushare: bool = False, unit_bytes: typing.SupportsInt | typing.SupportsIndex = 1048576) -> dict[str, str]:
+    def annotations(self, gpushare: bool = False, unit_bytes: typing.Any = 1048576) -> dict[str, str]:
         """
         Pod annotations recording this allocation (Koordinator's, and gpushare's if asked, with memory in units of `unit_bytes`; ValueError unless it is positive).
         """
@@ -282,9 +282,9 @@ class Cluster:
         """
         Whether a node of that name exists.
         """
-    def host_priorities(self, pod: typing.Any, nodes: list, strategy: str = 'binpack', max_priority: typing.SupportsInt | typing.SupportsIndex = 10) -> list:
+    def host_priorities(self, pod: typing.Any, nodes: list, strategy: str = 'binpack', max_priority: typing.Any = 10) -> list:
         """
-        The extender's prioritize in one native call: [{'Host': name, 'Score': s}] with s the node's score scaled from [0, 100] to [0, max_priority] (rounded half to even); 0 for a node this cluster does not have. Raises TypeError for an entry that is not a string, ValueError for an unknown strategy or max_priority < 1.
+        The extender's prioritize in one native call: [{'Host': name, 'Score': s}] with s the node's score scaled from [0, 100] to [0, max_priority] (rounded half to even); 0 for a node this cluster does not have. Raises TypeError for an entry that is not a string, ValueError for an unknown strategy or a max_priority outside 1 to 2^31-1.
         """
     def node(self, name: str) -> typing.Any:
         """
@@ -324,7 +324,7 @@ class Cluster:
         """
         Hold the devices, CPU and memory the strategy picks on the node for the pod (state Reserved) and return the Allocation; commit() binds it, unreserve() gives it back. ValueError when the pod does not fit or already holds an allocation, KeyError for an unknown node; the state is unchanged on error.
         """
-    def restore_allocation(self, pod: typing.Any, node: str, annotations: collections.abc.Mapping[str, str], unit_bytes: typing.SupportsInt | typing.SupportsIndex = 1048576) -> Allocation:
+    def restore_allocation(self, pod: typing.Any, node: str, annotations: collections.abc.Mapping[str, str], unit_bytes: typing.Any = 1048576) -> Allocation:
         """
         Rebuild a bound pod's allocation from its annotations (after a restart); gpushare's memory counts in units of `unit_bytes` (ValueError unless it is positive).
         """
@@ -336,7 +336,7 @@ class Cluster:
         """
         Scores in [0, 100] for many nodes in one native call; NaN for an unknown node.
         """
-    def set_device_health(self, node: str, minor: typing.SupportsInt | typing.SupportsIndex, healthy: bool, type: str = 'gpu') -> None:
+    def set_device_health(self, node: str, minor: typing.Any, healthy: bool, type: str = 'gpu') -> None:
         """
         Mark one device (by node, type and minor) healthy or not; an unhealthy device takes no new pods, and pods already on it keep their allocation. KeyError for an unknown node or device.
         """
@@ -669,6 +669,11 @@ class QueueSpec:
         The queue's name.
         """
     @property
+    def parent(self) -> str:
+        """
+        Its parent queue in a queue tree ("": top).
+        """
+    @property
     def reclaimable(self) -> bool:
         """
         Whether others may take back what exceeds its share.
@@ -852,7 +857,7 @@ class EngineScheduler:
         """
         Run one cycle at the clock's time, or at `now` seconds; returns its CycleResult (numbered with the cycle). Releases the GIL and holds the engine's lock for the whole cycle.
         """
-    def start_task(self, job: str, task: typing.SupportsInt | typing.SupportsIndex, node: str) -> None:
+    def start_task(self, job: str, task: typing.Any, node: str) -> None:
         ...
     def submit_job(self, spec: typing.Any) -> None:
         """
@@ -1164,17 +1169,13 @@ class OpenbReplayRun:
         """
 def _register_python_plugin(name: str) -> None:
     ...
-def _replay_openb(node_name: collections.abc.Sequence[str], node_cpu: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], node_memory: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], node_gpus: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], node_model: collections.abc.Sequence[str], pod_name: collections.abc.Sequence[str], pod_cpu: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_memory: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_gpus: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_milli: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_spec: collections.abc.Sequence[collections.abc.Sequence[str]], policy: str, params: typing.Any, seed: typing.SupportsInt | typing.SupportsIndex, stop_at: typing.SupportsFloat | typing.SupportsIndex, coverage: typing.SupportsFloat | typing.SupportsIndex, ties: str) -> OpenbReplayRun:
+def _replay_openb(node_name: collections.abc.Sequence[str], node_cpu: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], node_memory: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], node_gpus: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], node_model: collections.abc.Sequence[str], pod_name: collections.abc.Sequence[str], pod_cpu: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_memory: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_gpus: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_milli: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_spec: collections.abc.Sequence[collections.abc.Sequence[str]], policy: str, params: typing.Any, seed: typing.Any, stop_at: typing.SupportsFloat | typing.SupportsIndex, coverage: typing.SupportsFloat | typing.SupportsIndex, ties: str) -> OpenbReplayRun:
     """
     Native openb replay over column lists; use gpufleet.replay.replay_openb.
     """
-def engine_action_description(name: str) -> str:
+def engine_callback_points() -> list:
     """
-    One line describing a registered engine action ("" if unknown).
-    """
-def engine_actions() -> list[str]:
-    """
-    Names of the registered engine actions.
+    The engine's callback points, in order: dicts with name, signature, combine (how the answers of several plugins combine), python_method (what a Python plugin defines to answer it, or None) and volcano_switch (the per-plugin switch that turns it off, or None).
     """
 def engine_check_config(config: typing.Any) -> typing.Any:
     """
@@ -1182,21 +1183,15 @@ def engine_check_config(config: typing.Any) -> typing.Any:
     """
 def engine_default_config() -> typing.Any:
     ...
-def engine_plugin_description(name: str) -> str:
+def engine_plugin_switches() -> list:
     """
-    One line describing a registered engine plugin ("" if unknown).
+    Volcano's per-plugin switches, as Volcano spells them: dicts with key, point (the callback point it gates, or None), on_when_absent and supported_on.
     """
-def engine_plugins() -> list[str]:
-    """
-    Names of the registered engine plugins.
-    """
-def engine_registry_duplicates() -> list[str]:
-    ...
-def format_bytes(bytes: typing.SupportsInt | typing.SupportsIndex) -> str:
+def format_bytes(bytes: typing.Any) -> str:
     """
     Bytes with the largest binary suffix that divides them exactly ("80Gi", "81559Mi").
     """
-def maximize_lp(a: collections.abc.Sequence[collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]], b: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], c: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], max_iterations: typing.SupportsInt | typing.SupportsIndex = 100000) -> tuple[float, numpy.typing.NDArray[numpy.float64]]:
+def maximize_lp(a: collections.abc.Sequence[collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]], b: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], c: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], max_iterations: typing.Any = 100000) -> tuple[float, numpy.typing.NDArray[numpy.float64]]:
     """
     Maximises c.x subject to a x <= b, x >= 0 with COIN-OR CLP (the solver behind gavel-lp); `a` is a list of rows (or a 2-D array). Returns (objective, x). ValueError for bad shapes, non-finite or too large entries, and infeasible or unbounded LPs; RuntimeError when max_iterations is reached.
     """
@@ -1224,33 +1219,41 @@ def parse_resource_quantity(resource: str, quantity: str) -> int:
     """
     A resource's quantity in the core's unit: milli-cores for cpu, whole numbers only for pods and extended resources (nvidia.com/gpu, koordinator.sh/*, aliyun.com/gpu-mem), bytes rounded up otherwise.
     """
-def registry_duplicates() -> list[str]:
-    ...
-def registry_metadata() -> dict:
+def queue_drs(specs: typing.Any, usage: dict) -> dict:
     """
-    Per registry (strategies, plugins, actions, policies), what each registered name declares: a list of dicts with name, description, parameters (name, type, default, help, example) and capabilities.
+    Kueue's Dominant Resource Share of every queue for leaf usage (a fraction; inf for weight 0).
+    """
+def queue_fair_shares(specs: typing.Any, capacity: dict, requests: dict, policy: str = 'kai', usage: typing.Any = None, k_value: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> dict:
+    """
+    Fair shares of every queue ({queue: {resource: amount}}) for leaf requests.
+    """
+def queue_objects(objects: typing.Any) -> list:
+    """
+    KAI Queue, Kueue ClusterQueue/Cohort and Volcano Queue objects (dicts as their YAML reads) as gpufleet queue dicts; implicit Kueue cohorts are added.
+    """
+def queue_tree_check(specs: typing.Any) -> None:
+    """
+    Checks gpufleet queue dicts as a tree; ValueError names the first problem.
+    """
+def registry_duplicates() -> list[str]:
+    """
+    Names registered twice in any registry (the second registration is refused).
+    """
+def registry_metadata(kinds: collections.abc.Sequence[str] | None = None) -> dict:
+    """
+    Per registry (strategies, plugins, actions, policies; all, or those in `kinds`), what each registered name declares: a list of dicts with name, description, parameters (name, type, default, help, example, range), traits and open_parameters; plugins also list the callback points they answer (observed on an empty session; None when they cannot be built without arguments).
     """
 def sim_check_policy(spec: str) -> None:
     """
     Raises KeyError/ValueError if the policy spec is not valid.
     """
-def sim_policy_description(name: str) -> str:
-    ...
-def sim_policy_names() -> list[str]:
-    """
-    Registered job-time policy names.
-    """
 def sim_run(cluster: typing.Any, job_id: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], submit_time: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], num_gpu: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], duration: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], speed: typing.Any, memory_gib: typing.Any, policy: str, tiresias_compat: bool = False, restore_delay: typing.SupportsFloat | typing.SupportsIndex = 0.0, tick: typing.SupportsFloat | typing.SupportsIndex = 0.0, scheduling_interval: typing.SupportsFloat | typing.SupportsIndex = 0.0, record_timeseries: bool = True, progress: typing.Any = None, placement: str = 'binpack', seed: typing.SupportsInt | typing.SupportsIndex = 0, gavel: typing.Any = None) -> SimRun:
     """
     Runs the job-time simulator; see gpufleet.sim.simulate for the friendly wrapper.
     """
-def strategies() -> list[str]:
+def simulate_queues(specs: typing.Any, gpus: typing.SupportsInt | typing.SupportsIndex, id: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], submit_time: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], duration: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], num_gpu: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], queue: collections.abc.Sequence[str], priority: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], options: dict = {}) -> dict:
     """
-    Names of the registered placement strategies.
-    """
-def strategy_description(name: str) -> str:
-    """
-    One line describing a registered placement strategy ("" if unknown).
+    The multi-tenant simulation over a queue tree; columns of jobs and queue samples.
     """
 def water_fill(total: typing.SupportsFloat | typing.SupportsIndex, weights: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], caps: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]) -> list[float]:
     """

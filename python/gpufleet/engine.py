@@ -43,22 +43,22 @@ a notebook, then port it to C++ (``docs/adding-a-policy.md``)::
     eng.configure({"actions": "allocate", "tiers": [{"plugins": [
         "gang", "predicates", {"name": "prefer-even", "arguments": {"bonus": 50}}]}]})
 
-Callbacks a Python plugin may define (each optional; names as in the native engine):
-``job_order(a, b)``, ``queue_order(a, b)``, ``task_order(a, b)`` (negative when ``a`` goes first),
-``predicate(task, node)`` (True/None to accept, False or a reason string to reject),
-``node_order(task, node)`` (a score added to the others), ``preemptable(preemptor, candidates)`` and
-``reclaimable(preemptor, candidates)`` (return the names of allowed victims), ``overused(queue)``,
-``job_ready(job)``, ``job_valid(job)`` and ``enqueueable(job)`` (None/"" when fine, else a reason),
-``allocatable(queue, task)``.
+A Python plugin answers the callback points whose method it defines: :func:`callback_points`
+lists each point with its ``python_method``, its signature and how the answers of several plugins
+combine (``docs/engine.md`` has the same table). Orders return a number (negative when ``a`` goes
+first); a check returns True/None to accept, or False or a reason string to refuse; victims are
+the names of the allowed candidates; a node's score is a finite number. What a plugin defines is
+what it answers, as for a native plugin: one that defines ``predicate`` serves the actions that
+place tasks without the native ``predicates`` plugin.
 """
 from __future__ import annotations
 
 import threading
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
-from gpufleet import _core
+from gpufleet import _core, registries
 from gpufleet._core import (
     BindDecision,
     EvictDecision,
@@ -90,6 +90,7 @@ __all__ = [
     "TaskView",
     "Scheduler",
     "actions",
+    "callback_points",
     "default_config",
     "engine_from_scenario",
     "load_config",
@@ -108,12 +109,19 @@ _JOB_COLUMNS = ["name", "queue", "priority", "min_available", "tasks", "running"
 
 def plugins() -> list[str]:
     """Names of the registered plugins (native and Python)."""
-    return list(_core.engine_plugins())
+    return registries.names("plugins")
 
 
 def actions() -> list[str]:
     """Names of the registered actions."""
-    return list(_core.engine_actions())
+    return registries.names("actions")
+
+
+def callback_points() -> list[dict[str, Any]]:
+    """The questions plugins answer, in order: dicts with ``name``, ``signature``, ``combine``,
+    ``python_method`` (what a Python plugin defines to answer it, or None) and ``volcano_switch``
+    (the per-plugin switch of a configuration that turns it off, or None)."""
+    return registries.callback_points()
 
 
 def default_config() -> dict[str, Any]:
@@ -339,15 +347,27 @@ class Engine:
         :meth:`add_queue`). KeyError when no queue has that name."""
         self._native.update_queue(self._queue_spec(name, weight, capability, reclaimable))
 
+    def load_queues(self, source: str | Path | Sequence[Mapping[str, Any]]) -> None:
+        """Add a queue tree: a YAML/JSON file of KAI ``Queue``, Kueue ``ClusterQueue``/``Cohort``
+        or Volcano ``Queue`` objects, or a list of such objects and gpufleet queue dicts
+        (:mod:`gpufleet.queues`). Parents are added before their children; a bad tree (a cycle of
+        parents, a child's guarantee above its parent's, ...) raises ValueError and adds nothing.
+        Use the ``queuetree`` plugin (and ``treereclaim``) to schedule by the tree."""
+        from gpufleet.queues import queue_specs, read_queue_objects
+
+        specs = read_queue_objects(source) if isinstance(source, (str, Path)) else queue_specs(source)
+        self._native.load_scenario({"queues": specs})
+
     def delete_queue(self, name: str) -> None:
         """Remove the queue ``name``; KeyError when there is none."""
         self._native.delete_queue(name)
 
     def queues(self) -> pd.DataFrame:
-        """One row per queue: ``queue``, ``weight``, ``capability`` (dict of limits, empty: none)
-        and ``reclaimable``."""
-        return _frame([(q.name, q.weight, q.capability, q.reclaimable) for q in self._native.queues()],
-                      ["queue", "weight", "capability", "reclaimable"])
+        """One row per queue: ``queue``, ``weight``, ``capability`` (dict of limits, empty: none),
+        ``reclaimable`` and ``parent`` (its parent in a queue tree, "" at the top)."""
+        return _frame([(q.name, q.weight, q.capability, q.reclaimable, q.parent)
+                       for q in self._native.queues()],
+                      ["queue", "weight", "capability", "reclaimable", "parent"])
 
     @staticmethod
     def _queue_spec(name: Any, weight: float, capability: Any, reclaimable: bool) -> dict[str, Any]:
@@ -470,7 +490,9 @@ def engine_from_scenario(data: Mapping[str, Any], where: str = "<scenario>",
         pod_fields = {k: v for k, v in spec.items() if k not in ("node", "annotations")}
         engine.cluster.restore_allocation(pod_fields, alloc.node, annotations)
     try:
-        engine.load({"queues": data.get("queues") or [], "jobs": data.get("jobs") or []})
+        from gpufleet.queues import queue_specs  # KAI, Kueue and Volcano queue objects as well
+
+        engine.load({"queues": queue_specs(data.get("queues") or []), "jobs": data.get("jobs") or []})
         for pod in base.pending:
             spec = next(p for p in data.get("pods") or [] if isinstance(p, Mapping) and p.get("name") == pod.name)
             engine.submit({"name": pod.name, "queue": "default", "priority": pod.priority,

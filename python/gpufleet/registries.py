@@ -1,6 +1,8 @@
 """What the native registries declare about every registered name: placement strategies, engine
 plugins, engine actions and job-time policies, each with its description, parameters (name, type,
-default, help) and capabilities. The CLI's ``--list-*`` options print these listings."""
+default, range, help) and typed traits; plugins also with the callback points they answer,
+observed on a session. The CLI's ``--list-*`` options print these listings and
+``tools/make_registry_docs.py`` writes them into ``docs/registries.md``."""
 from __future__ import annotations
 
 import json
@@ -11,18 +13,65 @@ from gpufleet import _core
 KINDS = ("strategies", "plugins", "actions", "policies")
 
 
-def metadata() -> dict[str, list[dict[str, Any]]]:
+def _capabilities(entry: dict[str, Any]) -> list[str]:
+    """Short words for display, derived from the typed traits: every trait that is true
+    (``concurrent_safe`` -> ``concurrent-safe``), ``needs:X`` for each point it needs, and for a
+    plugin the points it answers first."""
+    traits = entry["traits"]
+    words = list(entry.get("answers") or [])
+    words += [k.replace("_", "-") for k, v in traits.items() if v is True]
+    words += [f"needs:{point}" for point in traits.get("needs", [])]
+    return words
+
+
+def metadata(kinds: list[str] | tuple[str, ...] = KINDS) -> dict[str, list[dict[str, Any]]]:
     """Per registry (``strategies``, ``plugins``, ``actions``, ``policies``), one dict per name:
     ``name``, ``description``, ``parameters`` (dicts with ``name``, ``type``, ``default``,
-    ``help``, ``example``), ``capabilities`` and ``open_parameters``."""
-    return dict(_core.registry_metadata())
+    ``help``, ``example``, ``range``), ``traits`` (the registry's typed traits, e.g.
+    ``{"deterministic": True, "concurrent_safe": True}`` for a strategy), ``open_parameters``,
+    for plugins ``answers`` (the callback points it registers; None when it cannot be built
+    without arguments), and ``capabilities``, display words derived from the traits and
+    answers. ``kinds`` picks the registries (default: all)."""
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown:
+        raise KeyError(f"unknown registry {unknown[0]!r}; known: {', '.join(KINDS)}")
+    meta = dict(_core.registry_metadata(list(kinds)))
+    for kind in meta:
+        for entry in meta[kind]:
+            entry["capabilities"] = _capabilities(entry)
+    return meta
 
 
 def entries(kind: str) -> list[dict[str, Any]]:
     """The registrations of one registry; ``kind`` is one of :data:`KINDS`."""
-    if kind not in KINDS:
-        raise KeyError(f"unknown registry {kind!r}; known: {', '.join(KINDS)}")
-    return list(metadata()[kind])
+    return list(metadata((kind,))[kind])
+
+
+def names(kind: str) -> list[str]:
+    """The registered names of one registry, sorted."""
+    return [e["name"] for e in entries(kind)]
+
+
+def description(kind: str, name: str) -> str:
+    """The one-line description ``name`` registers in ``kind``; "" for a name not registered."""
+    return next((e["description"] for e in entries(kind) if e["name"] == name), "")
+
+
+def strategies() -> list[str]:
+    """Names of the registered placement strategies (``gpufleet.strategies()``)."""
+    return names("strategies")
+
+
+def strategy_description(name: str) -> str:
+    """One line describing a registered placement strategy ("" if unknown)."""
+    return description("strategies", name)
+
+
+def callback_points() -> list[dict[str, Any]]:
+    """The engine's callback points, in order: ``name``, ``signature``, ``combine`` (how the
+    answers of several plugins combine), ``python_method`` (what a Python plugin defines to answer
+    it, or None) and ``volcano_switch`` (the per-plugin switch that turns it off, or None)."""
+    return list(_core.engine_callback_points())
 
 
 def check_strategy(spec: Any) -> None:
@@ -44,7 +93,7 @@ def _value(v: Any) -> str:
 
 def format_listing(kind: str, prefix: str = "") -> str:
     """A readable listing: each name with its description and capabilities, then one line per
-    parameter with its type, default and help."""
+    parameter with its type, default, range and help."""
     lines = []
     for e in entries(kind):
         caps = f"  [{', '.join(e['capabilities'])}]" if e["capabilities"] else ""
@@ -55,8 +104,10 @@ def format_listing(kind: str, prefix: str = "") -> str:
             default = _value(p["default"])
             if p["default"] is None and p["example"] is not None:
                 default += f", e.g. {_value(p['example'])}"
-            lines.append(f"{prefix}    {p['name']}: {p['type']} = {default}  {p['help']}")
+            bounds = f" ({p['range']})" if p["range"] else ""
+            lines.append(f"{prefix}    {p['name']}: {p['type']} = {default}{bounds}  {p['help']}")
     return "\n".join(lines)
 
 
-__all__ = ["KINDS", "check_strategy", "entries", "format_listing", "metadata"]
+__all__ = ["KINDS", "callback_points", "check_strategy", "description", "entries",
+           "format_listing", "metadata", "names", "strategies", "strategy_description"]

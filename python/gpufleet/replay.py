@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpufleet import _core, published
+from gpufleet import _core, published, registries
 from gpufleet._lazy import lazy
 
 # Imported by the first call that needs them: `import gpufleet` stays fast.
@@ -45,7 +45,7 @@ _POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_
 
 def policy_names() -> list[str]:
     """The replay's policies (each a registered placement strategy), in the paper's order."""
-    known = set(_core.strategies())
+    known = set(registries.names("strategies"))
     return [p for p in POLICIES if p in known]
 
 

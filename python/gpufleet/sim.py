@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from gpufleet import _core
+from gpufleet import _core, registries
 from gpufleet._lazy import lazy
 
 # Imported by the first call that needs them: `import gpufleet` stays fast.
@@ -33,13 +33,13 @@ ClusterLike = Any  # int | str | Mapping | Sequence[Mapping] | ClusterSpec
 
 def policy_names() -> list[str]:
     """Names of the registered job-time policies."""
-    return list(_core.sim_policy_names())
+    return registries.names("policies")
 
 
 def policy_description(name: str) -> str:
     """The one-line description a job-time policy registers (``gpufleet simulate
     --list-policies`` prints it); an empty string for a name that is not registered."""
-    return str(_core.sim_policy_description(name))
+    return registries.description("policies", name)
 
 
 def policy_spec(policy: str | Mapping[str, Any], **params: Any) -> str:
@@ -132,13 +132,8 @@ def _gavel_options(gavel_compat: bool | Mapping[str, bool]) -> dict[str, bool] |
         unknown = sorted(set(gavel_compat) - set(GAVEL_COMPAT_OPTIONS))
         if unknown:
             raise ValueError(f"gavel_compat: unknown option(s) {unknown} (known: {list(GAVEL_COMPAT_OPTIONS)})")
-        for k, v in gavel_compat.items():
-            if not isinstance(v, bool):
-                raise ValueError(f"gavel_compat: {k} must be true or false, got {v!r}")
-        return dict(gavel_compat)
-    if not isinstance(gavel_compat, bool):
-        raise ValueError(f"gavel_compat must be a bool or a mapping of options, got {type(gavel_compat).__name__}")
-    return {} if gavel_compat else None
+        return {k: _flag(f"gavel_compat.{k}", v) for k, v in gavel_compat.items()}
+    return {} if _flag("gavel_compat", gavel_compat) else None
 
 
 def _gavel_steps(jobs: pd.DataFrame, models: list[str]) -> tuple[np.ndarray, np.ndarray, str | None]:
@@ -214,6 +209,29 @@ def _finish_time_fairness(jobs: pd.DataFrame, ts: pd.DataFrame, total_gpus: int)
     return (end - start) / fair
 
 
+def _flag(name: str, value: Any) -> bool:
+    """A true/false option; TypeError naming it for anything else (a list is not "true")."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise TypeError(f"{name}: expected true or false, got {value!r:.60}")
+
+
+def _seconds(name: str, value: Any) -> float:
+    """A number of seconds (the core checks the range); TypeError naming it for a non-number."""
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_)):
+        return float(value)
+    raise TypeError(f"{name}: expected a number of seconds, got {value!r:.60}")
+
+
+def _seed(value: Any) -> int:
+    """A seed from 0 to 2**63 - 1 (the core's seeds are signed 64-bit)."""
+    if not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"seed: expected a whole number, got {value!r:.60}")
+    if not 0 <= value <= 2**63 - 1:
+        raise ValueError(f"seed: {value} is out of range: 0 to 2**63 - 1")
+    return int(value)
+
+
 def simulate(jobs: pd.DataFrame, cluster: ClusterLike, policy: str | Mapping[str, Any] = "fifo",
              seed: int = 0, *, tiresias_compat: bool = False,
              gavel_compat: bool | Mapping[str, bool] = False, restore_delay: float = 0.0,
@@ -258,6 +276,16 @@ def simulate(jobs: pd.DataFrame, cluster: ClusterLike, policy: str | Mapping[str
     """
     spec = policy_spec(policy, **policy_params)
     models = cluster_spec(cluster)
+    # Options typed here, so a wrong one is a one-line error naming it rather than the
+    # binding's list of accepted signatures; the core checks their ranges.
+    seed = _seed(seed)
+    tiresias_compat, record_timeseries = (_flag("tiresias_compat", tiresias_compat),
+                                          _flag("record_timeseries", record_timeseries))
+    restore_delay, tick, scheduling_interval = (_seconds("restore_delay", restore_delay),
+                                                _seconds("tick", tick),
+                                                _seconds("scheduling_interval", scheduling_interval))
+    if placement is not None and not isinstance(placement, str):
+        raise TypeError(f"placement: expected a strategy name or None, got {placement!r:.60}")
     required = {"job_id", "submit_time", "num_gpu", "duration"}
     if missing := required - set(jobs.columns):
         raise ValueError(f"jobs lack columns {sorted(missing)} (unified job schema, docs/traces.md)")
@@ -287,9 +315,8 @@ def simulate(jobs: pd.DataFrame, cluster: ClusterLike, policy: str | Mapping[str
     try:
         raw = _core.sim_run(models, frame["job_id"].to_numpy(np.int64), frame["submit_time"].to_numpy(np.float64),
                             frame["num_gpu"].to_numpy(np.int64), durations, speed, mem,
-                            spec, tiresias_compat, float(restore_delay), float(tick), float(scheduling_interval),
-                            bool(record_timeseries),
-                            callback, placement or "", int(seed), gavel)
+                            spec, tiresias_compat, restore_delay, tick, scheduling_interval,
+                            record_timeseries, callback, placement or "", seed, gavel)
     finally:
         if bar is not None:
             bar.close()

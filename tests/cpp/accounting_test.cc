@@ -47,7 +47,7 @@ TEST(AccountingTest, FilterOkAndInsufficientDevices) {
   CheckedCluster c;
   ASSERT_OK(c.AddNodeJson(kFourV100));
   EXPECT_TRUE(c.Filter(WholeGpus("a", 4), "n1").ok());
-  ASSERT_TRUE(c.Place(WholeGpus("a", 3)).placed);
+  ASSERT_TRUE(c.Place(WholeGpus("a", 3)).ok());
   ExpectFit(c.Filter(WholeGpus("b", 2), "n1"), FitCode::kUnschedulable,
             "Insufficient gpu devices");
   EXPECT_TRUE(c.Filter(WholeGpus("b", 1), "n1").ok());
@@ -81,12 +81,12 @@ TEST(AccountingTest, FilterCpuMemoryAndPodCount) {
   Pod mem = MakePod(R"({"name":"mem","requests":{"memory":"9Gi"}})");
   ExpectFit(c.Filter(mem, "c1"), FitCode::kUnschedulableAndUnresolvable,
             "Insufficient memory (more than the node has)");
-  ASSERT_TRUE(c.Place(MakePod(R"({"name":"a","requests":{"cpu":"3","memory":"6Gi"}})")).placed);
+  ASSERT_TRUE(c.Place(MakePod(R"({"name":"a","requests":{"cpu":"3","memory":"6Gi"}})")).ok());
   ExpectFit(c.Filter(MakePod(R"({"name":"b","requests":{"cpu":"2"}})"), "c1"),
             FitCode::kUnschedulable, "Insufficient cpu");
   ExpectFit(c.Filter(MakePod(R"({"name":"b","requests":{"memory":"3Gi"}})"), "c1"),
             FitCode::kUnschedulable, "Insufficient memory");
-  ASSERT_TRUE(c.Place(MakePod(R"({"name":"b","requests":{"cpu":"1"}})")).placed);
+  ASSERT_TRUE(c.Place(MakePod(R"({"name":"b","requests":{"cpu":"1"}})")).ok());
   ExpectFit(c.Filter(MakePod(R"({"name":"c"})"), "c1"), FitCode::kUnschedulable, "Too many pods");
 }
 
@@ -110,14 +110,14 @@ TEST(AccountingTest, GpushareFilterChecksOneDeviceNotNodeTotals) {
     EXPECT_EQ(c.state().usage(i).gpu_memory_capacity - c.state().usage(i).gpu_memory_used,
               MiB(8138));
 
-  PlaceResult r = c.Place(pod);
-  ASSERT_TRUE(r.placed) << r.reason;
+  Placement r = c.Place(pod);
+  ASSERT_TRUE(r.ok()) << r.reason;
   EXPECT_EQ(r.allocation.node, "n2");
   EXPECT_EQ(DeviceNames(r.allocation), std::vector<std::string>{"gpu/0"});
   EXPECT_EQ(r.allocation.devices[0].memory_bytes, MiB(8138));
 
-  PlaceResult none = c.Place(GpuMem("more", 6105));
-  EXPECT_FALSE(none.placed);
+  Placement none = c.Place(GpuMem("more", 6105));
+  EXPECT_FALSE(none.ok());
   EXPECT_EQ(none.reason,
             "0/3 nodes are available: 3 Insufficient GPU memory in one device");
 }
@@ -138,9 +138,10 @@ TEST(AccountingTest, ReserveUnreserveCommitRelease) {
   ASSERT_OK(c.AddNodeJson(kFourV100));
   const ClusterState empty = c.state();
   auto s = test::StrategyOrDie("binpack");
-  Allocation plan;
   Pod pod = WholeGpus("a", 2);
-  ASSERT_TRUE(PlanOnNode(c.state(), pod, 0, *s, &plan).ok());
+  const Placement planned = PlanOnNode(c.state(), pod, 0, *s);
+  ASSERT_TRUE(planned.ok());
+  const Allocation& plan = planned.allocation;
   EXPECT_EQ(c.state(), empty) << "Plan must not change the state";
   EXPECT_EQ(plan.node, "n1");
   EXPECT_EQ(DeviceNames(plan), (std::vector<std::string>{"gpu/0", "gpu/1"}));
@@ -181,7 +182,7 @@ TEST(AccountingTest, ReleaseFreesAReservedPodToo) {
   CheckedCluster c;
   ASSERT_OK(c.AddNodeJson(kFourV100));
   const ClusterState empty = c.state();
-  ASSERT_TRUE(c.Place(GpuMem("a", 1000), "binpack", /*commit=*/false).placed);
+  ASSERT_TRUE(c.Place(GpuMem("a", 1000), "binpack", /*commit=*/false).ok());
   EXPECT_EQ(c.state().FindAllocation("a")->state, AllocationState::kReserved);
   ASSERT_OK(c.Release("a"));
   EXPECT_EQ(c.state(), empty);
@@ -256,7 +257,7 @@ TEST(AccountingTest, FailedReserveLeavesStateUnchanged) {
 TEST(AccountingTest, CopiesAreIndependentAndCompareEqual) {
   CheckedCluster c;
   ASSERT_OK(c.AddNodeJson(kFourV100));
-  ASSERT_TRUE(c.Place(WholeGpus("a", 1)).placed);
+  ASSERT_TRUE(c.Place(WholeGpus("a", 1)).ok());
   ClusterState copy = c.state();
   EXPECT_EQ(copy, c.state());
   ASSERT_OK(copy.Release("a"));
@@ -279,17 +280,17 @@ TEST(AccountingTest, UnhealthyDevicesAreNeverChosen) {
   ExpectFit(c.Filter(WholeGpus("a", 3), "n1"), FitCode::kUnschedulable,
             "Insufficient gpu devices");
   for (int k = 0; k < 4; ++k) {
-    PlaceResult r = c.Place(GpuMem("s" + std::to_string(k), 8000));
-    ASSERT_TRUE(r.placed) << r.reason;
+    Placement r = c.Place(GpuMem("s" + std::to_string(k), 8000));
+    ASSERT_TRUE(r.ok()) << r.reason;
     for (const DeviceGrant& g : r.allocation.devices) EXPECT_TRUE(g.minor == 1 || g.minor == 3);
   }
-  EXPECT_FALSE(c.Place(GpuMem("s4", 8000)).placed);
+  EXPECT_FALSE(c.Place(GpuMem("s4", 8000)).ok());
   EXPECT_EQ(c.state().used_memory()[0], 0);
   EXPECT_EQ(c.state().used_memory()[2], 0);
   // Health comes back: the device is usable again.
   ASSERT_OK(c.SetDeviceHealth("n1", "gpu", 2, true));
-  PlaceResult r = c.Place(GpuMem("s5", 8000));
-  ASSERT_TRUE(r.placed) << r.reason;
+  Placement r = c.Place(GpuMem("s5", 8000));
+  ASSERT_TRUE(r.ok()) << r.reason;
   EXPECT_EQ(DeviceNames(r.allocation), std::vector<std::string>{"gpu/2"});
 }
 
@@ -309,7 +310,7 @@ TEST(AccountingTest, SetDeviceHealthErrors) {
 TEST(AccountingTest, UnhealthyDeviceHoldingAPodKeepsItsUsage) {
   CheckedCluster c;
   ASSERT_OK(c.AddNodeJson(kFourV100));
-  ASSERT_TRUE(c.Place(GpuMem("a", 1000)).placed);
+  ASSERT_TRUE(c.Place(GpuMem("a", 1000)).ok());
   ASSERT_OK(c.SetDeviceHealth("n1", "gpu", 0, false));
   EXPECT_EQ(c.state().used_memory()[0], MiB(1000));
   ASSERT_OK(c.Release("a"));
@@ -328,22 +329,22 @@ TEST(AccountingTest, WholeOnlyAndSharedOnlyNodes) {
             "shared GPUs only");
   EXPECT_TRUE(c.Filter(WholeGpus("p", 1), "w").ok());
   EXPECT_TRUE(c.Filter(GpuMem("p", 100), "s").ok());
-  PlaceResult whole = c.Place(WholeGpus("a", 1));
-  ASSERT_TRUE(whole.placed);
+  Placement whole = c.Place(WholeGpus("a", 1));
+  ASSERT_TRUE(whole.ok());
   EXPECT_EQ(whole.allocation.node, "w");
-  PlaceResult shared = c.Place(GpuMem("b", 100));
-  ASSERT_TRUE(shared.placed);
+  Placement shared = c.Place(GpuMem("b", 100));
+  ASSERT_TRUE(shared.ok());
   EXPECT_EQ(shared.allocation.node, "s");
-  EXPECT_FALSE(c.Place(WholeGpus("c", 2)).placed);
+  EXPECT_FALSE(c.Place(WholeGpus("c", 2)).ok());
 }
 
 TEST(AccountingTest, MixedNodeGivesWholePodsUntouchedCardsOnly) {
   CheckedCluster c;
   ASSERT_OK(c.AddNodeJson(
       R"({"name":"m","cpu":"8","memory":"8Gi","gpus":{"count":2,"memory":"16Gi"}})"));
-  ASSERT_TRUE(c.Place(GpuMem("s", 1)).placed);
-  PlaceResult w = c.Place(WholeGpus("w", 1));
-  ASSERT_TRUE(w.placed);
+  ASSERT_TRUE(c.Place(GpuMem("s", 1)).ok());
+  Placement w = c.Place(WholeGpus("w", 1));
+  ASSERT_TRUE(w.ok());
   EXPECT_EQ(DeviceNames(w.allocation), std::vector<std::string>{"gpu/1"});
   EXPECT_EQ(w.allocation.devices[0].core, 100);
   EXPECT_EQ(w.allocation.devices[0].memory_bytes, GiB(16));
@@ -363,8 +364,8 @@ TEST(AccountingTest, MemoryRatioIsBytesOfTheChosenCard) {
     Pod p = MakePod(R"({"name":")" + model +
                     R"(","gpu_models":[")" + model +
                     R"("],"requests":{"koordinator.sh/gpu-core":"50","koordinator.sh/gpu-memory-ratio":"50"}})");
-    PlaceResult r = c.Place(p);
-    ASSERT_TRUE(r.placed) << r.reason;
+    Placement r = c.Place(p);
+    ASSERT_TRUE(r.ok()) << r.reason;
     ASSERT_EQ(r.allocation.devices.size(), 1u);
     EXPECT_EQ(r.allocation.devices[0].memory_bytes, bytes);
     EXPECT_EQ(r.allocation.devices[0].core, 50);
@@ -480,8 +481,8 @@ TEST(AccountingTest, PlaceHonoursConstraintsAndSummarisesReasons) {
       R"({"name":"d","cpu":"8","memory":"8Gi","labels":{"zone":"a"},"gpus":{"count":2,"memory":"16Gi"},
           "taints":[{"key":"k","value":"v"}]})"));
   Pod pod = MakePod(R"({"name":"p","node_selector":{"zone":"a"},"requests":{"nvidia.com/gpu":"2"}})");
-  PlaceResult r = c.Place(pod);
-  EXPECT_FALSE(r.placed);
+  Placement r = c.Place(pod);
+  EXPECT_FALSE(r.ok());
   EXPECT_EQ(r.reason,
             "0/4 nodes are available: 1 node has 1 gpu devices, pod needs 2, 1 node has no gpu "
             "devices, 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had "
@@ -490,17 +491,17 @@ TEST(AccountingTest, PlaceHonoursConstraintsAndSummarisesReasons) {
       R"({"name":"p","node_selector":{"zone":"a"},"tolerations":[{"key":"k","value":"v"}],
           "requests":{"nvidia.com/gpu":"2"}})");
   r = c.Place(tolerant);
-  ASSERT_TRUE(r.placed) << r.reason;
+  ASSERT_TRUE(r.ok()) << r.reason;
   EXPECT_EQ(r.allocation.node, "d");
   r = c.Place(tolerant);
-  EXPECT_FALSE(r.placed);
+  EXPECT_FALSE(r.ok());
   EXPECT_EQ(r.reason, "pod p is already placed");
 }
 
 TEST(AccountingTest, PlaceOnEmptyClusterSaysZeroOfZero) {
   CheckedCluster c;
-  PlaceResult r = c.Place(WholeGpus("a", 1));
-  EXPECT_FALSE(r.placed);
+  Placement r = c.Place(WholeGpus("a", 1));
+  EXPECT_FALSE(r.ok());
   EXPECT_EQ(r.reason, "0/0 nodes are available");
 }
 
@@ -514,7 +515,7 @@ TEST(AccountingTest, LongMixedSequenceKeepsInvariantsAndReleasesToEmpty) {
   for (int k = 0; k < 40; ++k) {
     std::string name = "p" + std::to_string(k);
     Pod p = k % 3 == 0 ? WholeGpus(name, 1 + k % 2) : GpuMem(name, 3000 + 700 * (k % 9));
-    if (c.Place(p, k % 2 ? "spread" : "binpack").placed) held.push_back(name);
+    if (c.Place(p, k % 2 ? "spread" : "binpack").ok()) held.push_back(name);
     if (k % 5 == 4 && !held.empty()) {
       ASSERT_OK(c.Release(held.front()));
       held.erase(held.begin());

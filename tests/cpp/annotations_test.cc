@@ -250,8 +250,8 @@ TEST(AnnotationsTest, RestartFromAnnotationsRebuildsTheSameState) {
   std::map<std::string, std::pair<Pod, Annotations>> records;
   for (const char* json : pods) {
     Pod p = MakePod(json);
-    PlaceResult r = live.Place(p);
-    ASSERT_TRUE(r.placed) << r.reason;
+    Placement r = live.Place(p);
+    ASSERT_TRUE(r.ok()) << r.reason;
     const Node& node = live.state().node(live.state().FindNode(r.allocation.node));
     bool gpushare = p.Find(kGpu) != nullptr && p.Find(kGpu)->core == 0;
     records[p.name] = {p, AllocationAnnotations(r.allocation, node, gpushare)};
@@ -378,8 +378,8 @@ TEST(AnnotationsRestoreStrictTest, RecordsTheSchedulerWroteRestoreExactly) {
       Pod pod = MakePod(absl::StrCat(R"({"name":"ns/a","requests":)", r, "}"));
       auto strategy = MakeStrategy("binpack");
       ASSERT_TRUE(strategy.ok());
-      PlaceResult result = Placer().Place(placed.state(), pod, **strategy, true);
-      ASSERT_TRUE(result.placed) << result.reason;
+      Placement result = test::PlaceWith(Placer(), placed.state(), pod, **strategy, true);
+      ASSERT_TRUE(result.ok()) << result.reason;
       Annotations written =
           AllocationAnnotations(result.allocation, placed.state().node(0), gpushare);
       CheckedCluster restored;

@@ -255,8 +255,8 @@ void ExpectSerialReplay(const std::string& strategy) {
           log.push_back({false, gone});
           mine.pop_back();
         } else {
-          PlaceResult r = cluster.placer().Place(s, pod, st, true);
-          if (r.placed) mine.push_back(pod.name);
+          Placement r = test::PlaceWith(cluster.placer(), s, pod, st, true);
+          if (r.ok()) mine.push_back(pod.name);
           log.push_back({true, pod});
         }
         return 0;
@@ -270,7 +270,7 @@ void ExpectSerialReplay(const std::string& strategy) {
   const PlacementStrategy& serial_st = *serial.Strategy(strategy).value();
   serial.Write([&](ClusterState& s) {
     for (const Op& op : log) {
-      if (op.place) serial.placer().Place(s, op.pod, serial_st, true);
+      if (op.place) test::PlaceWith(serial.placer(), s, op.pod, serial_st, true);
       else EXPECT_TRUE(s.Release(op.pod.name).ok());
     }
     return 0;
@@ -312,9 +312,9 @@ TEST(GuardedClusterTest, PlaceManyReleaseAndSnapshotsRace) {
         if (where[k] >= 0) kept[t].push_back(pods[k].name);
       Pod extra = PodNumber(absl::StrCat("t", t, "x"), round);
       std::vector<std::string> nodes = {"n1", "n3"};
-      absl::StatusOr<PlaceResult> one = cluster.Place(extra, "spread", true, &nodes);
+      absl::StatusOr<Placement> one = cluster.Place(extra, "spread", true, &nodes);
       ASSERT_TRUE(one.ok());
-      if (one->placed) kept[t].push_back(extra.name);
+      if (one->ok()) kept[t].push_back(extra.name);
       // Give back half of what this thread holds.
       for (size_t k = 0; k < kept[t].size() / 2; ++k) {
         const std::string name = kept[t].back();
@@ -391,8 +391,7 @@ TEST(GuardedClusterTest, ReadersInParallelChangeNothing) {
       if (!cluster.Copy().Read([](const ClusterState& s) { return s.CheckInvariants(); }).ok()) ++bad;
       if (cluster.Read([](const ClusterState& s) { return SaveSnapshot(s); }) != text) ++bad;
       cluster.ReadWith(binpack, [&](const ClusterState& s) {
-        Allocation plan;
-        return PlanOnNode(s, PodNumber("q", k), k % s.num_nodes(), binpack, &plan).ok();
+        return PlanOnNode(s, PodNumber("q", k), k % s.num_nodes(), binpack).ok();
       });
     }
   });

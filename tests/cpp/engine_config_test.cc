@@ -50,7 +50,7 @@ TEST(EngineConfigTest, ErrorsNameTheProblem) {
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate", "tiers": [{"plugins": ["predicates", "nodeorder(binpack=\"lots\")"]}]})J"),
                   "nodeorder: parameter \"binpack\" has the wrong type (\"lots\"; expected number)"));
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate", "tiers": [{"plugins": ["predicates", "nodeorder(binpack=-1)"]}]})J"),
-                  "weights must be finite and >= 0"));
+                  "tiers[0].plugins[1]: nodeorder: \"binpack\" must be a finite number >= 0, got -1"));
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate", "tiers": [{"plugins": ["predicates", {"name": "deviceshare", "arguments": {"strategy": "nope"}}]}]})J"),
                   "deviceshare: strategy: unknown placement strategy \"nope\""));
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate, enqueue", )J" + tiers + "}"),
@@ -62,13 +62,13 @@ TEST(EngineConfigTest, ErrorsNameTheProblem) {
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate", "tiers": [{"plugins": ["gang"]}]})J"),
                   "\"allocate\" needs a plugin that answers \"predicates\" (registered: predicates)"));
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate, reclaim", "tiers": [{"plugins": ["gang", "predicates"]}]})J"),
-                  "\"reclaim\" needs a plugin that answers \"overused\" (registered: proportion)"));
+                  "\"reclaim\" needs a plugin that answers \"overused\" (registered: proportion, queuetree)"));
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate, preempt", "tiers": [{"plugins": ["predicates", "proportion"]}]})J"),
-                  "\"preempt\" needs a plugin that answers \"preemptable\" (registered: conformance, drf, gang, priority)"));
+                  "\"preempt\" needs a plugin that answers \"preemptable\" (registered: conformance, drf, gang, priority, queuetree)"));
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate", "tiers": [{"plugins": ["predicates", "reservation"]}]})J"),
                   "\"reservation\" needs a plugin that answers \"job-ready\" (registered: gang)"));
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate", "tiers": [{"plugins": ["gang", "predicates", "reservation(after_cycles=-2)"]}]})J"),
-                  "after_cycles must be >= 0"));
+                  "reservation: \"after_cycles\" must be >= 0, got -2"));
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate", "tiers": []})J"), "\"tiers\" must be a non-empty list"));
   EXPECT_TRUE(has(Error(R"J({"actions": "allocate", "tier": []})J"),
                   "unknown field \"tier\"; did you mean \"tiers\"?"));

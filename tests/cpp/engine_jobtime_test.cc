@@ -288,7 +288,7 @@ TEST(EngineJobtimeTest, BadArgumentsAreClearErrors) {
       EXPECT_NE(st.message().find(p), std::string::npos) << st.message() << " lacks " << p;
   };
   expect_error(JobtimeConfig("nope"), {"actions[0]", "jobtime", "unknown policy \"nope\""});
-  expect_error(JobtimeConfig("las(service=banana)"), {"jobtime", "las: service must be"});
+  expect_error(JobtimeConfig("las(service=banana)"), {"jobtime", "las: \"service\" must be one of \"gpu_time\", \"time\", got \"banana\""});
   expect_error(JobtimeConfig("las", {{"bogus", 1}}), {"jobtime", "bogus"});
   expect_error(JobtimeConfig("las", {{"perf_factors", {{"A100", -1}}}}),
                {"jobtime: perf_factors.A100 must be a number > 0"});
@@ -341,7 +341,7 @@ TEST(EngineJobtimeTest, GangThatCannotBePlacedOnItsModelLeavesNothingAllocated) 
                              {"requests", {{"nvidia.com/gpu", 1}}}})
                     .value();
     std::vector<int> where = {s->cluster().FindNode(node)};
-    ASSERT_TRUE(Placer().Place(s->cluster(), other, *binpack, true, &where).placed);
+    ASSERT_TRUE(test::PlaceWith(Placer(), s->cluster(), other, *binpack, true, &where).ok());
   }
   Submit(*s, GpuJob("gang", 2, 2));
   auto r = s->RunCycleAt(0);
@@ -397,7 +397,7 @@ TEST(EngineJobtimeTest, SharedAndCpuJobsAreLeftToOtherActions) {
                            {"requests", {{"koordinator.sh/gpu-core", 50},
                                          {"koordinator.sh/gpu-memory-ratio", 50}}}})
                   .value();
-  ASSERT_TRUE(Placer().Place(alone->cluster(), other, *MakeStrategy("binpack").value()).placed);
+  ASSERT_TRUE(test::PlaceWith(Placer(), alone->cluster(), other, *MakeStrategy("binpack").value()).ok());
   Submit(*alone, GpuJob("first", 1, 1));
   Submit(*alone, GpuJob("second", 1, 1));
   r = alone->RunCycleAt(0);

@@ -75,7 +75,6 @@ namespace {
 // A test-only plugin that turns node equivalence classes off, to compare against the full scan.
 class NoNodeClasses : public Plugin {
  public:
-  std::string name() const override { return "test-no-node-classes"; }
   void OnSessionOpen(Session& s) override { s.DisableNodeClasses(); }
 };
 GPUFLEET_REGISTER(Plugin, {.name = "test-no-node-classes", .description = "test only"},

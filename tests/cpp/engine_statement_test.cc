@@ -47,14 +47,15 @@ TEST(EngineStatementTest, DiscardRestoresEverything) {
   {
     Statement st(s);
     ASSERT_TRUE(st.Evict(0, "test").ok());  // task 0 = run-0
-    Allocation plan;
-    ASSERT_TRUE(s.BestNode(s.task(1), &plan).ok());
-    ASSERT_TRUE(st.Allocate(1, plan).ok());
-    ASSERT_TRUE(s.BestNode(s.task(2), &plan).ok());
-    ASSERT_TRUE(st.Allocate(2, plan).ok());
+    Placement plan = s.BestNode(s.task(1));
+    ASSERT_TRUE(plan.ok());
+    ASSERT_TRUE(st.Allocate(1, plan.allocation).ok());
+    plan = s.BestNode(s.task(2));
+    ASSERT_TRUE(plan.ok());
+    ASSERT_TRUE(st.Allocate(2, plan.allocation).ok());
     EXPECT_EQ(s.job(1).occupied, 2);
     // A third GPU task would not fit: Allocate refuses and changes nothing.
-    EXPECT_FALSE(st.Allocate(2, plan).ok());
+    EXPECT_FALSE(st.Allocate(2, plan.allocation).ok());
     st.Discard();
   }
   EXPECT_TRUE(s.state() == before);
@@ -75,9 +76,9 @@ TEST(EngineStatementTest, RollbackToMarkAndCommit) {
   auto pred = MakePlugin("predicates", Json::object());
   (*pred)->OnSessionOpen(s);
   Statement st(s);
-  Allocation plan;
-  ASSERT_TRUE(s.BestNode(s.task(1), &plan).ok());
-  ASSERT_TRUE(st.Allocate(1, plan).ok());
+  const Placement plan = s.BestNode(s.task(1));
+  ASSERT_TRUE(plan.ok());
+  ASSERT_TRUE(st.Allocate(1, plan.allocation).ok());
   size_t mark = st.Mark();
   ASSERT_TRUE(st.Evict(0, "test").ok());
   st.RollbackTo(mark);
@@ -100,9 +101,9 @@ TEST(EngineStatementTest, UnclosedStatementDiscardsItself) {
   const ClusterState before = s.state();
   {
     Statement st(s);
-    Allocation plan;
-    ASSERT_TRUE(s.BestNode(s.task(1), &plan).ok());
-    ASSERT_TRUE(st.Allocate(1, plan).ok());
+    const Placement plan = s.BestNode(s.task(1));
+    ASSERT_TRUE(plan.ok());
+    ASSERT_TRUE(st.Allocate(1, plan.allocation).ok());
   }
   EXPECT_TRUE(s.state() == before);
 }
@@ -114,14 +115,14 @@ TEST(EngineStatementTest, MissCacheIsDroppedWhenResourcesFree) {
   auto pred = MakePlugin("predicates", Json::object());
   (*pred)->OnSessionOpen(s);
   Statement st(s);
-  Allocation plan;
-  ASSERT_TRUE(s.BestNode(s.task(1), &plan).ok());
-  ASSERT_TRUE(st.Allocate(1, plan).ok());
-  absl::StatusOr<int> miss = s.BestNode(s.task(2), &plan);  // both GPUs taken: cached miss
+  const Placement plan = s.BestNode(s.task(1));
+  ASSERT_TRUE(plan.ok());
+  ASSERT_TRUE(st.Allocate(1, plan.allocation).ok());
+  const Placement miss = s.BestNode(s.task(2));  // both GPUs taken: cached miss
   EXPECT_FALSE(miss.ok());
-  EXPECT_TRUE(absl::StrContains(miss.status().message(), "nodes are available")) << miss.status();
-  ASSERT_TRUE(st.Evict(0, "free one").ok());           // frees a GPU: the cache must not lie
-  EXPECT_TRUE(s.BestNode(s.task(2), &plan).ok());
+  EXPECT_TRUE(absl::StrContains(miss.reason, "nodes are available")) << miss.reason;
+  ASSERT_TRUE(st.Evict(0, "free one").ok());  // frees a GPU: the cache must not lie
+  EXPECT_TRUE(s.BestNode(s.task(2)).ok());
   st.Discard();
 }
 

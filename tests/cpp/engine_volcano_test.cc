@@ -29,7 +29,7 @@ Json VolcanoStockConfig() {
                    {"name": "binpack"}]}]})J");
 }
 
-Json GpuNode(const std::string& name, int gpus = 8) {
+Json VolcanoGpuNode(const std::string& name, int gpus = 8) {
   return {{"name", name}, {"cpu", "64"}, {"memory", "512Gi"},
           {"gpus", {{"count", gpus}, {"model", "A100"}, {"memory", "80Gi"}}}};
 }
@@ -73,8 +73,10 @@ TEST(VolcanoConfigTest, StockConfigurationLoadsAndKeepsItsSwitches) {
                                 {"priority", "gang", "conformance"},
                                 {"overcommit", "drf", "predicates", "proportion", "nodeorder",
                                  "binpack"}}));
-  EXPECT_EQ(c->DisabledPoints(), (std::map<std::string, std::vector<std::string>>{
-                                     {"gang", {"preemptable"}}, {"drf", {"preemptable"}}}));
+  std::map<std::string, std::vector<std::string>> disabled;
+  for (const auto& [plugin, points] : c->DisabledPoints()) disabled[plugin] = PointNames(points);
+  EXPECT_EQ(disabled, (std::map<std::string, std::vector<std::string>>{
+                          {"gang", {"preemptable"}}, {"drf", {"preemptable"}}}));
   // The canonical form keeps the switches, and reads back to the same configuration.
   Json canonical = c->ToJson();
   EXPECT_EQ(canonical["tiers"][0]["plugins"][1]["enablePreemptable"], false);
@@ -137,10 +139,10 @@ TEST(VolcanoConfigTest, SwitchesAreCheckedByName) {
     c["tiers"][1]["plugins"][3][key] = false;  // proportion
   auto parsed = ConfigFromJson(c);
   ASSERT_TRUE(parsed.ok()) << parsed.status();
-  EXPECT_EQ(parsed->DisabledPoints().at("proportion"),
-            (std::vector<std::string>{"allocatable", "enqueueable", "job-order", "job-ready",
-                                      "node-score", "overused", "preemptable", "queue-order",
-                                      "reclaimable", "target-job", "task-order"}));
+  EXPECT_EQ(PointNames(parsed->DisabledPoints().at("proportion")),
+            (std::vector<std::string>{"job-order", "queue-order", "task-order", "node-score",
+                                      "preemptable", "reclaimable", "overused", "job-ready",
+                                      "allocatable", "enqueueable", "target-job"}));
   // A plugin whose answer an action needs, switched off, no longer answers it.
   c = VolcanoStockConfig();
   c["tiers"][1]["plugins"][2]["enablePredicate"] = false;
@@ -152,7 +154,7 @@ TEST(VolcanoConfigTest, UnknownPluginsAndActionsListTheSupportedOnes) {
   c["tiers"][0]["plugins"].push_back({{"name", "sla"}});
   std::string e = ConfigError(c);
   EXPECT_TRUE(Contains(e, "tiers[0].plugins[3]: unknown plugin \"sla\""));
-  for (const std::string& p : PluginNames()) EXPECT_TRUE(Contains(e, p));
+  for (const std::string& p : Registry<Plugin>::Global().Names()) EXPECT_TRUE(Contains(e, p));
   c = VolcanoStockConfig();
   c["actions"] = "enqueue, elect, allocate";
   e = ConfigError(c);
@@ -177,7 +179,7 @@ TEST(VolcanoConfigTest, ActionConfigurationsAndMetrics) {
 
 TEST(VolcanoSwitchTest, JobOrderSwitchedOffLeavesCreationOrder) {
   // One node with room for one of two 4-GPU jobs: priority decides unless its job order is off.
-  Json scenario = {{"nodes", {GpuNode("n1", 4)}},
+  Json scenario = {{"nodes", {VolcanoGpuNode("n1", 4)}},
                    {"jobs", {MakeJob("early", 4, {{"nvidia.com/gpu", 1}}, {{"creation", 1}}),
                              MakeJob("urgent", 4, {{"nvidia.com/gpu", 1}},
                                      {{"creation", 2}, {"priority", 10}})}}};
@@ -206,7 +208,7 @@ Json BinpackConfig(Json binpack_args) {
 
 TEST(VolcanoBinpackTest, NodeOrderTable) {
   // n1 is busy in cpu, n2 in GPUs; the new task asks for 1 cpu and 1 GPU.
-  Json busy = {{"nodes", {GpuNode("n1"), GpuNode("n2")}},
+  Json busy = {{"nodes", {VolcanoGpuNode("n1"), VolcanoGpuNode("n2")}},
                {"jobs", {MakeJob("cpu-hog", 1, {{"cpu", "48"}}, Running(1, "n1")),
                          MakeJob("gpu-hog", 1, {{"cpu", "1"}, {"nvidia.com/gpu", 6}},
                                  Running(1, "n2")),
@@ -240,7 +242,7 @@ TEST(VolcanoBinpackTest, NodeOrderTable) {
 TEST(VolcanoBinpackTest, WeightZeroScoresNothing) {
   // binpack.weight 0 registers no score (Volcano), so the fuller node is not preferred: with no
   // other score the first node wins the tie.
-  Json tie = {{"nodes", {GpuNode("n1"), GpuNode("n2")}},
+  Json tie = {{"nodes", {VolcanoGpuNode("n1"), VolcanoGpuNode("n2")}},
               {"jobs", {MakeJob("hog", 1, {{"cpu", "30"}}, Running(1, "n2")),
                         MakeJob("new", 1, {{"cpu", "4"}})}}};
   auto r = RunOnce(tie, BinpackConfig({{"binpack.weight", 0}}));
@@ -290,7 +292,7 @@ TEST(VolcanoConformanceTest, CriticalPodsAreNeverVictims) {
     SCOPED_TRACE(tc.name);
     Json preemptor = MakeJob("default/urgent", 2, {{"nvidia.com/gpu", 1}},
                              {{"priority", 2100000000}});
-    Json scenario = {{"nodes", {GpuNode("n1", 4)}}, {"jobs", {tc.victim, preemptor}}};
+    Json scenario = {{"nodes", {VolcanoGpuNode("n1", 4)}}, {"jobs", {tc.victim, preemptor}}};
     Json tier1 = Json::array({"priority", "gang"});
     if (tc.conformance) tier1.push_back("conformance");
     Json config = {{"actions", "allocate, preempt"},
@@ -309,7 +311,7 @@ TEST(VolcanoConformanceTest, KubeSystemPodsAreNotReclaimed) {
   for (const std::string& name : {std::string("default/train"), std::string("kube-system/dns")}) {
     SCOPED_TRACE(name);
     Json scenario = {
-        {"nodes", {GpuNode("n1")}},
+        {"nodes", {VolcanoGpuNode("n1")}},
         {"queues", {{{"name", "a"}, {"weight", 1}}, {{"name", "b"}, {"weight", 1}}}},
         {"jobs", {MakeJob(name, 8, {{"nvidia.com/gpu", 1}}, {{"queue", "a"}, {"min_available", 1},
                                                             {"running", Json(std::vector<std::string>(8, "n1"))}}),
@@ -361,7 +363,7 @@ TEST(VolcanoOvercommitTest, EnqueueDecisionTable) {
                    {"tiers", {{{"plugins", {"priority", "gang"}}},
                               {{"plugins", {{{"name", "overcommit"}, {"arguments", tc.args}},
                                             "predicates"}}}}}};
-    auto r = RunOnce({{"nodes", {GpuNode("n1")}}, {"jobs", tc.jobs}}, config);
+    auto r = RunOnce({{"nodes", {VolcanoGpuNode("n1")}}, {"jobs", tc.jobs}}, config);
     ASSERT_TRUE(r.ok()) << r.status();
     std::vector<std::string> admitted;
     for (const Json& j : tc.jobs) {
@@ -389,7 +391,7 @@ TEST(VolcanoOvercommitTest, FactorBelowOneIsAnError) {
 TEST(VolcanoNodeOrderTest, VolcanoWeightNamesTable) {
   // n1: cpu busy, GPUs idle; n2: half used evenly. The task asks for 8 cpu, 64Gi and 1 GPU.
   Json scenario = {
-      {"nodes", {GpuNode("n1"), GpuNode("n2")}},
+      {"nodes", {VolcanoGpuNode("n1"), VolcanoGpuNode("n2")}},
       {"jobs", {MakeJob("cpu-hog", 1, {{"cpu", "40"}}, Running(1, "n1")),
                 MakeJob("even", 1, {{"cpu", "24"}, {"memory", "192Gi"}, {"nvidia.com/gpu", 3}},
                         Running(1, "n2")),
@@ -437,10 +439,10 @@ TEST(VolcanoNodeOrderTest, VolcanoWeightNamesTable) {
 TEST(VolcanoPredicatesTest, ConstraintSwitchesTable) {
   // "tainted" is in zone a but tainted; "open" is in zone b. The job wants zone a and tolerates
   // nothing, so with both checks on it fits nowhere.
-  Json tainted = GpuNode("tainted");
+  Json tainted = VolcanoGpuNode("tainted");
   tainted["labels"] = {{"zone", "a"}};
   tainted["taints"] = {{{"key", "dedicated"}, {"value", "x"}, {"effect", "NoSchedule"}}};
-  Json open = GpuNode("open");
+  Json open = VolcanoGpuNode("open");
   open["labels"] = {{"zone", "b"}};
   Json scenario = {{"nodes", {tainted, open}},
                    {"jobs", {MakeJob("pinned", 1, {{"cpu", "1"}, {"nvidia.com/gpu", 1}},
@@ -486,7 +488,7 @@ TEST(VolcanoPredicatesTest, ConstraintSwitchesTable) {
 // --- The stock configuration runs ------------------------------------------------------------------
 
 TEST(VolcanoConfigTest, StockConfigurationRunsAGang) {
-  Json scenario = {{"nodes", {GpuNode("n1", 4), GpuNode("n2", 4)}},
+  Json scenario = {{"nodes", {VolcanoGpuNode("n1", 4), VolcanoGpuNode("n2", 4)}},
                    {"jobs", {MakeJob("gang", 2, {{"cpu", "1"}, {"nvidia.com/gpu", 2}}),
                              MakeJob("huge", 1, {{"nvidia.com/gpu", 16}})}}};
   auto r = RunOnce(scenario, VolcanoStockConfig());

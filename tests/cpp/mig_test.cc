@@ -293,9 +293,9 @@ TEST(MigRoundTripTest, JsonSnapshotAndAnnotationsKeepProfileParentAndSlot) {
   CheckedCluster c;
   ASSERT_OK(c.AddNodeJson(kMixedNode));
   ASSERT_OK(c.AddNodeJson(kSingleNode));
-  PlaceResult a = c.Place(MakePod(R"({"name":"a","requests":{"nvidia.com/mig-2g.20gb":"1"}})"));
-  PlaceResult b = c.Place(MakePod(R"({"name":"b","requests":{"nvidia.com/gpu":"2"}})"));
-  ASSERT_TRUE(a.placed && b.placed);
+  Placement a = c.Place(MakePod(R"({"name":"a","requests":{"nvidia.com/mig-2g.20gb":"1"}})"));
+  Placement b = c.Place(MakePod(R"({"name":"b","requests":{"nvidia.com/gpu":"2"}})"));
+  ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(a.allocation.devices[0].memory_bytes, GiB(20));
   const std::string text = SaveSnapshot(c.state());
   absl::StatusOr<ClusterState> loaded = LoadSnapshot(text);

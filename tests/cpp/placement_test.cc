@@ -104,8 +104,8 @@ TEST(PlacementTest, GpushareBindGrantsExactlyTheRequestedMemory) {
   CheckedCluster c;
   ASSERT_OK(c.AddNodeJson(kGpushareBindNode));
   for (const std::string& b : kGpushareBound) ASSERT_OK(c.Reserve(MakeAllocation(b)));
-  PlaceResult r = c.Place(MakePod(kGpuMem8138));
-  ASSERT_TRUE(r.placed) << r.reason;
+  Placement r = c.Place(MakePod(kGpuMem8138));
+  ASSERT_TRUE(r.ok()) << r.reason;
   ASSERT_EQ(r.allocation.devices.size(), 1u);
   EXPECT_EQ(r.allocation.devices[0].minor, 1);
   EXPECT_EQ(r.allocation.devices[0].core, 0);
@@ -156,8 +156,8 @@ TEST(PlacementTest, MultiGpuOverHundredTakesWholeUntouchedCards) {
   }
   CheckedCluster c;
   ASSERT_OK(c.AddNodeJson(nodes[0]));
-  PlaceResult r = c.Place(MakePod(R"({"name":"p","requests":{"koordinator.sh/gpu":"200"}})"));
-  ASSERT_TRUE(r.placed);
+  Placement r = c.Place(MakePod(R"({"name":"p","requests":{"koordinator.sh/gpu":"200"}})"));
+  ASSERT_TRUE(r.ok());
   for (const DeviceGrant& g : r.allocation.devices) {
     EXPECT_EQ(g.core, 100);
     EXPECT_EQ(g.memory_bytes, GiB(16));
@@ -409,11 +409,11 @@ TEST(PlacementTest, PlaceRestrictedToCandidates) {
         R"({"name":"%s","cpu":"8","memory":"8Gi","gpus":{"count":1,"memory":"16Gi"}})", n)));
   auto binpack = test::StrategyOrDie("binpack");
   std::vector<int> only_c = {2};
-  PlaceResult r = Placer().Place(c.state(), MakePod(GpuPod("p", 1)), *binpack, true, &only_c);
-  ASSERT_TRUE(r.placed) << r.reason;
+  Placement r = test::PlaceWith(Placer(), c.state(), MakePod(GpuPod("p", 1)), *binpack, true, &only_c);
+  ASSERT_TRUE(r.ok()) << r.reason;
   EXPECT_EQ(r.allocation.node, "c");
-  r = Placer().Place(c.state(), MakePod(GpuPod("q", 1)), *binpack, true, &only_c);
-  EXPECT_FALSE(r.placed);
+  r = test::PlaceWith(Placer(), c.state(), MakePod(GpuPod("q", 1)), *binpack, true, &only_c);
+  EXPECT_FALSE(r.ok());
   EXPECT_EQ(r.reason, "0/1 nodes are available: 1 Insufficient gpu devices");
   EXPECT_OK(c.state().CheckInvariants());
 }
@@ -479,9 +479,9 @@ TEST(PlacementTest, PlaceAgreesWithFilterAndScore) {
       if (score > best_score) best = i, best_score = score;
     }
     SCOPED_TRACE(pod.name);
-    PlaceResult r = c.Place(pod, strategy);
-    ASSERT_EQ(r.placed, best >= 0) << r.reason;
-    if (r.placed) {
+    Placement r = c.Place(pod, strategy);
+    ASSERT_EQ(r.ok(), best >= 0) << r.reason;
+    if (r.ok()) {
       ++placed;
       EXPECT_EQ(r.allocation.node, s.node(best).name);
       held.push_back(pod.name);

@@ -65,8 +65,7 @@ int ReferenceBest(const ClusterState& s, const Pod& pod, const PlacementStrategy
   double best_score = -1.0;
   for (int i = 0; i < s.num_nodes(); ++i) {
     if (!FitsNodeConstraints(pod, s.node(i)).ok() || !s.Filter(pod, i).ok()) continue;
-    Allocation plan;
-    if (strategy.ScoreNeedsPlan() && !PlanOnNode(s, pod, i, strategy, &plan).ok()) continue;
+    if (strategy.ScoreNeedsPlan() && !PlanOnNode(s, pod, i, strategy).ok()) continue;
     const double score = ScoreOnNode(s, pod, i, strategy);
     if (score > best_score) {
       best_score = score;
@@ -80,16 +79,16 @@ void RunAgainstReference(const std::string& spec, uint32_t seed) {
   SCOPED_TRACE(absl::StrCat(spec, " seed ", seed));
   auto strategy = test::StrategyOrDie(spec);
   ASSERT_NE(strategy, nullptr);
-  ClusterState cached, scanned;
-  Placer cached_placer, scanning_placer;
-  scanning_placer.set_score_cache(false);
-  for (ClusterState* s : {&cached, &scanned}) s->set_clock([] { return int64_t{1}; });
+  // Three placers, each on its own copy of the history: the score table found by comparing pods,
+  // found by the shape's number (the openb replay's key), and no table at all.
+  ClusterState cached, numbered, scanned;
+  Placer cached_placer, numbered_placer, scanning_placer;
+  for (ClusterState* s : {&cached, &numbered, &scanned}) s->set_clock([] { return int64_t{1}; });
   std::mt19937 rng(seed);
   int next_node = 0;
   for (; next_node < 16; ++next_node) {
     Node n = MakeNode(MixedNodeJson(next_node, rng));
-    ASSERT_OK(cached.AddNode(n));
-    ASSERT_OK(scanned.AddNode(n));
+    for (ClusterState* s : {&cached, &numbered, &scanned}) ASSERT_OK(s->AddNode(n));
   }
   const std::vector<std::string> shapes = MixedShapes();
   std::vector<std::string> placed;
@@ -97,24 +96,31 @@ void RunAgainstReference(const std::string& spec, uint32_t seed) {
   for (int step = 0; step < 300; ++step) {
     const int op = static_cast<int>(rng() % 10);
     if (op < 6) {
-      Pod pod = MixedShapePod(shapes[rng() % shapes.size()], step);
+      const int shape = static_cast<int>(rng() % shapes.size());
+      Pod pod = MixedShapePod(shapes[shape], step);
       const int expect = ReferenceBest(scanned, pod, *strategy);
       Allocation expect_plan;
-      if (expect >= 0) ASSERT_TRUE(PlanOnNode(scanned, pod, expect, *strategy, &expect_plan).ok());
+      if (expect >= 0) {
+        const Placement planned = PlanOnNode(scanned, pod, expect, *strategy);
+        ASSERT_TRUE(planned.ok());
+        expect_plan = planned.allocation;
+      }
       const std::string expect_reason =
           expect < 0 ? NoFitReason(scanned, pod, nullptr) : std::string();
-      PlaceResult a = cached_placer.Place(cached, pod, *strategy);
-      PlaceResult b = scanning_placer.Place(scanned, pod, *strategy);
-      for (const PlaceResult* r : {&a, &b}) {
-        ASSERT_EQ(r->placed, expect >= 0) << "step " << step << ": " << r->reason;
-        if (r->placed) {
+      Placement a = test::PlaceWith(cached_placer, cached, pod, *strategy);
+      Placement b = test::PlaceWith(scanning_placer, scanned, pod, *strategy, true, nullptr,
+                                    /*use_cache=*/false);
+      Placement c = numbered_placer.Place(numbered, {.pod = pod, .strategy = *strategy, .shape = shape});
+      for (const Placement* r : {&a, &b, &c}) {
+        ASSERT_EQ(r->ok(), expect >= 0) << "step " << step << ": " << r->reason;
+        if (r->ok()) {
           EXPECT_EQ(r->allocation.node, scanned.node(expect).name) << "step " << step;
           EXPECT_EQ(test::DeviceNames(r->allocation), test::DeviceNames(expect_plan));
         } else {
           EXPECT_EQ(r->reason, expect_reason) << "step " << step;
         }
       }
-      if (a.placed) {
+      if (a.ok()) {
         placed.push_back(pod.name);
         ++placements;
       } else {
@@ -122,8 +128,7 @@ void RunAgainstReference(const std::string& spec, uint32_t seed) {
       }
     } else if (op < 8 && !placed.empty()) {
       const size_t k = rng() % placed.size();
-      ASSERT_OK(cached.Release(placed[k]));
-      ASSERT_OK(scanned.Release(placed[k]));
+      for (ClusterState* s : {&cached, &numbered, &scanned}) ASSERT_OK(s->Release(placed[k]));
       placed.erase(placed.begin() + k);
     } else if (op == 8) {
       const int node = static_cast<int>(rng() % cached.num_nodes());
@@ -131,26 +136,25 @@ void RunAgainstReference(const std::string& spec, uint32_t seed) {
       if (n.devices.empty()) continue;
       const int minor = n.devices[rng() % n.devices.size()].minor;
       const bool healthy = rng() % 2;
-      ASSERT_OK(cached.SetDeviceHealth(n.name, "gpu", minor, healthy));
-      ASSERT_OK(scanned.SetDeviceHealth(n.name, "gpu", minor, healthy));
+      for (ClusterState* s : {&cached, &numbered, &scanned})
+        ASSERT_OK(s->SetDeviceHealth(n.name, "gpu", minor, healthy));
     } else if (rng() % 2) {
       Node n = MakeNode(MixedNodeJson(next_node++, rng));
-      ASSERT_OK(cached.AddNode(n));
-      ASSERT_OK(scanned.AddNode(n));
+      for (ClusterState* s : {&cached, &numbered, &scanned}) ASSERT_OK(s->AddNode(n));
     } else {
       for (int i = 0; i < cached.num_nodes(); ++i) {
         const std::string name = cached.node(i).name;
         bool used = false;
         for (const Allocation* a : cached.Allocations()) used |= a->node == name;
         if (used) continue;
-        ASSERT_OK(cached.RemoveNode(name));
-        ASSERT_OK(scanned.RemoveNode(name));
+        for (ClusterState* s : {&cached, &numbered, &scanned}) ASSERT_OK(s->RemoveNode(name));
         break;
       }
     }
     ASSERT_OK(cached.CheckInvariants());
   }
   EXPECT_TRUE(cached == scanned);
+  EXPECT_TRUE(numbered == scanned);
   // The history must exercise both answers.
   EXPECT_GT(placements, 20);
   EXPECT_GT(misses, 5);
@@ -158,15 +162,48 @@ void RunAgainstReference(const std::string& spec, uint32_t seed) {
 
 TEST(PlacerTest, ScanAndCacheChooseWhatFilteringAndScoringEveryNodeChooses) {
   int strategies = 0;
-  for (const std::string& name : StrategyNames()) {
+  for (const std::string& name : Registry<PlacementStrategy>::Global().Names()) {
     auto s = MakeStrategy(name);
     ASSERT_OK(s);
-    // Strategies with random draws are compared seed for seed in node_score_cache_test.cc.
+    // Strategies with random draws are compared seed for seed in score_table_test.cc.
     if (!(*s)->Deterministic()) continue;
     ++strategies;
     for (uint32_t seed : {11u, 12u, 13u, 14u}) RunAgainstReference(name, seed);
   }
   EXPECT_GE(strategies, 3);
+}
+
+// The one admission check and the one-pass plan: on every node of random states, for every shape,
+// AdmitNode says what "labels, taints, then Filter" says (reason included), NodeAdmission's quick
+// answer agrees with it, and a plan exists exactly where the node admits the pod, failing with
+// the same reason.
+TEST(PlacerTest, AdmissionAndPlanAgreeWithConstraintsThenFilter) {
+  auto binpack = test::StrategyOrDie("binpack");
+  std::mt19937 rng(31);
+  ClusterState s;
+  for (int i = 0; i < 24; ++i) ASSERT_OK(s.AddNode(MakeNode(MixedNodeJson(i, rng))));
+  const std::vector<std::string> shapes = MixedShapes();
+  int admitted = 0, refused = 0;
+  for (int step = 0; step < 120; ++step) {
+    Pod pod = MixedShapePod(shapes[rng() % shapes.size()], step);
+    const NodeAdmission admission(s, pod);
+    for (int i = 0; i < s.num_nodes(); ++i) {
+      FitResult want = FitsNodeConstraints(pod, s.node(i));
+      if (want.ok()) want = s.Filter(pod, i);
+      const FitResult got = AdmitNode(s, pod, i);
+      ASSERT_EQ(got.code, want.code) << "step " << step << " node " << i;
+      EXPECT_EQ(got.reason, want.reason);
+      EXPECT_EQ(admission.Admits(i), want.ok()) << "step " << step << " node " << i;
+      const Placement plan = PlanOnNode(s, pod, i, *binpack);
+      EXPECT_EQ(plan.ok(), want.ok()) << "step " << step << " node " << i << ": " << plan.reason;
+      if (!want.ok()) EXPECT_EQ(plan.reason, want.reason);
+      want.ok() ? ++admitted : ++refused;
+    }
+    // Keep the state moving: place the pod where the Placer says.
+    test::PlaceWith(Placer(), s, pod, *binpack);
+  }
+  EXPECT_GT(admitted, 200);
+  EXPECT_GT(refused, 200);
 }
 
 TEST(PlacerTest, SummariesFollowEveryMutation) {
@@ -182,9 +219,9 @@ TEST(PlacerTest, SummariesFollowEveryMutation) {
   EXPECT_EQ(m.tainted, 1);
   Placer placer;
   auto binpack = test::StrategyOrDie("binpack");
-  ASSERT_TRUE(placer.Place(s, MakePod(R"({"name":"p","requests":{"nvidia.com/gpu":"1","cpu":"2"}})"),
+  ASSERT_TRUE(test::PlaceWith(placer, s, MakePod(R"({"name":"p","requests":{"nvidia.com/gpu":"1","cpu":"2"}})"),
                            *binpack)
-                  .placed);
+                  .ok());
   EXPECT_EQ(m.whole_free[0], 1.0);
   EXPECT_EQ(m.free_cpu[0], 6000.0);
   ASSERT_OK(s.SetDeviceHealth("a", "gpu", 1, false));
@@ -234,9 +271,9 @@ TEST(PlacerTest, CachedAnswersFollowChangeLogsAcrossCopiesAndDroppedEntries) {
     }
     Pod pod = MixedShapePod(shapes[rng() % shapes.size()], step);
     const int expect = ReferenceBest(s, pod, *binpack);
-    PlaceResult r = placer.Place(s, pod, *binpack);
-    ASSERT_EQ(r.placed, expect >= 0) << "step " << step << ": " << r.reason;
-    if (r.placed) {
+    Placement r = test::PlaceWith(placer, s, pod, *binpack);
+    ASSERT_EQ(r.ok(), expect >= 0) << "step " << step << ": " << r.reason;
+    if (r.ok()) {
       EXPECT_EQ(r.allocation.node, s.node(expect).name) << "step " << step;
       ++placed;
       if (rng() % 2) ASSERT_OK(s.Release(pod.name));
@@ -255,8 +292,8 @@ TEST(PlacerTest, ChangeLogNamesChangedNodesAndRestartsWhenIndicesShift) {
   const uint64_t from = s.changes().end();
   Placer placer;
   auto binpack = test::StrategyOrDie("binpack");
-  PlaceResult r = placer.Place(s, MakePod(R"({"name":"p","requests":{"cpu":"1"}})"), *binpack);
-  ASSERT_TRUE(r.placed);
+  Placement r = test::PlaceWith(placer, s, MakePod(R"({"name":"p","requests":{"cpu":"1"}})"), *binpack);
+  ASSERT_TRUE(r.ok());
   const int node = s.FindNode(r.allocation.node);
   ASSERT_GT(s.changes().end(), from);
   for (uint64_t p = from; p < s.changes().end(); ++p) EXPECT_EQ(s.changes().at(p), node);

@@ -11,18 +11,16 @@ namespace gpufleet::sim {
 using jobtime::GpuPool;
 using jobtime::JobSpec;
 using jobtime::JobTimePolicy;
-using jobtime::JobTimePolicyDescription;
-using jobtime::JobTimePolicyNames;
 using jobtime::MakeJobTimePolicy;
 namespace {
 
 TEST(PolicyRegistry, ExpectedNamesAndNoDuplicates) {
-  auto names = JobTimePolicyNames();
+  auto names = Registry<JobTimePolicy>::Global().Names();
   for (const char* n : {"fifo", "sjf", "srtf", "las", "dlas-gpu", "gittins", "hetero-las",
                         "gavel-maxmin"})
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
   EXPECT_TRUE(Registry<JobTimePolicy>::Global().DuplicateNames().empty());
-  EXPECT_FALSE(JobTimePolicyDescription("dlas-gpu").empty());
+  EXPECT_FALSE(Registry<JobTimePolicy>::Global().Info("dlas-gpu")->description.empty());
 }
 
 TEST(PolicyRegistry, SpecsAndErrors) {

@@ -21,7 +21,7 @@ TEST(PythonRandom, MatchesCPython) {
   for (int i = 0; i < 10; ++i) draws.push_back(zero.RandBelow(3));
   EXPECT_EQ(draws, (std::vector<int64_t>{1, 1, 0, 1, 2, 1, 1, 1, 1, 1}));
   // A seed of more than 32 bits: shuffle(list(range(5))), then getrandbits(7).
-  PythonRandom big((int64_t{1} << 40) + 7);
+  PythonRandom big((uint64_t{1} << 40) + 7);
   std::vector<int> v = {0, 1, 2, 3, 4};
   big.Shuffle(v);
   EXPECT_EQ(v, (std::vector<int>{2, 0, 1, 3, 4}));

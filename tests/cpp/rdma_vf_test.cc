@@ -123,8 +123,8 @@ TEST(RdmaVfSpecTest, BadVfsAreErrorsNamingNodeDeviceAndField) {
 TEST(RdmaVfPlacementTest, FourGpusOnTwoSwitchesGetOneVfOnEachSwitchNic) {
   CheckedCluster c;
   ASSERT_OK(c.AddNodeJson(EightGpuNode("n", 3)));
-  PlaceResult r = c.Place(JointPod("p", 4));
-  ASSERT_TRUE(r.placed) << r.reason;
+  Placement r = c.Place(JointPod("p", 4));
+  ASSERT_TRUE(r.ok()) << r.reason;
   const Allocation& a = r.allocation;
   const std::set<std::string> gpu_switches = Switches(c.state(), a, kGpu);
   EXPECT_EQ(gpu_switches.size(), 2u);
@@ -140,8 +140,8 @@ TEST(RdmaVfPlacementTest, FourGpusOnTwoSwitchesGetOneVfOnEachSwitchNic) {
   EXPECT_EQ(nics, 2);
   EXPECT_EQ(HeldVfs(c.state()).size(), 2u);
   // The next pod on the same NICs gets the next VF, never the same one.
-  PlaceResult r2 = c.Place(JointPod("q", 4));
-  ASSERT_TRUE(r2.placed) << r2.reason;
+  Placement r2 = c.Place(JointPod("q", 4));
+  ASSERT_TRUE(r2.ok()) << r2.reason;
   EXPECT_EQ(HeldVfs(c.state()).size(), 4u);
 }
 
@@ -151,8 +151,8 @@ TEST(RdmaVfPlacementTest, ExhaustedVfsMakeTheNodeInfeasibleAndReleaseFreesThem) 
   // One VF per switch: four one-GPU pods take one GPU on each switch.
   std::set<std::string> switches;
   for (int k = 0; k < 4; ++k) {
-    PlaceResult r = c.Place(JointPod("p" + std::to_string(k), 1));
-    ASSERT_TRUE(r.placed) << r.reason;
+    Placement r = c.Place(JointPod("p" + std::to_string(k), 1));
+    ASSERT_TRUE(r.ok()) << r.reason;
     const auto s = Switches(c.state(), r.allocation, kGpu);
     EXPECT_EQ(Switches(c.state(), r.allocation, kRdma), s);
     switches.insert(s.begin(), s.end());
@@ -165,8 +165,8 @@ TEST(RdmaVfPlacementTest, ExhaustedVfsMakeTheNodeInfeasibleAndReleaseFreesThem) 
   EXPECT_EQ(f.code, FitCode::kUnschedulable);
   EXPECT_NE(f.reason.find("Insufficient rdma virtual functions"), std::string::npos) << f.reason;
   const ClusterState before = c.state();
-  PlaceResult none = c.Place(next);
-  EXPECT_FALSE(none.placed);
+  Placement none = c.Place(next);
+  EXPECT_FALSE(none.ok());
   EXPECT_NE(none.reason.find("0/1 nodes are available: 1 Insufficient rdma virtual functions"),
             std::string::npos)
       << none.reason;
@@ -179,8 +179,8 @@ TEST(RdmaVfPlacementTest, ExhaustedVfsMakeTheNodeInfeasibleAndReleaseFreesThem) 
       Switches(c.state(), *c.state().FindAllocation("p2"), kRdma);
   ASSERT_OK(c.Release("p2"));
   EXPECT_TRUE(c.Filter(next, "n").ok());
-  PlaceResult r = c.Place(next);
-  ASSERT_TRUE(r.placed) << r.reason;
+  Placement r = c.Place(next);
+  ASSERT_TRUE(r.ok()) << r.reason;
   EXPECT_EQ(Switches(c.state(), r.allocation, kRdma), freed);
 }
 
@@ -188,15 +188,15 @@ TEST(RdmaVfPlacementTest, RdmaOnlyPodGetsOneVfOnAnyNic) {
   CheckedCluster c;
   ASSERT_OK(c.AddNodeJson(EightGpuNode("n", 2)));
   for (int k = 0; k < 8; ++k) {
-    PlaceResult r = c.Place(MakePod(absl::StrFormat(
+    Placement r = c.Place(MakePod(absl::StrFormat(
         R"({"name":"r%d","requests":{"koordinator.sh/rdma":"1"}})", k)));
-    ASSERT_TRUE(r.placed) << r.reason;
+    ASSERT_TRUE(r.ok()) << r.reason;
     ASSERT_EQ(r.allocation.devices.size(), 1u);
     EXPECT_EQ(r.allocation.devices[0].vfs.size(), 1u);
   }
   EXPECT_EQ(HeldVfs(c.state()).size(), 8u);
-  PlaceResult full = c.Place(MakePod(R"({"name":"r9","requests":{"koordinator.sh/rdma":"1"}})"));
-  EXPECT_FALSE(full.placed);
+  Placement full = c.Place(MakePod(R"({"name":"r9","requests":{"koordinator.sh/rdma":"1"}})"));
+  EXPECT_FALSE(full.ok());
   EXPECT_NE(full.reason.find("Insufficient rdma virtual functions"), std::string::npos)
       << full.reason;
 }
@@ -208,8 +208,8 @@ TEST(RdmaVfPlacementTest, JointRequestWithoutTopologyIsAClearError) {
   EXPECT_EQ(f.code, FitCode::kUnschedulableAndUnresolvable);
   EXPECT_NE(f.reason.find("PCIe switch (topology.pcieID)"), std::string::npos) << f.reason;
   EXPECT_NE(f.reason.find("gpu 0 has none"), std::string::npos) << f.reason;
-  PlaceResult r = c.Place(JointPod("p", 2));
-  EXPECT_FALSE(r.placed);
+  Placement r = c.Place(JointPod("p", 2));
+  EXPECT_FALSE(r.ok());
   EXPECT_NE(r.reason.find("topology.pcieID"), std::string::npos) << r.reason;
   // RDMA-only pods need no topology.
   EXPECT_TRUE(c.Filter(MakePod(R"({"name":"r","requests":{"koordinator.sh/rdma":"1"}})"), "n").ok());
@@ -220,8 +220,8 @@ TEST(RdmaVfPlacementTest, ScopeAndNvlinkStillApplyToTheGpus) {
   ASSERT_OK(c.AddNodeJson(EightGpuNode("n", 2)));
   Pod p = JointPod("p", 2);
   p.scope = TopologyScope::kPcie;
-  PlaceResult r = c.Place(p);
-  ASSERT_TRUE(r.placed) << r.reason;
+  Placement r = c.Place(p);
+  ASSERT_TRUE(r.ok()) << r.reason;
   EXPECT_EQ(Switches(c.state(), r.allocation, kGpu).size(), 1u);
   EXPECT_EQ(Switches(c.state(), r.allocation, kRdma), Switches(c.state(), r.allocation, kGpu));
 }
@@ -273,9 +273,9 @@ TEST(RdmaVfPropertyTest, NoVfIsGrantedTwice) {
       const std::vector<std::string> nodes = {"n0", "n1"};
       bool fits_somewhere = false;
       for (const auto& n : nodes) fits_somewhere |= c.Filter(p, n).ok();
-      PlaceResult r = c.Place(p, strategy);
-      EXPECT_EQ(r.placed, fits_somewhere) << r.reason;  // placement agrees with filter
-      if (r.placed) {
+      Placement r = c.Place(p, strategy);
+      EXPECT_EQ(r.ok(), fits_somewhere) << r.reason;  // placement agrees with filter
+      if (r.ok()) {
         live.push_back(name);
         if (p.Find(kGpu))
           EXPECT_EQ(Switches(c.state(), r.allocation, kRdma), Switches(c.state(), r.allocation, kGpu));
@@ -289,8 +289,8 @@ TEST(RdmaVfRecordTest, AnnotationsCarryTheVfsAndRestoreReservesExactlyThem) {
   CheckedCluster c;
   ASSERT_OK(c.AddNodeJson(EightGpuNode("n", 2)));
   Pod pod = JointPod("ns/p", 4);
-  PlaceResult r = c.Place(pod);
-  ASSERT_TRUE(r.placed) << r.reason;
+  Placement r = c.Place(pod);
+  ASSERT_TRUE(r.ok()) << r.reason;
   const Node& node = c.state().node(0);
   const auto annotations = AllocationAnnotations(r.allocation, node, /*gpushare=*/false);
   Json j = Json::parse(annotations.at(kDeviceAllocatedAnnotation));
@@ -334,8 +334,8 @@ TEST(RdmaVfRecordTest, AnnotationsCarryTheVfsAndRestoreReservesExactlyThem) {
 TEST(RdmaVfRecordTest, SnapshotRoundTripsHeldVfs) {
   CheckedCluster c;
   ASSERT_OK(c.AddNodeJson(EightGpuNode("n", 2)));
-  ASSERT_TRUE(c.Place(JointPod("p", 4)).placed);
-  ASSERT_TRUE(c.Place(MakePod(R"({"name":"r","requests":{"koordinator.sh/rdma":"1"}})")).placed);
+  ASSERT_TRUE(c.Place(JointPod("p", 4)).ok());
+  ASSERT_TRUE(c.Place(MakePod(R"({"name":"r","requests":{"koordinator.sh/rdma":"1"}})")).ok());
   const std::string text = SaveSnapshot(c.state());
   auto loaded = LoadSnapshot(text);
   ASSERT_TRUE(loaded.ok()) << loaded.status();

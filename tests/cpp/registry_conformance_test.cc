@@ -9,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "gpufleet/engine/action.h"
 #include "gpufleet/engine/plugin.h"
 #include "gpufleet/engine/scenario_json.h"
@@ -27,16 +28,17 @@ using test::MakeNode;
 using test::MakePod;
 
 template <typename T>
-Registration DeclaredInfo(const std::string& name) {
-  absl::StatusOr<Registration> info = Registry<T>::Global().Info(name);
+typename Registry<T>::Record DeclaredInfo(const std::string& name) {
+  auto info = Registry<T>::Global().Info(name);
   EXPECT_TRUE(info.ok()) << info.status();
-  return info.ok() ? *info : Registration{};
+  return info.ok() ? *info : typename Registry<T>::Record{};
 }
 
-// Every declared default has the declared type, names are unique, and every help line is filled.
+// Every declared default has the declared type and keeps to the declared range, names are unique,
+// and every help line is filled.
 template <typename T>
 void ExpectWellDeclared(const std::string& name) {
-  Registration info = DeclaredInfo<T>(name);
+  auto info = DeclaredInfo<T>(name);
   EXPECT_EQ(info.name, name);
   EXPECT_FALSE(info.description.empty());
   std::vector<std::string> seen;
@@ -45,8 +47,12 @@ void ExpectWellDeclared(const std::string& name) {
     EXPECT_FALSE(p.help.empty());
     EXPECT_EQ(std::count(seen.begin(), seen.end(), p.name), 0) << "declared twice";
     seen.push_back(p.name);
-    if (!p.default_value.is_null()) EXPECT_TRUE(HasParamType(p.default_value, p.type));
-    if (!p.example.is_null()) EXPECT_TRUE(HasParamType(p.example, p.type));
+    for (const Json& v : {p.default_value, p.example}) {
+      if (v.is_null()) continue;
+      EXPECT_TRUE(HasParamType(v, p.type));
+      EXPECT_TRUE(CheckParamRange(p, v, name).ok()) << v.dump() << " is outside " << RangeText(p);
+    }
+    if (!p.one_of.empty()) EXPECT_EQ(p.type, ParamType::kString);
   }
   // A misspelt parameter is an error that names it.
   if (!info.open_params) {
@@ -58,11 +64,14 @@ void ExpectWellDeclared(const std::string& name) {
   }
 }
 
+// The object built reads its name from its registration.
 template <typename T>
 std::unique_ptr<T> BuildFromDeclarations(const std::string& name) {
   auto built = Registry<T>::Global().Create(name, DeclaredInfo<T>(name).ExampleParams());
   EXPECT_TRUE(built.ok()) << built.status();
-  return built.ok() ? *std::move(built) : nullptr;
+  if (!built.ok()) return nullptr;
+  EXPECT_EQ((*built)->name(), name);
+  return *std::move(built);
 }
 
 std::string ParamName(const ::testing::TestParamInfo<std::string>& info) {
@@ -80,9 +89,9 @@ TEST_P(StrategyConformance, PlacesWhatFitsAndRefusesWhatFitsNowhere) {
   std::unique_ptr<PlacementStrategy> strategy =
       BuildFromDeclarations<PlacementStrategy>(GetParam());
   ASSERT_NE(strategy, nullptr);
-  EXPECT_EQ(strategy->Deterministic(),
-            !Registry<PlacementStrategy>::Global().HasCapability(GetParam(), "random"))
-      << "the \"random\" capability must match Deterministic()";
+  const StrategyTraits& traits = DeclaredInfo<PlacementStrategy>(GetParam()).traits;
+  EXPECT_EQ(strategy->Deterministic(), traits.deterministic);
+  EXPECT_EQ(strategy->ConcurrentSafe(), traits.concurrent_safe);
   ClusterState c;
   Placer placer;
   for (const char* node : {R"({"name":"a","cpu":"32","memory":"256Gi",
@@ -91,23 +100,52 @@ TEST_P(StrategyConformance, PlacesWhatFitsAndRefusesWhatFitsNowhere) {
                                "gpus":{"count":4,"model":"A100","memory":"80Gi"}})"})
     ASSERT_TRUE(IsOk(c.AddNode(MakeNode(node))));
   for (int i = 0; i < 3; ++i) {
-    PlaceResult r = placer.Place(c, MakePod(absl::StrFormat(
+    Placement r = test::PlaceWith(placer, c, MakePod(absl::StrFormat(
                                 R"({"name":"fits-%d","requests":{"cpu":"2","nvidia.com/gpu":2}})", i)),
                             *strategy);
-    ASSERT_TRUE(r.placed) << r.reason;
+    ASSERT_TRUE(r.ok()) << r.reason;
     EXPECT_EQ(r.allocation.devices.size(), 2u);
     ASSERT_TRUE(IsOk(c.CheckInvariants()));
   }
-  PlaceResult none = placer.Place(
+  Placement none = test::PlaceWith(placer,
       c, MakePod(R"({"name":"too-big","requests":{"cpu":"2","nvidia.com/gpu":5}})"), *strategy);
-  EXPECT_FALSE(none.placed);
+  EXPECT_FALSE(none.ok());
   EXPECT_FALSE(none.reason.empty());
   // The last two free GPUs are on one node; a 2-GPU pod still fits, a third does not.
-  EXPECT_TRUE(placer.Place(c, MakePod(R"({"name":"last","requests":{"cpu":"2","nvidia.com/gpu":2}})"),
-                      *strategy).placed);
-  EXPECT_FALSE(placer.Place(c, MakePod(R"({"name":"over","requests":{"cpu":"2","nvidia.com/gpu":1}})"),
-                       *strategy).placed);
+  EXPECT_TRUE(test::PlaceWith(placer, c, MakePod(R"({"name":"last","requests":{"cpu":"2","nvidia.com/gpu":2}})"),
+                      *strategy).ok());
+  EXPECT_FALSE(test::PlaceWith(placer, c, MakePod(R"({"name":"over","requests":{"cpu":"2","nvidia.com/gpu":1}})"),
+                       *strategy).ok());
   EXPECT_TRUE(IsOk(c.CheckInvariants()));
+}
+
+// A strategy that declares itself deterministic answers the same on an unchanged node: the same
+// score for the same pod, and the same devices.
+TEST_P(StrategyConformance, DeclaredDeterminismHolds) {
+  std::unique_ptr<PlacementStrategy> strategy =
+      BuildFromDeclarations<PlacementStrategy>(GetParam());
+  ASSERT_NE(strategy, nullptr);
+  if (!strategy->Deterministic()) GTEST_SKIP() << "declares no determinism";
+  ClusterState c;
+  ASSERT_TRUE(IsOk(c.AddNode(MakeNode(R"({"name":"a","cpu":"32","memory":"256Gi",
+                                          "gpus":{"count":4,"model":"A100","memory":"80Gi"}})"))));
+  Placer placer;
+  ASSERT_TRUE(test::PlaceWith(placer, c, MakePod(R"({"name":"p","requests":{"cpu":"2","nvidia.com/gpu":1}})"),
+                              *strategy).ok());
+  const Pod pod = MakePod(R"({"name":"q","requests":{"cpu":"2","nvidia.com/gpu":2}})");
+  const NodeView view = c.View(0);
+  const double first = strategy->ScoreNode(view, pod, {});
+  std::vector<int> chosen_first, chosen_again;
+  std::vector<std::vector<int>> domains(1);
+  for (int i = 0; i < view.num_devices(); ++i)
+    if (view.untouched(i)) domains[0].push_back(i);
+  const bool fits = strategy->ChooseDevices(view, pod.devices[0], domains, &chosen_first);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(strategy->ScoreNode(view, pod, {}), first);
+    chosen_again.clear();
+    EXPECT_EQ(strategy->ChooseDevices(view, pod.devices[0], domains, &chosen_again), fits);
+    EXPECT_EQ(chosen_again, chosen_first);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Registered, StrategyConformance,
@@ -170,18 +208,20 @@ engine::CycleResult RunCycles(const Json& config) {
   return all;
 }
 
-// Plugins that answer what `info` says it needs.
-std::vector<std::string> Providers(const Registration& info) {
+// For each point in `needs`, a registered plugin that answers it (observed from its defaults).
+std::vector<std::string> Providers(const engine::PointSet& needs) {
   std::vector<std::string> out;
-  for (const std::string& cap : info.capabilities) {
-    if (!absl::StartsWith(cap, kNeedsPrefix)) continue;
-    const std::string need = cap.substr(std::string(kNeedsPrefix).size());
-    for (const Registration& r : Registry<engine::Plugin>::Global().Infos())
-      if (r.Has(need)) {
-        out.push_back(r.name);
-        break;
-      }
+  for (const engine::CallbackPoint& p : engine::CallbackPoints()) {
+    if (!needs.test(static_cast<int>(p.point))) continue;
+    std::vector<std::string> answering = engine::PluginsAnswering(p.point);
+    if (!answering.empty()) out.push_back(answering.front());
   }
+  return out;
+}
+
+engine::PointSet NeedsOf(const std::vector<engine::Point>& needs) {
+  engine::PointSet out;
+  for (engine::Point p : needs) out.set(static_cast<int>(p));
   return out;
 }
 
@@ -190,8 +230,8 @@ class PluginConformance : public ::testing::TestWithParam<std::string> {};
 TEST_P(PluginConformance, RunsCyclesWithTheDefaultActions) {
   ExpectWellDeclared<engine::Plugin>(GetParam());
   ASSERT_NE(BuildFromDeclarations<engine::Plugin>(GetParam()), nullptr);
-  Registration info = DeclaredInfo<engine::Plugin>(GetParam());
-  std::vector<std::string> extra = Providers(info);
+  auto info = DeclaredInfo<engine::Plugin>(GetParam());
+  std::vector<std::string> extra = Providers(NeedsOf(info.traits.needs));
   extra.push_back(GetParam());
   Json tiers = Tiers(extra);
   // This plugin with its declared parameters.
@@ -213,31 +253,34 @@ INSTANTIATE_TEST_SUITE_P(Registered, PluginConformance,
 
 class ActionConformance : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(ActionConformance, RunsCyclesAndKeepsToItsCapabilities) {
+TEST_P(ActionConformance, RunsCyclesAndKeepsToItsTraits) {
   ExpectWellDeclared<engine::Action>(GetParam());
   ASSERT_NE(BuildFromDeclarations<engine::Action>(GetParam()), nullptr);
-  Registration info = DeclaredInfo<engine::Action>(GetParam());
+  auto info = DeclaredInfo<engine::Action>(GetParam());
   Json actions = Json::array();
-  if (!info.Has(engine::kAdmitsJobs)) actions.push_back("enqueue");
+  if (!info.traits.admits_jobs) actions.push_back("enqueue");
   actions.push_back({{"name", GetParam()}, {"arguments", info.ExampleParams()}});
-  engine::CycleResult r = RunCycles({{"actions", actions}, {"tiers", Tiers(Providers(info))}});
-  if (!info.Has(engine::kPlacesTasks)) EXPECT_TRUE(r.binds.empty()) << "binds without places-tasks";
-  if (!info.Has(engine::kEvicts)) EXPECT_TRUE(r.evictions.empty()) << "evicts without evicts";
+  engine::CycleResult r =
+      RunCycles({{"actions", actions}, {"tiers", Tiers(Providers(info.traits.Needs()))}});
+  if (!info.traits.places_tasks) EXPECT_TRUE(r.binds.empty()) << "binds without places_tasks";
+  if (!info.traits.evicts) EXPECT_TRUE(r.evictions.empty()) << "evicts without evicts";
 }
 
 INSTANTIATE_TEST_SUITE_P(Registered, ActionConformance,
                          ::testing::ValuesIn(Registry<engine::Action>::Global().Names()),
                          ParamName);
 
-// Every "needs:X" that an action or plugin declares is answered by some registered plugin.
+// Every point an action or plugin needs is answered by some registered plugin.
 TEST(EngineRegistryConformance, EveryNeedHasAProvider) {
-  std::vector<Registration> all = Registry<engine::Action>::Global().Infos();
-  for (const Registration& r : Registry<engine::Plugin>::Global().Infos()) all.push_back(r);
-  for (const Registration& r : all)
-    for (const std::string& cap : r.capabilities)
-      if (absl::StartsWith(cap, kNeedsPrefix))
-        EXPECT_EQ(Providers(Registration{.capabilities = {cap}}).size(), 1u)
-            << r.name << " declares " << cap << " but no plugin answers it";
+  std::vector<std::pair<std::string, engine::PointSet>> all;
+  for (const auto& r : Registry<engine::Action>::Global().Infos())
+    all.push_back({r.name, r.traits.Needs()});
+  for (const auto& r : Registry<engine::Plugin>::Global().Infos())
+    all.push_back({r.name, NeedsOf(r.traits.needs)});
+  for (const auto& [name, needs] : all)
+    EXPECT_EQ(Providers(needs).size(), needs.count())
+        << name << " needs " << absl::StrJoin(engine::PointNames(needs), ", ")
+        << " but no plugin answers one of them";
 }
 
 // --- Job-time policies ---------------------------------------------------------------------------
@@ -268,8 +311,7 @@ TEST_P(JobTimePolicyConformance, FinishesEveryJobOfATinyTrace) {
   auto result = sim::Simulate(*pool, jobs, *policy, options);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->leftover_allocations, 0);
-  const bool preemptive =
-      Registry<jobtime::JobTimePolicy>::Global().HasCapability(GetParam(), "preemptive");
+  const bool preemptive = policy->traits().preemptive;
   for (const jobtime::Job& j : result->jobs) {
     EXPECT_EQ(j.state, jobtime::JobState::kDone) << "job " << j.spec.id;
     EXPECT_GE(j.end_time, j.spec.submit_time + j.spec.duration) << "job " << j.spec.id;

@@ -2,6 +2,7 @@
 // unknown names list the known ones, and "name(key=value, ...)" specs parse into JSON parameters.
 #include "gpufleet/core/registry.h"
 
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -20,12 +21,12 @@ TEST(RegistryTest, ExpectedStrategiesExist) {
   for (const char* name : {"binpack", "spread", "topology"}) {
     SCOPED_TRACE(name);
     EXPECT_TRUE(registry.Contains(name));
-    EXPECT_FALSE(registry.Description(name).empty());
+    EXPECT_FALSE(registry.Info(name)->description.empty());
     auto s = MakeStrategy(name);
     ASSERT_TRUE(IsOk(s));
     EXPECT_NE(s->get(), nullptr);
   }
-  std::vector<std::string> names = StrategyNames();
+  std::vector<std::string> names = registry.Names();
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
   EXPECT_GE(names.size(), 3u);
 }
@@ -51,7 +52,12 @@ TEST(RegistryTest, StrategiesRejectUnknownParameters) {
   EXPECT_TRUE(IsOk(MakeStrategy("binpack()")));
 }
 
-struct Widget {
+struct WidgetTraits {
+  bool round = false;
+  Json ToJson() const { return {{"round", round}}; }
+};
+
+struct Widget : Registrant<WidgetTraits> {
   static constexpr char kKind[] = "widget";
   int size = 0;
 };
@@ -64,7 +70,7 @@ absl::StatusOr<std::unique_ptr<Widget>> MakeWidget(const Params& p) {
   return w;
 }
 
-Registration WidgetInfo(std::string name, std::string description) {
+Registration<WidgetTraits> WidgetInfo(std::string name, std::string description) {
   return {.name = std::move(name),
           .description = std::move(description),
           .params = {{"size", ParamType::kInt, 1, "widget size"}}};
@@ -74,8 +80,8 @@ GPUFLEET_REGISTER(Widget, WidgetInfo("registered-by-macro", "a test widget"), Ma
 
 TEST(RegistryTest, MacroRegistersGlobally) {
   EXPECT_TRUE(Registry<Widget>::Global().Contains("registered-by-macro"));
-  EXPECT_EQ(Registry<Widget>::Global().Description("registered-by-macro"), "a test widget");
-  EXPECT_EQ(Registry<Widget>::Global().Description("absent"), "");
+  EXPECT_EQ(Registry<Widget>::Global().Info("registered-by-macro")->description, "a test widget");
+  EXPECT_FALSE(Registry<Widget>::Global().Info("absent").ok());
 }
 
 TEST(RegistryTest, RegisterCreateAndDuplicates) {
@@ -84,7 +90,7 @@ TEST(RegistryTest, RegisterCreateAndDuplicates) {
   EXPECT_TRUE(r.Register(WidgetInfo("a", "first"), MakeWidget));
   EXPECT_FALSE(r.Register(WidgetInfo("a", "again"), MakeWidget));
   EXPECT_EQ(r.DuplicateNames(), std::vector<std::string>{"a"});
-  EXPECT_EQ(r.Description("a"), "first");  // the first registration stays
+  EXPECT_EQ(r.Info("a")->description, "first");  // the first registration stays
   EXPECT_EQ(r.Names(), (std::vector<std::string>{"a", "b"}));
 
   auto w = r.Create("a", Json{{"size", 7}});
@@ -112,8 +118,8 @@ TEST(RegistryTest, RegisterCreateAndDuplicates) {
 
 TEST(RegistryTest, MetadataListsParametersWithDefaults) {
   Registry<Widget> r;
-  Registration info = WidgetInfo("w", "a widget");
-  info.capabilities = {"round"};
+  auto info = WidgetInfo("w", "a widget");
+  info.traits.round = true;
   ASSERT_TRUE(r.Register(info, MakeWidget));
   auto got = r.Info("w");
   ASSERT_TRUE(IsOk(got));
@@ -121,11 +127,83 @@ TEST(RegistryTest, MetadataListsParametersWithDefaults) {
   ASSERT_EQ(got->params.size(), 1u);
   EXPECT_EQ(got->params[0].name, "size");
   EXPECT_EQ(got->params[0].default_value, Json(1));
-  EXPECT_TRUE(r.HasCapability("w", "round"));
-  EXPECT_FALSE(r.HasCapability("w", "square"));
-  EXPECT_FALSE(r.HasCapability("absent", "round"));
+  EXPECT_TRUE(got->traits.round);
+  EXPECT_EQ(got->traits.ToJson(), (Json{{"round", true}}));
   EXPECT_TRUE(IsError(r.Info("absent"), absl::StatusCode::kNotFound, {"unknown widget"}));
   EXPECT_EQ(r.Infos().size(), 1u);
+}
+
+// What an object says about itself comes from the registration it was built from, never from a
+// restatement in its class.
+TEST(RegistryTest, BuiltObjectsReadTheirNameAndTraitsFromTheRegistration) {
+  Registry<Widget> r;
+  auto round = WidgetInfo("round", "a round widget");
+  round.traits.round = true;
+  ASSERT_TRUE(r.Register(round, MakeWidget));
+  ASSERT_TRUE(r.Register(WidgetInfo("square", "a square widget"), MakeWidget));
+  auto a = r.Create("round");
+  auto b = r.Create("square");
+  ASSERT_TRUE(IsOk(a));
+  ASSERT_TRUE(IsOk(b));
+  EXPECT_EQ((*a)->name(), "round");
+  EXPECT_TRUE((*a)->traits().round);
+  EXPECT_EQ((*b)->name(), "square");
+  EXPECT_FALSE((*b)->traits().round);
+  // Built by other means: no name, the default traits, until a registration adopts it.
+  auto own = std::make_unique<Widget>();
+  EXPECT_EQ(own->name(), "");
+  EXPECT_FALSE(own->traits().round);
+  auto adopted = r.Adopt("round", std::move(own));
+  ASSERT_TRUE(IsOk(adopted));
+  EXPECT_EQ((*adopted)->name(), "round");
+  EXPECT_TRUE((*adopted)->traits().round);
+  EXPECT_TRUE(IsError(r.Adopt("oval", std::make_unique<Widget>()), absl::StatusCode::kNotFound,
+                      {"unknown widget \"oval\""}));
+}
+
+// Plain ranges are declared in the ParamSpec and checked before the factory runs.
+TEST(RegistryTest, DeclaredRangesAreCheckedBeforeTheFactory) {
+  std::vector<ParamSpec> declared = {
+      {.name = "count", .type = ParamType::kInt, .default_value = 1, .help = "h",
+       .range = {.at_least = 0}},
+      {.name = "ratio", .type = ParamType::kNumber, .default_value = 0.5, .help = "h",
+       .range = {.at_least = 0, .at_most = 1}},
+      {.name = "period", .type = ParamType::kNumber, .help = "h", .range = {.above = 0}},
+      {.name = "weight", .type = ParamType::kNumber, .help = "h",
+       .range = {.at_least = 0, .finite = true}},
+      {.name = "limits", .type = ParamType::kNumberList, .help = "h", .range = {.above = 0}},
+      {.name = "mode", .type = ParamType::kString, .default_value = "fast", .help = "h",
+       .one_of = {"fast", "slow"}}};
+  auto check = [&](Json given) { return CheckDeclaredParams(declared, given, "w"); };
+  auto ok = check({{"count", 0}, {"ratio", 1}, {"period", 0.1}, {"limits", {1, 2}}});
+  ASSERT_TRUE(IsOk(ok));
+  EXPECT_EQ((*ok)["mode"], "fast");
+  EXPECT_TRUE(IsError(check({{"count", -1}}), absl::StatusCode::kInvalidArgument,
+                      {"w: \"count\" must be >= 0, got -1"}));
+  EXPECT_TRUE(IsError(check({{"ratio", 1.5}}), absl::StatusCode::kInvalidArgument,
+                      {"w: \"ratio\" must be in [0, 1], got 1.5"}));
+  EXPECT_TRUE(IsError(check({{"period", 0}}), absl::StatusCode::kInvalidArgument,
+                      {"w: \"period\" must be > 0, got 0"}));
+  EXPECT_TRUE(IsError(check({{"period", std::numeric_limits<double>::quiet_NaN()}}),
+                      absl::StatusCode::kInvalidArgument, {"w: \"period\" must be > 0"}));
+  // Infinity is in a range unless it is declared finite (or a bound excludes it).
+  EXPECT_TRUE(IsOk(check({{"period", std::numeric_limits<double>::infinity()}})));
+  EXPECT_TRUE(IsError(check({{"weight", std::numeric_limits<double>::infinity()}}),
+                      absl::StatusCode::kInvalidArgument,
+                      {"w: \"weight\" must be a finite number >= 0"}));
+  EXPECT_TRUE(IsError(check({{"weight", -1}}), absl::StatusCode::kInvalidArgument,
+                      {"w: \"weight\" must be a finite number >= 0, got -1"}));
+  EXPECT_TRUE(IsError(check({{"limits", {3, -2}}}), absl::StatusCode::kInvalidArgument,
+                      {"w: \"limits\"[1] must be > 0, got -2"}));
+  EXPECT_TRUE(IsError(check({{"mode", "medium"}}), absl::StatusCode::kInvalidArgument,
+                      {"w: \"mode\" must be one of \"fast\", \"slow\", got \"medium\""}));
+  EXPECT_EQ(RangeText(declared[0]), ">= 0");
+  EXPECT_EQ(RangeText(declared[1]), "in [0, 1]");
+  EXPECT_EQ(RangeText(declared[2]), "> 0");
+  EXPECT_EQ(RangeText(declared[3]), "finite, >= 0");
+  EXPECT_EQ(RangeText({.name = "x", .range = {.above = 0, .at_most = 2}}), "in (0, 2]");
+  EXPECT_EQ(RangeText({.name = "x", .range = {.at_most = 2}}), "<= 2");
+  EXPECT_EQ(RangeText({.name = "x"}), "");
 }
 
 TEST(RegistryTest, ParseSpecWithListsAndStrings) {

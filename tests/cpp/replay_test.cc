@@ -15,8 +15,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gpufleet/accounting/cluster_state.h"
-#include "gpufleet/placement/fgd.h"
-#include "gpufleet/placement/fragmentation.h"
+#include "gpufleet/placement/strategies/fgd.h"
+#include "gpufleet/placement/strategies/fragmentation.h"
 #include "gpufleet/placement/observer.h"
 #include "gpufleet/placement/strategy.h"
 #include "gpufleet/policies/gpu_pool.h"
@@ -77,8 +77,8 @@ TEST(ReplayStrategies, BestFitTakesTheNodeAndGpuLeftFullest) {
   ClusterState c = MakeCluster({{"a", 32000, 65536, 2, "T4"}, {"b", 96000, 65536, 8, "G2"}});
   Occupy(c, "old", "a", 1, 60);
   auto s = Strategy("bestfit");
-  PlaceResult r = Placer().Place(c, MakePod("p", 4000, 1, 300), *s);
-  ASSERT_TRUE(r.placed) << r.reason;
+  Placement r = Placer().Place(c, {.pod = MakePod("p", 4000, 1, 300), .strategy = *s});
+  ASSERT_TRUE(r.ok()) << r.reason;
   EXPECT_EQ(r.allocation.node, "a");
   EXPECT_EQ(Minors(r.allocation), std::vector<int>{1});  // 40 free beats an idle GPU
 }
@@ -88,8 +88,8 @@ TEST(ReplayStrategies, DotProdTakesTheSmallestAlignment) {
   auto s = Strategy("dotprod");
   // Free (cpu, gpu) x request is smaller on the small node: the pod packs there.
   EXPECT_GT(ScoreOnNode(c, MakePod("p", 4000, 1, 1000), 1, *s), ScoreOnNode(c, MakePod("p", 4000, 1, 1000), 0, *s));
-  PlaceResult r = Placer().Place(c, MakePod("p", 4000, 1, 1000), *s);
-  ASSERT_TRUE(r.placed);
+  Placement r = Placer().Place(c, {.pod = MakePod("p", 4000, 1, 1000), .strategy = *s});
+  ASSERT_TRUE(r.ok());
   EXPECT_EQ(r.allocation.node, "small");
 }
 
@@ -97,8 +97,8 @@ TEST(ReplayStrategies, GpuPackingPrefersUsedGpusThenUsedNodes) {
   ClusterState c = MakeCluster({{"idle", 64000, 65536, 2, "T4"}, {"used", 64000, 65536, 2, "T4"}});
   Occupy(c, "old", "used", 1, 50);
   auto s = Strategy("gpu-packing");
-  PlaceResult shared = Placer().Place(c, MakePod("shared", 1000, 1, 300), *s);
-  ASSERT_TRUE(shared.placed);
+  Placement shared = Placer().Place(c, {.pod = MakePod("shared", 1000, 1, 300), .strategy = *s});
+  ASSERT_TRUE(shared.ok());
   EXPECT_EQ(shared.allocation.node, "used");
   EXPECT_EQ(Minors(shared.allocation), std::vector<int>{1});
   // A whole GPU: the used node's idle GPU (tier 2, score 49) beats the idle node (tier 3, 31).
@@ -119,15 +119,15 @@ TEST(ReplayStrategies, GpuClusteringGroupsRequestKinds) {
   observer->OnBound(c.node(0), shared);
   Occupy(c, "w0", "b", 0, 100);
   observer->OnBound(c.node(1), whole);
-  PlaceResult r1 = Placer().Place(c, MakePod("s1", 1000, 1, 200), *s);
-  ASSERT_TRUE(r1.placed);
+  Placement r1 = Placer().Place(c, {.pod = MakePod("s1", 1000, 1, 200), .strategy = *s});
+  ASSERT_TRUE(r1.ok());
   EXPECT_EQ(r1.allocation.node, "a");
-  PlaceResult r2 = Placer().Place(c, MakePod("w1", 1000, 1, 1000), *s);
-  ASSERT_TRUE(r2.placed);
+  Placement r2 = Placer().Place(c, {.pod = MakePod("w1", 1000, 1, 1000), .strategy = *s});
+  ASSERT_TRUE(r2.ok());
   EXPECT_EQ(r2.allocation.node, "b");
   // A 2-GPU pod is a kind no node holds yet: the idle node (tier 3) wins.
-  PlaceResult r3 = Placer().Place(c, MakePod("m", 1000, 2, 1000), *s);
-  ASSERT_TRUE(r3.placed);
+  Placement r3 = Placer().Place(c, {.pod = MakePod("m", 1000, 2, 1000), .strategy = *s});
+  ASSERT_TRUE(r3.ok());
   EXPECT_EQ(r3.allocation.node, "c");
 }
 
@@ -136,8 +136,8 @@ TEST(ReplayStrategies, GpuClusteringEstimatesKindsWithoutNotifications) {
   ClusterState c = MakeCluster({{"a", 64000, 65536, 4, "G2"}, {"b", 64000, 65536, 4, "G2"}});
   Occupy(c, "old", "b", 2, 30);
   auto s = Strategy("gpu-clustering");
-  PlaceResult r = Placer().Place(c, MakePod("s", 1000, 1, 200), *s);
-  ASSERT_TRUE(r.placed);
+  Placement r = Placer().Place(c, {.pod = MakePod("s", 1000, 1, 200), .strategy = *s});
+  ASSERT_TRUE(r.ok());
   EXPECT_EQ(r.allocation.node, "b");
   EXPECT_FALSE(MakeStrategy("gpu-clustering(max_gpus=0)").ok());
 }
@@ -151,8 +151,8 @@ TEST(ReplayStrategies, RandomIsSeededAndFeasible) {
     auto s = Strategy(spec);
     std::vector<std::string> nodes;
     for (int i = 0; i < 10; ++i) {
-      PlaceResult r = Placer().Place(c, MakePod("p" + std::to_string(i), 1000, 1, 200), *s);
-      EXPECT_TRUE(r.placed);
+      Placement r = Placer().Place(c, {.pod = MakePod("p" + std::to_string(i), 1000, 1, 200), .strategy = *s});
+      EXPECT_TRUE(r.ok());
       EXPECT_NE(r.allocation.node, "tiny");
       nodes.push_back(r.allocation.node);
     }
@@ -208,13 +208,13 @@ TEST(Fgd, ChoosesTheGpuThatLeavesLeastFragmentation) {
     ClusterState c = MakeCluster({{"n", 64000, 65536, 2, "T4"}});
     Occupy(c, "old", "n", 1, 40);
     auto fgd = MakeFgd(*w, integer);
-    PlaceResult r = Placer().Place(c, MakePod("p", 1000, 1, 500), *fgd);
-    ASSERT_TRUE(r.placed);
+    Placement r = Placer().Place(c, {.pod = MakePod("p", 1000, 1, 500), .strategy = *fgd});
+    ASSERT_TRUE(r.ok());
     EXPECT_EQ(Minors(r.allocation), std::vector<int>{0});
     ClusterState c2 = MakeCluster({{"n", 64000, 65536, 2, "T4"}});
     Occupy(c2, "old", "n", 1, 40);
     auto bestfit = Strategy("bestfit");
-    EXPECT_EQ(Minors(Placer().Place(c2, MakePod("p", 1000, 1, 500), *bestfit).allocation), std::vector<int>{1});
+    EXPECT_EQ(Minors(Placer().Place(c2, {.pod = MakePod("p", 1000, 1, 500), .strategy = *bestfit}).allocation), std::vector<int>{1});
   }
 }
 
@@ -223,8 +223,8 @@ TEST(Fgd, WithoutAWorkloadAvoidsSplittingIdleGpus) {
   ClusterState c = MakeCluster({{"n", 64000, 65536, 4, "T4"}});
   Occupy(c, "old", "n", 2, 40);
   auto fgd = Strategy("fgd");
-  PlaceResult r = Placer().Place(c, MakePod("p", 1000, 1, 300), *fgd);
-  ASSERT_TRUE(r.placed);
+  Placement r = Placer().Place(c, {.pod = MakePod("p", 1000, 1, 300), .strategy = *fgd});
+  ASSERT_TRUE(r.ok());
   EXPECT_EQ(Minors(r.allocation), std::vector<int>{2});
 }
 
@@ -237,8 +237,8 @@ TEST(Fgd, PrefersTheNodeWhereFragmentationGrowsLeast) {
   Occupy(c, "old", "half", 0, 50);
   auto fgd = MakeFgd(*w, false);
   EXPECT_GT(ScoreOnNode(c, MakePod("p", 1000, 1, 500), 1, *fgd), ScoreOnNode(c, MakePod("p", 1000, 1, 500), 0, *fgd));
-  PlaceResult r = Placer().Place(c, MakePod("p", 1000, 1, 500), *fgd);
-  ASSERT_TRUE(r.placed);
+  Placement r = Placer().Place(c, {.pod = MakePod("p", 1000, 1, 500), .strategy = *fgd});
+  ASSERT_TRUE(r.ok());
   EXPECT_EQ(r.allocation.node, "half");
 }
 
@@ -400,13 +400,14 @@ TEST(PlacerNumberedShapes, PlacesExactlyAsTheFullScan) {
       const std::string key = absl::StrCat(shape.cpu_milli, ",", shape.num_gpu, ",",
                                            shape.gpu_milli, ",", absl::StrJoin(shape.gpu_spec, "|"));
       const int id = shape_ids.try_emplace(key, static_cast<int>(shape_ids.size())).first->second;
-      PlaceResult want = placer.Place(a, pod, *sa);
-      Allocation plan;
-      const int got = numbered.ChooseNumbered(b, pod, id, *sb, &plan);
-      ASSERT_EQ(got >= 0, want.placed) << policy << " " << row.name;
-      if (!want.placed) continue;
+      Placement want = placer.Place(a, {.pod = pod, .strategy = *sa, .use_cache = false});
+      const Placement numbered_choice =
+          numbered.Choose(b, {.pod = pod, .strategy = *sb, .shape = id, .reason = false});
+      const int got = numbered_choice.node;
+      ASSERT_EQ(got >= 0, want.ok()) << policy << " " << row.name;
+      if (!want.ok()) continue;
       ++placed;
-      ASSERT_TRUE(b.Reserve(plan).ok());
+      ASSERT_TRUE(b.Reserve(numbered_choice.allocation).ok());
       ASSERT_TRUE(b.Commit(pod.name).ok());
       EXPECT_EQ(b.node(got).name, want.allocation.node) << policy << " " << row.name;
       EXPECT_EQ(Minors(*b.FindAllocation(pod.name)), Minors(want.allocation)) << policy;
@@ -419,20 +420,19 @@ TEST(PlacerNumberedShapes, PlacesExactlyAsTheFullScan) {
 }
 
 // One Placer serving two states in turn (a copy, then each with its own history) and a fresh
-// strategy must never answer from what it kept for the other: it drops its numbered shapes when
-// the state's change log or the strategy instance differs, and keeps answering as the full scan.
+// strategy must never answer from what it kept for the other: a numbered shape's scores belong
+// to one strategy instance and to the node versions they were made at, so the Placer keeps
+// answering as the full scan.
 TEST(PlacerNumberedShapes, StartsAfreshForAnotherStateOrStrategy) {
   ClusterState a = MakeCluster(SmallNodes());
   a.set_clock([] { return int64_t{1}; });
   auto s1 = Strategy("bestfit");
   Placer numbered, scan;
-  scan.set_score_cache(false);
   for (int k = 0; k < 6; ++k) {
     Pod pod = MakePod("a" + std::to_string(k), 2000, 1, 500);
-    Allocation plan;
-    const int got = numbered.ChooseNumbered(a, pod, 0, *s1, &plan);
-    ASSERT_GE(got, 0);
-    ASSERT_TRUE(a.Reserve(plan).ok());
+    const Placement got = numbered.Choose(a, {.pod = pod, .strategy = *s1, .shape = 0});
+    ASSERT_TRUE(got.ok());
+    ASSERT_TRUE(a.Reserve(got.allocation).ok());
     ASSERT_TRUE(a.Commit(pod.name).ok());
   }
   ClusterState b = a;  // the same nodes and versions, another log
@@ -441,14 +441,13 @@ TEST(PlacerNumberedShapes, StartsAfreshForAnotherStateOrStrategy) {
     ClusterState& state = k % 2 == 0 ? a : b;
     const PlacementStrategy& strategy = k % 3 == 0 ? *s2 : *s1;
     Pod pod = MakePod("b" + std::to_string(k), 2000, 1, 300 + 100 * (k % 4));
-    Allocation want, got_plan;
-    absl::StatusOr<int> expected = scan.Choose(state, pod, strategy, nullptr, &want);
-    const int got = numbered.ChooseNumbered(state, pod, k % 4, strategy, &got_plan);
-    ASSERT_EQ(got >= 0, expected.ok()) << k;
-    if (got < 0) continue;
-    EXPECT_EQ(got, *expected) << k;
-    EXPECT_EQ(Minors(got_plan), Minors(want)) << k;
-    ASSERT_TRUE(state.Reserve(got_plan).ok());
+    const Placement want = scan.Choose(state, {.pod = pod, .strategy = strategy, .use_cache = false});
+    const Placement got = numbered.Choose(state, {.pod = pod, .strategy = strategy, .shape = k % 4});
+    ASSERT_EQ(got.ok(), want.ok()) << k;
+    if (!got.ok()) continue;
+    EXPECT_EQ(got.node, want.node) << k;
+    EXPECT_EQ(Minors(got.allocation), Minors(want.allocation)) << k;
+    ASSERT_TRUE(state.Reserve(got.allocation).ok());
     ASSERT_TRUE(state.Commit(pod.name).ok());
   }
   EXPECT_FALSE(a == b);  // the two histories did diverge

@@ -12,7 +12,6 @@ namespace gpufleet::sim {
 using jobtime::GpuPool;
 using jobtime::JobSpec;
 using jobtime::JobTimePolicy;
-using jobtime::JobTimePolicyNames;
 namespace {
 
 GpuPool LedgerPool(const Json& spec) { return GpuPool::FromJson(spec).value(); }
@@ -92,7 +91,7 @@ TEST(SimDeviceLedger, DevicesNeverChangeTheTimingOfAnyPolicy) {
   }
   int64_t spanning = 0;
   const Registry<JobTimePolicy>& registry = Registry<JobTimePolicy>::Global();
-  for (const std::string& name : JobTimePolicyNames()) {
+  for (const std::string& name : Registry<jobtime::JobTimePolicy>::Global().Names()) {
     SCOPED_TRACE(name);
     const Json params = registry.Info(name)->ExampleParams();  // gittins' example distribution
     SimOptions counts, devices;

@@ -124,6 +124,52 @@ TEST(SimSimulator, SchedulingIntervalDelaysStartsToTheGrid) {
   EXPECT_NEAR(r.summary.gpu_utilization, 210.0 / 260.0, 1e-12);
 }
 
+TEST(SimSimulator, PoolsPastTheGpuBoundAreRefused) {
+  for (const Json& spec : {Json{{"v100", 100000000}}, Json{{"a", 2147483647}, {"b", 2147483647}},
+                           Json{{"a", static_cast<int>(jobtime::kMaxPoolGpus)}, {"b", 1}}}) {
+    auto pool = GpuPool::FromJson(spec);
+    ASSERT_FALSE(pool.ok()) << spec;
+    EXPECT_NE(pool.status().message().find("a simulated cluster may have"), std::string::npos)
+        << pool.status();
+  }
+  EXPECT_EQ(Pool({{"v100", jobtime::kMaxPoolGpus}}).total_gpus(), jobtime::kMaxPoolGpus);
+  // Create (the engine's pools) never sums past int.
+  auto wide = GpuPool::Create({{"a", 2147483647}, {"b", 1}});
+  ASSERT_FALSE(wide.ok());
+  EXPECT_NE(wide.status().message().find("GPUs in all"), std::string::npos) << wide.status();
+}
+
+TEST(SimSimulator, StepsBelowAMillisecondAreRefused) {
+  GpuPool pool = Pool({{"v100", 2}});
+  for (double step : {1e-300, 1e-9, 0.000999}) {
+    for (bool tick : {true, false}) {
+      SimOptions o;
+      (tick ? o.tick : o.scheduling_interval) = step;
+      auto policy = MakeJobTimePolicy("fifo");
+      ASSERT_TRUE(policy.ok());
+      auto r = Simulate(pool, {SimJob(1, 0, 1, 10)}, **policy, o);
+      ASSERT_FALSE(r.ok()) << step;
+      EXPECT_NE(r.status().message().find(tick ? "tick must be 0 (off) or at least 0.001"
+                                               : "scheduling_interval must be 0 (off) or at"),
+                std::string::npos)
+          << r.status();
+    }
+  }
+}
+
+TEST(SimSimulator, TicksAreNotSteppedThroughIdleTime) {
+  // Arrivals at Unix timestamps with a 1 ms tick: reaching 1.7e9 s by steps would take 1.7e12
+  // of them; the first tick after an idle stretch is computed instead.
+  GpuPool pool = Pool({{"v100", 2}});
+  SimOptions o;
+  o.tick = 0.001;
+  o.record_timeseries = false;
+  auto r = RunSim(pool, {SimJob(1, 1.7e9, 2, 10), SimJob(2, 1.7e9, 1, 10)}, "fifo", o);
+  EXPECT_EQ(r.summary.num_jobs, 2);
+  EXPECT_GE(r.jobs[1].first_start, r.jobs[0].end_time);
+  EXPECT_LE(r.scheduling_points, 20002);  // a tick a millisecond while a job runs, no more
+}
+
 TEST(SimSimulator, Percentile) {
   EXPECT_DOUBLE_EQ(Percentile({1, 2, 3, 4}, 50), 2.5);
   EXPECT_DOUBLE_EQ(Percentile({5, 1, 3}, 100), 5);

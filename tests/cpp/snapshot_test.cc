@@ -42,11 +42,11 @@ void BuildRichCluster(CheckedCluster& c) {
   ASSERT_TRUE(
       c.Place(MakePod(R"({"name":"w","tolerations":[{"operator":"Exists"}],
                          "requests":{"cpu":"8","memory":"64Gi","nvidia.com/gpu":"2","koordinator.sh/rdma":"50"}})"))
-          .placed);
+          .ok());
   ASSERT_TRUE(c.Place(MakePod(R"({"name":"s","requests":{"aliyun.com/gpu-mem":"8138"}})"),
                       "binpack", /*commit=*/false)
-                  .placed);
-  ASSERT_TRUE(c.Place(MakePod(R"({"name":"c","requests":{"cpu":"500m","memory":"1Gi"}})")).placed);
+                  .ok());
+  ASSERT_TRUE(c.Place(MakePod(R"({"name":"c","requests":{"cpu":"500m","memory":"1Gi"}})")).ok());
   ASSERT_OK(c.SetDeviceHealth("share", "gpu", 1, false));
 }
 

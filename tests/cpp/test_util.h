@@ -132,6 +132,21 @@ inline std::unique_ptr<PlacementStrategy> StrategyOrDie(const std::string& spec)
 
 // --- A cluster that verifies its invariants after every mutation -----------------------------------
 
+// Placer::Place with a query of the pod and strategy (and, where a test varies them, the
+// candidates and the score cache).
+inline Placement PlaceWith(Placer& placer, ClusterState& state, const Pod& pod,
+                           const PlacementStrategy& strategy, bool commit = true,
+                           const std::vector<int>* candidates = nullptr, bool use_cache = true) {
+  return placer.Place(
+      state, {.pod = pod, .strategy = strategy, .candidates = candidates, .use_cache = use_cache},
+      commit);
+}
+inline Placement PlaceWith(Placer&& placer, ClusterState& state, const Pod& pod,
+                           const PlacementStrategy& strategy, bool commit = true,
+                           const std::vector<int>* candidates = nullptr) {
+  return PlaceWith(placer, state, pod, strategy, commit, candidates);
+}
+
 class CheckedCluster {
  public:
   CheckedCluster() { state_.set_clock([] { return int64_t{1700000000000000000}; }); }
@@ -147,14 +162,14 @@ class CheckedCluster {
   absl::Status Unreserve(const std::string& p) { return Checked(state_.Unreserve(p)); }
   absl::Status Commit(const std::string& p) { return Checked(state_.Commit(p)); }
   absl::Status Release(const std::string& p) { return Checked(state_.Release(p)); }
-  PlaceResult Place(const Pod& pod, const PlacementStrategy& s, bool commit = true) {
-    PlaceResult r = placer_.Place(state_, pod, s, commit);
+  Placement Place(const Pod& pod, const PlacementStrategy& s, bool commit = true) {
+    Placement r = PlaceWith(placer_, state_, pod, s, commit);
     ExpectInvariants();
     return r;
   }
-  PlaceResult Place(const Pod& pod, const std::string& strategy = "binpack", bool commit = true) {
+  Placement Place(const Pod& pod, const std::string& strategy = "binpack", bool commit = true) {
     auto s = StrategyOrDie(strategy);
-    return s ? Place(pod, *s, commit) : PlaceResult();
+    return s ? Place(pod, *s, commit) : Placement();
   }
 
   FitResult Filter(const Pod& pod, const std::string& node) const {
@@ -209,13 +224,13 @@ inline void RunScenario(const Scenario& sc) {
   for (const auto& [pod_json, expected] : sc.pods) {
     Pod pod = MakePod(pod_json);
     SCOPED_TRACE("pod " + pod.name);
-    PlaceResult r = cluster.Place(pod, *strategy);
+    Placement r = cluster.Place(pod, *strategy);
     if (expected.node.empty()) {
-      EXPECT_FALSE(r.placed) << "placed on " << r.allocation.node;
+      EXPECT_FALSE(r.ok()) << "placed on " << r.allocation.node;
       EXPECT_TRUE(absl::StrContains(r.reason, expected.reason))
           << "reason \"" << r.reason << "\" lacks \"" << expected.reason << "\"";
     } else {
-      ASSERT_TRUE(r.placed) << r.reason;
+      ASSERT_TRUE(r.ok()) << r.reason;
       EXPECT_EQ(r.allocation.node, expected.node);
       EXPECT_EQ(DeviceNames(r.allocation), expected.devices);
     }

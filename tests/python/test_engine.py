@@ -29,11 +29,11 @@ def gang(name: str, replicas: int, gpus: int = 1, queue: str = "default", **extr
 
 def test_registries_list_the_builtins():
     assert {"gang", "drf", "proportion", "priority", "predicates", "nodeorder", "deviceshare",
-            "reservation"} <= set(eng.plugins())
+            "reservation", "queuetree"} <= set(eng.plugins())
     assert set(eng.actions()) == {"enqueue", "allocate", "backfill", "preempt", "reclaim",
-                                  "jobtime"}
+                                  "jobtime", "treereclaim"}
     from gpufleet import _core
-    assert _core.engine_registry_duplicates() == []
+    assert _core.registry_duplicates() == []
 
 
 def test_seed_scenarios_all_or_nothing():
@@ -193,6 +193,40 @@ def test_python_plugins_slow_path():
         e2.run_cycle()
     assert e2.cluster.snapshot() == snapshot
     assert e2.cycles == 0
+
+
+class ScoresOnly:
+    def node_order(self, task, node):
+        return 0.0
+
+
+def test_a_python_plugin_is_what_its_methods_make_it():
+    """A Python plugin that defines `predicate` answers predicates: allocate needs no native
+    predicates plugin beside it. The answer is observed, so replacing the class changes it."""
+    from gpufleet.registries import entries
+
+    register_plugin("even-only-alone", EvenNodesOnly)
+    listed = {e["name"]: e for e in entries("plugins")}["even-only-alone"]
+    assert listed["answers"] == ["predicates"] and listed["open_parameters"]
+    assert [p["python_method"] for p in eng.callback_points() if p["name"] == "predicates"] == [
+        "predicate"]
+    e = Engine({"actions": "allocate", "tiers": [{"plugins": ["gang", "even-only-alone"]}]})
+    for i in range(5):
+        e.add_node(gpu_node(f"n{i}", 1))
+    e.submit(gang("j", 2))
+    assert set(e.run_cycle().binds["node"]) == {"n0", "n2"}
+    # Without `predicate` the same name answers no predicates: the configuration is refused, and
+    # a cycle of an engine configured before the change fails, changing nothing.
+    register_plugin("even-only-alone", ScoresOnly)
+    with pytest.raises(ValueError, match='"allocate" needs a plugin that answers "predicates"'):
+        Engine({"actions": "allocate", "tiers": [{"plugins": ["gang", "even-only-alone"]}]})
+    e.submit(gang("k", 1))
+    snapshot = e.cluster.snapshot()
+    with pytest.raises(ValueError, match='"allocate" needs a plugin that answers "predicates"'):
+        e.run_cycle()
+    assert e.cluster.snapshot() == snapshot and e.cycles == 1
+    register_plugin("even-only-alone", EvenNodesOnly)
+    assert e.run_cycle().binds["node"].tolist() == ["n4"]
 
 
 @settings(max_examples=150, deadline=None)

@@ -142,3 +142,23 @@ def test_kube_holds_follow_the_api_server_when_the_pod_is_bound_elsewhere():
         == ["default/p"]
     assert holdings(st) == {}
     st.cluster.check_invariants()
+
+
+def test_a_bind_whose_journal_write_fails_leaves_the_binder_as_it_was(tmp_path: Path,
+                                                                        monkeypatch):
+    """The scenario binder records a bind before the journal does; when the journal write then
+    fails, the bind is refused and the binder's record of the pod is what it was before (none for
+    a new pod, the old node for a move)."""
+    path = tmp_path / "s.journal"
+    st, client = start(path, {"nodes": [node("n1", gpus=2), node("n2", gpus=2)]})
+    assert bind(client, "a") == {"Error": ""}
+    before = dict(st.binder.records)
+
+    def disk_full(*args: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(st.journal, "record_bind", disk_full)
+    assert "No space left" in bind(client, "b")["Error"]
+    assert "No space left" in bind(client, "a", node_name="n2")["Error"]   # a move
+    assert st.binder.records == before and set(holdings(st)) == {"default/a"}
+    st.journal.close()

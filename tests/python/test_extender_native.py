@@ -84,7 +84,7 @@ def test_native_verbs_refuse_bad_names_without_touching_state():
         c.partition_nodes(pod, ["n00", 3])
     with pytest.raises(TypeError, match=r"nodes\[0\]: expected a node name .*NoneType"):
         c.host_priorities(pod, [None])
-    with pytest.raises(ValueError, match="max_priority must be >= 1"):
+    with pytest.raises(ValueError, match="max_priority: 0 is out of range: 1 to 2147483647"):
         c.host_priorities(pod, ["n00"], "binpack", 0)
     assert c.snapshot() == before
     assert c.partition_nodes(pod, []) == ([], {}, {}, [])

@@ -290,7 +290,9 @@ TRACEBACKS = [   # (argv, text of the one-line error); {name} is a file from _fi
     (SIM + ["--jobs-csv", "{tmp}"], "cannot write"),
     (SWEEP + ["--csv", "{tmp}/missing/out.csv"], "cannot write"),
     (SWEEP + ["--published", "{published.csv}"], "not the FGD study's results"),
-    (SWEEP + ["--option", "tiresias_compat=[1]"], "incompatible function arguments"),
+    (SWEEP + ["--option", "tiresias_compat=[1]"], "tiresias_compat: expected true or false, got [1]"),
+    (SWEEP + ["--option", "tick=1e-300"], "tick must be 0 (off) or at least 0.001 seconds"),
+    (SIM + ["--cluster", "v100:1048576,k80:1"], "1,048,577 GPUs is more than the 1,048,576"),
 ]
 
 

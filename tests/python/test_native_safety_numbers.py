@@ -102,6 +102,86 @@ def test_simulator_times_must_be_finite_and_not_negative(name, value):
         simulate(**{name: value})
 
 
+@pytest.mark.parametrize("name", ["tick", "scheduling_interval"])
+@pytest.mark.parametrize("value", [1e-300, 1e-9, 0.000999])
+def test_simulator_steps_below_a_millisecond_are_refused(name, value):
+    with pytest.raises(ValueError, match=f"{name} must be 0 \\(off\\) or at least 0.001 seconds"):
+        simulate(**{name: value})
+    assert simulate(**{name: 0.001}).summary.num_jobs == 3
+
+
+def test_a_tick_over_an_idle_stretch_is_not_stepped_through():
+    """Arrivals at Unix timestamps (1.7e9 s in) with a 10 ms tick: the first tick after the idle
+    stretch is computed, not reached by 1.7e11 steps (a child, so a hang fails on time)."""
+    out = run_isolated("""
+        import numpy as np
+        from gpufleet import _core
+        r = _core.sim_run([{"name": "v100", "count": 4}], np.arange(2), np.array([1.7e9, 1.7e9 + 1]),
+                          np.array([1, 4]), np.array([1.0, 1.0]), None, None, "fifo", False, 0.0,
+                          0.01, 0.0, False)
+        print(r.summary.num_jobs, r.scheduling_points)
+        """, timeout=30)
+    jobs, points = map(int, out.split())
+    assert jobs == 2 and points < 1000, out
+
+
+def test_simulate_refuses_a_cluster_larger_than_the_traces_bound():
+    import pandas as pd
+
+    from gpufleet import simulate as simulate_jobs
+
+    jobs = pd.DataFrame({"job_id": [0], "submit_time": [0.0], "num_gpu": [1], "duration": [1.0]})
+    for cluster, gpus in ((10**8, "100000000"), ({"a": 2**31 - 1, "b": 2**31 - 1}, "4294967294"),
+                          ("v100:1048576,k80:1", "1048577")):
+        with pytest.raises(ValueError, match=f"cluster: {gpus} GPUs is more than the 1048576"):
+            simulate_jobs(jobs, cluster, "fifo")
+    assert simulate_jobs(jobs, 2**20, "fifo", placement=None).summary["num_gpus"] == 2**20
+
+
+def test_simulate_names_an_option_of_the_wrong_type():
+    import pandas as pd
+
+    from gpufleet import simulate as simulate_jobs
+
+    jobs = pd.DataFrame({"job_id": [0], "submit_time": [0.0], "num_gpu": [1], "duration": [1.0]})
+    for options, error, message in (
+            (dict(tiresias_compat=[1]), TypeError, "tiresias_compat: expected true or false, got [1]"),
+            (dict(record_timeseries="yes"), TypeError, "record_timeseries: expected true or false"),
+            (dict(tick=[1]), TypeError, "tick: expected a number of seconds, got [1]"),
+            (dict(restore_delay="1"), TypeError, "restore_delay: expected a number of seconds"),
+            (dict(seed=2**64), ValueError, "seed: 18446744073709551616 is out of range"),
+            (dict(seed=1.5), TypeError, "seed: expected a whole number"),
+            (dict(placement=3), TypeError, "placement: expected a strategy name or None")):
+        with pytest.raises(error) as info:
+            simulate_jobs(jobs, 4, "fifo", **options)
+        assert message in str(info.value) and "\n" not in str(info.value), options
+    assert simulate_jobs(jobs, 4, "fifo", seed=np.int64(2), tiresias_compat=np.bool_(True)
+                         ).summary["seed"] == 2
+
+
+def test_integers_past_the_c_range_are_one_line_errors_naming_the_argument():
+    c, a = gpushare_allocation()
+    pod = Pod("q", {"nvidia.com/gpu": "1"})
+    for call, message in (
+            (lambda: c.host_priorities(pod, ["n"], "binpack", 2**40),
+             "max_priority: 1099511627776 is out of range: 1 to 2147483647"),
+            (lambda: c.host_priorities(pod, ["n"], "binpack", 1.5),
+             "max_priority: expected a whole number, got float"),
+            (lambda: Pod("q", {}, priority=2**40), "priority"),
+            (lambda: c.set_device_health("n", 2**40, False), "minor: 1099511627776 is out of range"),
+            (lambda: a.annotations(unit_bytes=2**70), "unit_bytes: 1180591620717411303424 is out"),
+            (lambda: c.restore_allocation(pod, "n", {}, unit_bytes=2**64), "unit_bytes: 1844"),
+            (lambda: _core.format_bytes(2**64), "bytes: 18446744073709551616 is out of range"),
+            (lambda: _core.maximize_lp([[1.0]], [1.0], [1.0], max_iterations=2**40),
+             "max_iterations: 1099511627776 is out of range"),
+            (lambda: Engine().start_task("j", 2**40, "n"), "task: 1099511627776 is out of range")):
+        with pytest.raises((ValueError, TypeError)) as info:
+            call()
+        assert message in str(info.value) and "\n" not in str(info.value), str(info.value)
+    assert c.host_priorities(pod, ["n"], "binpack", np.int64(10))[0]["Host"] == "n"
+    assert _core.format_bytes(np.int64(1 << 30)) == "1Gi"
+
+
 def test_simulator_refuses_a_negative_seed_and_bad_memory():
     assert simulate(seed=3).summary.num_jobs == 3
     with pytest.raises(ValueError, match="seed must be >= 0, got -1"):

@@ -178,7 +178,7 @@ NodeUsage ClusterState::SummaryOf(int i) const {
   return u;
 }
 
-FitResult ClusterState::Filter(const Pod& pod, int node) const {
+FitResult ClusterState::FilterTotals(const Pod& pod, int node) const {
   const Node& n = nodes_[node];
   const NodeUsage& u = usage_[node];
   if (u.pods_used + 1 > n.max_pods) return FitResult::Unschedulable("Too many pods");
@@ -189,6 +189,11 @@ FitResult ClusterState::Filter(const Pod& pod, int node) const {
   if (pod.cpu_milli > n.cpu_milli - u.cpu_used) return FitResult::Unschedulable("Insufficient cpu");
   if (pod.memory_bytes > n.memory_bytes - u.memory_used)
     return FitResult::Unschedulable("Insufficient memory");
+  return FitResult::Ok();
+}
+
+FitResult ClusterState::Filter(const Pod& pod, int node) const {
+  if (FitResult totals = FilterTotals(pod, node); !totals.ok()) return totals;
   NodeView view = View(node);
   for (const DeviceRequest& r : pod.devices) {
     FitResult fit = FitDeviceRequest(view, pod, r, /*domains=*/nullptr);

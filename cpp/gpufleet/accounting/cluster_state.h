@@ -71,9 +71,12 @@ class ClusterState {
   int first_device(int i) const { return first_device_[i]; }
 
   // --- Questions -------------------------------------------------------------------------------
-  // Resources and devices only; label/taint constraints are FitsNodeConstraints below.
-  // Node choice (plans, scores, Place) is placement's: placement/placer.h.
+  // Resources and devices only; label/taint constraints are FitsNodeConstraints below. Hosts ask
+  // placement/node_admission.h (AdmitNode), which checks both; node choice (plans, scores,
+  // Place) is placement's: placement/placer.h.
   FitResult Filter(const Pod& pod, int node) const;
+  // Filter's first part: pod count, cpu and memory, with the same reasons in the same order.
+  FitResult FilterTotals(const Pod& pod, int node) const;
 
   // --- Transactions ----------------------------------------------------------------------------
   // Applies a planned allocation as reserved. Rejects unknown nodes/devices, duplicate pods and

@@ -1,6 +1,7 @@
 #include "gpufleet/core/registry.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "absl/strings/ascii.h"
@@ -104,21 +105,75 @@ bool HasParamType(const Json& v, ParamType type) {
   return true;
 }
 
-bool Registration::Has(const std::string& capability) const {
-  return std::find(capabilities.begin(), capabilities.end(), capability) != capabilities.end();
-}
-
-const ParamSpec* Registration::FindParam(const std::string& key) const {
+const ParamSpec* FindParamSpec(const std::vector<ParamSpec>& params, const std::string& key) {
   for (const ParamSpec& p : params)
     if (p.name == key) return &p;
   return nullptr;
 }
 
-Json Registration::ExampleParams() const {
+Json ExampleParams(const std::vector<ParamSpec>& params) {
   Json out = Json::object();
   for (const ParamSpec& p : params)
     if (p.default_value.is_null() && !p.example.is_null()) out[p.name] = p.example;
   return out;
+}
+
+std::string RangeText(const ParamSpec& spec) {
+  if (!spec.one_of.empty()) {
+    std::vector<std::string> quoted;
+    for (const std::string& v : spec.one_of) quoted.push_back(Json(v).dump());
+    return "one of " + absl::StrJoin(quoted, ", ");
+  }
+  const NumberRange& r = spec.range;
+  const std::optional<double> low = r.above ? r.above : r.at_least;
+  std::string bounds;
+  if (low && r.at_most)
+    bounds = absl::StrFormat("in %c%g, %g]", r.above ? '(' : '[', *low, *r.at_most);
+  else if (low)
+    bounds = absl::StrFormat("%s %g", r.above ? ">" : ">=", *low);
+  else if (r.at_most)
+    bounds = absl::StrFormat("<= %g", *r.at_most);
+  if (!r.finite) return bounds;
+  return bounds.empty() ? "finite" : "finite, " + bounds;
+}
+
+namespace {
+
+bool InRange(const NumberRange& r, double v) {
+  return !std::isnan(v) && (!r.finite || std::isfinite(v)) && (!r.at_least || v >= *r.at_least) &&
+         (!r.above || v > *r.above) && (!r.at_most || v <= *r.at_most);
+}
+
+// "must be >= 0", "must be a finite number >= 1" (the range as a requirement).
+std::string Requirement(const ParamSpec& spec) {
+  NumberRange bounds = spec.range;
+  bounds.finite = false;
+  const std::string text = RangeText({.range = bounds});
+  if (!spec.range.finite) return text;
+  return text.empty() ? "a finite number" : "a finite number " + text;
+}
+
+}  // namespace
+
+absl::Status CheckParamRange(const ParamSpec& spec, const Json& v, const std::string& owner) {
+  if (!spec.one_of.empty() && v.is_string()) {
+    const std::string s = v.get<std::string>();
+    if (std::find(spec.one_of.begin(), spec.one_of.end(), s) == spec.one_of.end())
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: \"%s\" must be %s, got %s", owner, spec.name, RangeText(spec), v.dump()));
+    return absl::OkStatus();
+  }
+  if (spec.range.empty()) return absl::OkStatus();
+  if (v.is_number() && !InRange(spec.range, v.get<double>()))
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: \"%s\" must be %s, got %s", owner, spec.name, Requirement(spec), v.dump()));
+  if (v.is_array())
+    for (size_t i = 0; i < v.size(); ++i)
+      if (v[i].is_number() && !InRange(spec.range, v[i].get<double>()))
+        return absl::InvalidArgumentError(absl::StrFormat("%s: \"%s\"[%d] must be %s, got %s",
+                                                          owner, spec.name, i, Requirement(spec),
+                                                          v[i].dump()));
+  return absl::OkStatus();
 }
 
 namespace {
@@ -159,16 +214,16 @@ std::string ClosestName(const std::string& name, const std::vector<std::string>&
   return "";
 }
 
-absl::StatusOr<Json> CheckDeclaredParams(const Registration& r, const Json& params,
-                                         const std::string& owner) {
+absl::StatusOr<Json> CheckDeclaredParams(const std::vector<ParamSpec>& declared,
+                                         const Json& params, const std::string& owner) {
   if (!params.is_object())
     return absl::InvalidArgumentError(
         absl::StrFormat("%s: parameters must be an object, got %s", owner, params.dump()));
   std::vector<std::string> known;
-  for (const ParamSpec& p : r.params) known.push_back(p.name);
+  for (const ParamSpec& p : declared) known.push_back(p.name);
   Json out = params;
   for (auto it = params.begin(); it != params.end(); ++it) {
-    const ParamSpec* spec = r.FindParam(it.key());
+    const ParamSpec* spec = FindParamSpec(declared, it.key());
     if (spec == nullptr) {
       std::string hint = ClosestName(it.key(), known);
       return absl::InvalidArgumentError(absl::StrFormat(
@@ -180,8 +235,10 @@ absl::StatusOr<Json> CheckDeclaredParams(const Registration& r, const Json& para
       return absl::InvalidArgumentError(
           absl::StrFormat("%s: parameter \"%s\" has the wrong type (%s; expected %s)", owner,
                           it.key(), it->dump(), ParamTypeName(spec->type)));
+    if (absl::Status in_range = CheckParamRange(*spec, *it, owner); !in_range.ok())
+      return in_range;
   }
-  for (const ParamSpec& p : r.params)
+  for (const ParamSpec& p : declared)
     if (!out.contains(p.name) && !p.default_value.is_null()) out[p.name] = p.default_value;
   return out;
 }

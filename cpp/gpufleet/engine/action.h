@@ -1,7 +1,7 @@
 // An action is one step of the cycle (enqueue, allocate, backfill, preempt, reclaim, jobtime).
 // Actions own the loops, the statements and the early exits; every policy question goes to the
-// session's plugin callbacks (jobtime asks a
-// JobTimePolicy instead). Actions register by name like plugins.
+// session's plugin callbacks (jobtime asks a JobTimePolicy instead). Actions register by name like
+// plugins, with traits that say what they do to the cluster and what they need answered.
 #ifndef GPUFLEET_ENGINE_ACTION_H_
 #define GPUFLEET_ENGINE_ACTION_H_
 
@@ -11,24 +11,29 @@
 
 #include "absl/status/status.h"
 #include "gpufleet/core/registry.h"
+#include "gpufleet/engine/callback_points.h"
 #include "gpufleet/engine/session.h"
 
 namespace gpufleet::engine {
 
-// Capabilities an action declares in its registration (see core/registry.h).
-inline constexpr char kPlacesTasks[] = "places-tasks";  // binds tasks: needs "predicates"
-inline constexpr char kAdmitsJobs[] = "admits-jobs";    // must run first in the cycle
-inline constexpr char kEvicts[] = "evicts";             // may evict running tasks
+struct ActionTraits {
+  bool places_tasks = false;  // binds tasks: needs a plugin that answers predicates
+  bool evicts = false;        // may evict running tasks
+  // Admits jobs: it must run first, and without such an action every valid job counts as
+  // admitted.
+  bool admits_jobs = false;
+  std::vector<Point> needs;  // points it relies on a plugin to answer (preempt: preemptable)
+  // `needs`, plus predicates for an action that places tasks.
+  PointSet Needs() const;
+  Json ToJson() const;
+};
 
-class Action {
+class Action : public Registrant<ActionTraits> {
  public:
   static constexpr char kKind[] = "action";
-  virtual ~Action() = default;
-  virtual std::string name() const = 0;
   virtual void Execute(Session& session) = 0;
 };
 
-std::vector<std::string> ActionNames();
 absl::StatusOr<std::unique_ptr<Action>> MakeAction(const std::string& name, const Json& args);
 
 }  // namespace gpufleet::engine

@@ -1,7 +1,6 @@
 #include "gpufleet/engine/config.h"
 
 #include <algorithm>
-#include <cstring>
 #include <set>
 
 #include "absl/strings/match.h"
@@ -153,22 +152,49 @@ std::vector<std::vector<std::string>> Config::TierNames() const {
   return out;
 }
 
-std::vector<std::string> NamedArgs::DisabledPoints() const {
-  std::vector<std::string> out;
+PointSet NamedArgs::DisabledPoints() const {
+  PointSet out;
   for (const auto& [key, on] : switches) {
     const PluginSwitch* sw = FindPluginSwitch(key);
-    if (!on && sw != nullptr && sw->point != nullptr) out.push_back(sw->point);
+    if (!on && sw != nullptr && sw->point) out.set(static_cast<int>(*sw->point));
   }
-  std::sort(out.begin(), out.end());
   return out;
 }
 
-std::map<std::string, std::vector<std::string>> Config::DisabledPoints() const {
-  std::map<std::string, std::vector<std::string>> out;
+std::map<std::string, PointSet> Config::DisabledPoints() const {
+  std::map<std::string, PointSet> out;
   for (const auto& tier : tiers)
     for (const NamedArgs& p : tier)
-      if (auto off = p.DisabledPoints(); !off.empty()) out[p.name] = std::move(off);
+      if (PointSet off = p.DisabledPoints(); off.any()) out[p.name] = off;
   return out;
+}
+
+std::vector<Need> NeedsOf(const Config& c) {
+  std::vector<Need> out;
+  for (const NamedArgs& a : c.actions)
+    if (auto info = Registry<Action>::Global().Info(a.name); info.ok())
+      out.push_back({a.name, info->traits.Needs()});
+  for (const auto& tier : c.tiers)
+    for (const NamedArgs& p : tier)
+      if (auto info = Registry<Plugin>::Global().Info(p.name); info.ok()) {
+        Need need{p.name, {}};
+        for (Point n : info->traits.needs) need.points.set(static_cast<int>(n));
+        out.push_back(std::move(need));
+      }
+  return out;
+}
+
+absl::Status CheckNeedsAnswered(const std::vector<Need>& needs, const PointSet& answered) {
+  for (const Need& need : needs)
+    for (const CallbackPoint& p : CallbackPoints()) {
+      const int bit = static_cast<int>(p.point);
+      if (!need.points.test(bit) || answered.test(bit)) continue;
+      std::vector<std::string> providers = PluginsAnswering(p.point);
+      return Inconsistent(absl::StrFormat(
+          "\"%s\" needs a plugin that answers \"%s\" (registered: %s)", need.who, p.name,
+          providers.empty() ? "none" : absl::StrJoin(providers, ", ")));
+    }
+  return absl::OkStatus();
 }
 
 Json Config::ToJson() const {
@@ -231,9 +257,8 @@ absl::StatusOr<Config> ParseConfig(const Json& j) {
       return absl::Status(built.status().code(),
                           absl::StrFormat("actions[%d]: %s", i, built.status().message()));
   }
-  const Registry<Action>& action_registry = Registry<Action>::Global();
   for (size_t i = 1; i < c.actions.size(); ++i)
-    if (action_registry.HasCapability(c.actions[i].name, kAdmitsJobs))
+    if (Registry<Action>::Global().Info(c.actions[i].name)->traits.admits_jobs)
       return Inconsistent(absl::StrFormat(
           "\"%s\" must be the first action (it admits the jobs the others place)",
           c.actions[i].name));
@@ -242,6 +267,7 @@ absl::StatusOr<Config> ParseConfig(const Json& j) {
   if (tiers == j.end() || !tiers->is_array() || tiers->empty())
     return Inconsistent("\"tiers\" must be a non-empty list of {\"plugins\": [...]}");
   std::set<std::string> plugins;
+  PointSet answered;  // what the plugins register, observed on an empty session
   for (size_t t = 0; t < tiers->size(); ++t) {
     const Json& tier = (*tiers)[t];
     const std::string where = absl::StrFormat("tiers[%d]", t);
@@ -252,56 +278,20 @@ absl::StatusOr<Config> ParseConfig(const Json& j) {
     for (size_t k = 0; k < tier["plugins"].size(); ++k) {
       const std::string pw = absl::StrFormat("%s.plugins[%d]", where, k);
       ASSIGN_OR_RETURN(NamedArgs p, ParseEntry(tier["plugins"][k], pw, /*switches=*/true));
-      auto built = MakePlugin(p.name, p.args);
-      if (!built.ok())
-        return absl::Status(built.status().code(),
-                            absl::StrFormat("%s: %s", pw, built.status().message()));
+      auto answers = ObserveAnswers(p.name, p.args, p.DisabledPoints());
+      if (!answers.ok())
+        return absl::Status(answers.status().code(),
+                            absl::StrFormat("%s: %s", pw, answers.status().message()));
+      answered |= *answers;
       if (!plugins.insert(p.name).second)
         return Inconsistent(absl::StrFormat("plugin \"%s\" appears twice in the tiers", p.name));
       c.tiers.back().push_back(std::move(p));
     }
     if (c.tiers.back().empty()) return Inconsistent(where + " has no plugins");
   }
-  // Settings that cannot work together, from what actions and plugins declare: an action that
-  // places tasks needs a plugin that checks predicates, and a "needs:X" capability needs a
-  // plugin that answers X.
-  const Registry<Plugin>& plugin_registry = Registry<Plugin>::Global();
-  const auto disabled = c.DisabledPoints();
-  auto answered = [&](const std::string& capability) {
-    for (const std::string& p : plugins) {
-      auto off = disabled.find(p);
-      if (off != disabled.end() &&
-          std::find(off->second.begin(), off->second.end(), capability) != off->second.end())
-        continue;  // switched off in this configuration
-      if (plugin_registry.HasCapability(p, capability)) return true;
-    }
-    return false;
-  };
-  auto missing = [&](const std::string& who, const std::string& capability) {
-    std::vector<std::string> providers;
-    for (const Registration& r : plugin_registry.Infos())
-      if (r.Has(capability)) providers.push_back(r.name);
-    return Inconsistent(absl::StrFormat(
-        "\"%s\" needs a plugin that answers \"%s\" (registered: %s)", who, capability,
-        providers.empty() ? "none" : absl::StrJoin(providers, ", ")));
-  };
-  auto needs = [](const Registration& r) {
-    std::vector<std::string> out;
-    for (const std::string& cap : r.capabilities)
-      if (absl::StartsWith(cap, kNeedsPrefix)) out.push_back(cap.substr(strlen(kNeedsPrefix)));
-    return out;
-  };
-  for (const auto& a : c.actions) {
-    ASSIGN_OR_RETURN(Registration info, action_registry.Info(a.name));
-    if (info.Has(kPlacesTasks) && !answered(kPredicates)) return missing(a.name, kPredicates);
-    for (const std::string& need : needs(info))
-      if (!answered(need)) return missing(a.name, need);
-  }
-  for (const std::string& p : plugins) {
-    ASSIGN_OR_RETURN(Registration info, plugin_registry.Info(p));
-    for (const std::string& need : needs(info))
-      if (!answered(need)) return missing(p, need);
-  }
+  // Settings that cannot work together: what an action or plugin needs (its traits) must be
+  // answered by a plugin in the tiers, with its switches.
+  RETURN_IF_ERROR(CheckNeedsAnswered(NeedsOf(c), answered));
   return c;
 }
 

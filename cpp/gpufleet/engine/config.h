@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "gpufleet/core/registry.h"
+#include "gpufleet/engine/callback_points.h"
 
 namespace gpufleet::engine {
 
@@ -27,8 +28,8 @@ struct NamedArgs {
   std::string name;
   Json args = Json::object();
   std::map<std::string, bool> switches;  // Volcano's per-plugin switches, as given
-  // The session questions this entry's switches turn off (capability words: "preemptable"...).
-  std::vector<std::string> DisabledPoints() const;
+  // The callback points this entry's switches turn off.
+  PointSet DisabledPoints() const;
 };
 
 struct Config {
@@ -36,8 +37,8 @@ struct Config {
   std::vector<std::vector<NamedArgs>> tiers;
   Json metrics;  // Volcano's metrics settings, kept as given (gpufleet exports no metrics here)
   std::vector<std::vector<std::string>> TierNames() const;
-  // Plugin name -> the questions its switches turn off (plugins with none are left out).
-  std::map<std::string, std::vector<std::string>> DisabledPoints() const;
+  // Plugin name -> the points its switches turn off (plugins with none are left out).
+  std::map<std::string, PointSet> DisabledPoints() const;
   Json ToJson() const;
 };
 
@@ -45,6 +46,16 @@ struct Config {
 // "volcano-scheduler.conf" (or its only "*.conf" key). The held value must be an object or JSON
 // text: YAML text is parsed by the Python reader (gpufleet.engine.load_config) before it gets here.
 absl::StatusOr<Config> ConfigFromJson(const Json& j);
+// What an action or plugin of a configuration needs answered, from its traits.
+struct Need {
+  std::string who;
+  PointSet points;
+};
+std::vector<Need> NeedsOf(const Config& c);
+// Whether every need is answered: `answered` holds the points that the plugins in the tiers
+// registered (observed on a session). An error names the one who needs it and the registered
+// plugins that answer it.
+absl::Status CheckNeedsAnswered(const std::vector<Need>& needs, const PointSet& answered);
 // enqueue, allocate, backfill with priority+gang | drf+predicates+proportion+nodeorder+deviceshare.
 Json DefaultConfigJson();
 

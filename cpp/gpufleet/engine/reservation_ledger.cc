@@ -8,7 +8,8 @@
 #include "gpufleet/core/rdma_vf.h"
 #include "gpufleet/engine/session.h"
 #include "gpufleet/engine/statement.h"
-#include "gpufleet/placement/placer.h"
+#include "gpufleet/placement/node_admission.h"
+#include "gpufleet/placement/node_plan.h"
 
 namespace gpufleet::engine {
 namespace {
@@ -86,7 +87,7 @@ bool ReservationLedger::PlanStillFits(const Session& s, int job, const HoldPlan&
     const int n = s.state().FindNode(a.node);
     if (n < 0) return false;
     const TaskInfo& task = s.tasks()[TaskByName(s, job, a.pod)];
-    if (!FitsNodeConstraints(*task.pod, s.state().node(n)).ok()) return false;
+    if (!NodeAdmission(s.state(), *task.pod).Constraints(n)) return false;
   }
   HoldPlan copy = plan;
   ReservationLedger probe;
@@ -137,8 +138,9 @@ HoldPlan ReservationLedger::Choose(const Session& s, int job) const {
     size_t best_drained = 0;
     double best_cost = std::numeric_limits<double>::infinity();
     Allocation best_alloc;
+    const NodeAdmission admission(scratch, *task.pod);
     for (int n = 0; n < scratch.num_nodes(); ++n) {
-      if (!FitsNodeConstraints(*task.pod, scratch.node(n)).ok()) continue;
+      if (!admission.Constraints(n)) continue;
       const NodeView before = scratch.View(n);
       std::vector<int64_t> free_core(before.num_devices()), free_mem(before.num_devices());
       for (int d = 0; d < before.num_devices(); ++d) {
@@ -146,16 +148,20 @@ HoldPlan ReservationLedger::Choose(const Session& s, int job) const {
         free_mem[d] = before.free_memory(d);
       }
       const int64_t free_cpu = scratch.usage(n).cpu_capacity - scratch.usage(n).cpu_used;
-      Allocation p;
+      // Labels and taints are judged above, once per node.
+      auto plan_here = [&] {
+        return PlanOnNode(scratch, *task.pod, n, s.strategy(), Admission::kCapacityOnly);
+      };
       size_t k = 0;
-      bool fit = PlanOnNode(scratch, *task.pod, n, s.strategy(), &p).ok();
-      while (!fit && k < occupants[n].size()) {
+      Placement planned = plan_here();
+      while (!planned.ok() && k < occupants[n].size()) {
         (void)scratch.Release(occupants[n][k].pod);
         ++k;
-        fit = PlanOnNode(scratch, *task.pod, n, s.strategy(), &p).ok();
+        planned = plan_here();
       }
       restore(occupants[n], k);
-      if (!fit) continue;
+      if (!planned.ok()) continue;
+      const Allocation& p = planned.allocation;
       // The cost is what must drain: the part of the planned devices (and cpu) not free now.
       double cost = 0;
       for (const DeviceGrant& g : p.devices) {
@@ -262,8 +268,11 @@ bool ReservationLedger::Admits(const Session& s, const TaskInfo& task, int node)
   if (target_ < 0 || task.job == target_ || needs_.empty()) return true;
   auto nn = std::find_if(needs_.begin(), needs_.end(), [&](const NodeNeed& x) { return x.node == node; });
   if (nn == needs_.end()) return true;
-  Allocation p;
-  if (!PlanOnNode(s.state(), *task.pod, node, s.strategy(), &p).ok()) return true;  // Filter says no
+  // The predicates judged labels and taints; capacity says no: nothing to hold back.
+  const Placement planned =
+      PlanOnNode(s.state(), *task.pod, node, s.strategy(), Admission::kCapacityOnly);
+  if (!planned.ok()) return true;
+  const Allocation& p = planned.allocation;
   const Allocation* held = nullptr;
   for (const Allocation& h : held_)
     if (h.node == p.node) held = &h;

@@ -1,16 +1,18 @@
 #include "gpufleet/engine/scenario_json.h"
 
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_format.h"
 #include "gpufleet/core/status_macros.h"
+#include "gpufleet/engine/queue_tree_specs.h"
 #include "gpufleet/engine/spec_json.h"
 #include "gpufleet/io/spec_json.h"
 #include "gpufleet/io/strict_json.h"
-#include "gpufleet/placement/placer.h"
+#include "gpufleet/placement/node_plan.h"
 
 namespace gpufleet::engine {
 namespace {
@@ -31,15 +33,13 @@ absl::Status StartTask(Scheduler* scheduler, const std::string& job_name, int ta
   const int index = state.FindNode(node);
   if (index < 0) return absl::NotFoundError(absl::StrFormat("node %s does not exist", node));
   const Pod& pod = job->tasks[task];
-  FitResult fit = FitsNodeConstraints(pod, state.node(index));
-  Allocation plan;
   auto strategy = MakeStrategy("binpack");
   if (!strategy.ok()) return strategy.status();
-  if (fit.ok()) fit = PlanOnNode(state, pod, index, **strategy, &plan);
-  if (!fit.ok())
+  const Placement plan = PlanOnNode(state, pod, index, **strategy);
+  if (!plan.ok())
     return absl::FailedPreconditionError(
-        absl::StrFormat("task %s does not fit on node %s: %s", pod.name, node, fit.reason));
-  RETURN_IF_ERROR(state.Reserve(plan));
+        absl::StrFormat("task %s does not fit on node %s: %s", pod.name, node, plan.reason));
+  RETURN_IF_ERROR(state.Reserve(plan.allocation));
   return state.Commit(pod.name);
 }
 
@@ -115,7 +115,33 @@ absl::Status LoadScenario(const Json& j, Scheduler* scheduler) {
       scheduler->cluster().RemoveNode(name).IgnoreError();
     });
   }
-  for (size_t i = 0; i < queues.size(); ++i) {
+  // A queue tree is checked whole (a cycle of parents is named as such), then added parents
+  // first, whatever order the scenario lists its queues in.
+  {
+    std::map<std::string, Queue> all;
+    for (const Queue& q : scheduler->Queues()) all[q.name] = q;
+    for (const Queue& q : queues) all[q.name] = q;
+    RETURN_IF_ERROR(Where("queues", CheckQueueTree(all, {})));
+  }
+  std::vector<size_t> queue_order;
+  {
+    std::set<std::string> placed;
+    for (const Queue& q : scheduler->Queues()) placed.insert(q.name);
+    std::vector<char> done(queues.size(), 0);
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (size_t i = 0; i < queues.size(); ++i)
+        if (!done[i] && (queues[i].parent.empty() || placed.count(queues[i].parent))) {
+          done[i] = 1;
+          progress = true;
+          placed.insert(queues[i].name);
+          queue_order.push_back(i);
+        }
+    }
+    for (size_t i = 0; i < queues.size(); ++i)
+      if (!done[i]) queue_order.push_back(i);  // the scheduler names what is wrong
+  }
+  for (size_t i : queue_order) {
     // "default" exists from the start; a scenario may redefine it.
     const Queue& q = queues[i];
     if (q.name == "default") {

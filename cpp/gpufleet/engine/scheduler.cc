@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/engine/plugin.h"
+#include "gpufleet/engine/queue_tree_specs.h"
 #include "gpufleet/engine/session.h"
 
 namespace gpufleet::engine {
@@ -25,15 +26,16 @@ Scheduler::Scheduler() {
 absl::Status Scheduler::Configure(const Json& json) {
   ASSIGN_OR_RETURN(Config config, ConfigFromJson(json));
   std::vector<std::unique_ptr<Action>> actions;
-  bool enqueue = false;
+  bool admits = false;
   for (const NamedArgs& a : config.actions) {
     ASSIGN_OR_RETURN(std::unique_ptr<Action> action, MakeAction(a.name, a.args));
-    enqueue |= a.name == "enqueue";
+    admits |= action->traits().admits_jobs;
     actions.push_back(std::move(action));
   }
+  needs_ = NeedsOf(config);
   config_ = std::move(config);
   actions_ = std::move(actions);
-  has_enqueue_ = enqueue;
+  admits_jobs_ = admits;
   return absl::OkStatus();
 }
 
@@ -43,8 +45,19 @@ absl::Status Scheduler::AddQueue(const Queue& q) {
     return absl::AlreadyExistsError(absl::StrFormat("queue %s already exists", q.name));
   if (!(q.weight >= 0))
     return absl::InvalidArgumentError(absl::StrFormat("queue %s: weight must be >= 0", q.name));
+  RETURN_IF_ERROR(CheckQueueChange(q));
   queues_[q.name] = q;
   return absl::OkStatus();
+}
+
+absl::Status Scheduler::CheckQueueChange(const Queue& q) const {
+  if (q.parent.empty() && q.quota.empty() && queues_.count(q.name) == 0 &&
+      std::all_of(queues_.begin(), queues_.end(),
+                  [](const auto& kv) { return kv.second.parent.empty(); }))
+    return CheckQueueTree({{q.name, q}}, {});  // flat queues: only its own numbers matter
+  std::map<std::string, Queue> candidate = queues_;
+  candidate[q.name] = q;
+  return CheckQueueTree(candidate, jobs_);
 }
 
 absl::Status Scheduler::UpdateQueue(const Queue& q) {
@@ -53,6 +66,7 @@ absl::Status Scheduler::UpdateQueue(const Queue& q) {
     return absl::NotFoundError(absl::StrFormat("queue %s does not exist", q.name));
   if (!(q.weight >= 0))
     return absl::InvalidArgumentError(absl::StrFormat("queue %s: weight must be >= 0", q.name));
+  RETURN_IF_ERROR(CheckQueueChange(q));
   it->second = q;
   return absl::OkStatus();
 }
@@ -64,6 +78,10 @@ absl::Status Scheduler::DeleteQueue(const std::string& name) {
     if (job.queue == name)
       return absl::FailedPreconditionError(
           absl::StrFormat("queue %s still has job %s; delete or move its jobs first", name, job_name));
+  for (const auto& [child, q] : queues_)
+    if (q.parent == name)
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "queue %s still has child queue %s; delete or move its children first", name, child));
   queues_.erase(name);
   return absl::OkStatus();
 }
@@ -78,6 +96,11 @@ absl::Status Scheduler::CheckTasks(const Job& job, const Job* replacing) const {
   const std::string owner = "job " + job.name;
   if (!queues_.count(job.queue))
     return absl::NotFoundError(absl::StrFormat("%s: queue %s does not exist", owner, job.queue));
+  for (const auto& [child, q] : queues_)
+    if (q.parent == job.queue)
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "%s: queue %s has child queues (%s); jobs go to queues without children", owner,
+          job.queue, child));
   if (job.min_available < 0)
     return absl::InvalidArgumentError(owner + ": min_available must be >= 0");
   std::set<std::string> names;
@@ -179,6 +202,7 @@ absl::StatusOr<CycleResult> Scheduler::RunCycleAt(double now) {
   in.tiers = config_.TierNames();
   in.disabled = config_.DisabledPoints();
   in.hold_plan = hold_plan_;
+  in.queue_memory = &queue_memory_;
   Session session(in);
   session.set_cycle(cycle_);
   std::vector<std::unique_ptr<Plugin>> plugins;
@@ -188,7 +212,10 @@ absl::StatusOr<CycleResult> Scheduler::RunCycleAt(double now) {
       plugins.push_back(std::move(plugin));
     }
   for (auto& p : plugins) p->OnSessionOpen(session);
-  session.PrepareJobs(!has_enqueue_);
+  // What the plugins registered this time (a Python plugin's class may have been replaced since
+  // the configuration was checked).
+  RETURN_IF_ERROR(CheckNeedsAnswered(needs_, session.Answered()));
+  session.PrepareJobs(!admits_jobs_);
   for (auto& p : plugins) p->OnSessionReady(session);
   for (auto& a : actions_) a->Execute(session);
   for (auto& p : plugins) p->OnSessionClose(session);
@@ -204,6 +231,7 @@ absl::StatusOr<CycleResult> Scheduler::RunCycleAt(double now) {
           cycle_, j.name(), j.occupied, j.min_available()));
   state_ = std::move(session.state());
   hold_plan_ = session.reservations().plan();
+  queue_memory_ = std::move(session.queue_memory());
   for (const JobInfo& j : session.jobs()) {
     if (j.inqueue) admitted_.insert(j.name());
     int& w = waiting_[j.name()];

@@ -24,6 +24,7 @@
 #include "gpufleet/engine/job.h"
 #include "gpufleet/engine/queue.h"
 #include "gpufleet/engine/reservation_ledger.h"
+#include "gpufleet/queues/queue_memory.h"
 
 namespace gpufleet::engine {
 
@@ -78,10 +79,13 @@ class Scheduler {
 
  private:
   absl::Status CheckTasks(const Job& job, const Job* replacing) const;
+  // `q` added or replaced keeps the queues a tree (queue_tree_specs.h).
+  absl::Status CheckQueueChange(const Queue& q) const;
 
   Config config_;
   std::vector<std::unique_ptr<Action>> actions_;
-  bool has_enqueue_ = false;
+  bool admits_jobs_ = false;  // an action admits jobs (enqueue); else every valid job is admitted
+  std::vector<Need> needs_;   // what the configuration's actions and plugins need answered
   ClusterState state_;
   std::map<std::string, Queue> queues_;
   std::map<std::string, Job> jobs_;
@@ -89,6 +93,7 @@ class Scheduler {
   std::map<std::string, int> waiting_;
   std::set<std::string> admitted_;
   HoldPlan hold_plan_;  // where the starvation target will go (reservation_ledger.h)
+  queues::QueueMemory queue_memory_;  // preemption ledger and usage history of queue trees
   int cycle_ = 0;
   int64_t last_creation_ = 0;
   std::function<double()> clock_;

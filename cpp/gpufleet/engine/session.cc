@@ -109,6 +109,7 @@ Session::Session(const SessionInput& in)
   auto binpack = MakeStrategy("binpack");
   strategy_ = binpack.ok() ? *std::move(binpack) : nullptr;
   reservations_.Restore(in.hold_plan);
+  if (in.queue_memory != nullptr) queue_memory_ = *in.queue_memory;
 }
 
 Session::~Session() = default;
@@ -144,27 +145,40 @@ void Session::AddTiered(std::vector<std::vector<F>>& slot, const std::string& pl
   slot[std::min<size_t>(tier, slot.size() - 1)].push_back(std::move(fn));
 }
 
-bool Session::Off(const std::string& plugin, const char* question) const {
-  auto it = disabled_.find(plugin);
-  return it != disabled_.end() &&
-         std::find(it->second.begin(), it->second.end(), question) != it->second.end();
+bool Session::Accept(const std::string& plugin, Point point) {
+  const int bit = static_cast<int>(point);
+  auto off = disabled_.find(plugin);
+  if (off != disabled_.end() && off->second.test(bit)) return false;
+  answers_[plugin].set(bit);
+  return true;
 }
 
-// The question names are the plugin capability words (plugin.h, plugin_switches.cc).
-void Session::AddJobOrderFn(const std::string& p, CompareFn fn) { if (!Off(p, "job-order")) AddTiered(job_order_, p, std::move(fn)); }
-void Session::AddQueueOrderFn(const std::string& p, CompareFn fn) { if (!Off(p, "queue-order")) AddTiered(queue_order_, p, std::move(fn)); }
-void Session::AddTaskOrderFn(const std::string& p, CompareFn fn) { if (!Off(p, "task-order")) AddTiered(task_order_, p, std::move(fn)); }
-void Session::AddPreemptableFn(const std::string& p, VictimsFn fn) { if (!Off(p, "preemptable")) AddTiered(preemptable_, p, std::move(fn)); }
-void Session::AddReclaimableFn(const std::string& p, VictimsFn fn) { if (!Off(p, "reclaimable")) AddTiered(reclaimable_, p, std::move(fn)); }
-void Session::AddPredicateFn(const std::string& p, PredicateFn fn) { if (!Off(p, "predicates")) predicates_.push_back(std::move(fn)); }
-void Session::AddNodeScoreFn(const std::string& p, NodeScoreFn fn) { if (!Off(p, "node-score")) node_scores_.push_back(std::move(fn)); }
-void Session::AddOverusedFn(const std::string& p, QueueTestFn fn) { if (!Off(p, "overused")) overused_.push_back(std::move(fn)); }
-void Session::AddJobReadyFn(const std::string& p, JobTestFn fn) { if (!Off(p, "job-ready")) job_ready_.push_back(std::move(fn)); }
-void Session::AddJobValidFn(const std::string&, JobCheckFn fn) { job_valid_.push_back(std::move(fn)); }
-void Session::AddAllocatableFn(const std::string& p, AllocatableFn fn) { if (!Off(p, "allocatable")) allocatable_.push_back(std::move(fn)); }
-void Session::AddEnqueueableFn(const std::string& p, JobCheckFn fn) { if (!Off(p, "enqueueable")) enqueueable_.push_back(std::move(fn)); }
-void Session::AddTargetJobFn(const std::string& p, TargetJobFn fn) { if (!Off(p, "target-job")) target_job_.push_back(std::move(fn)); }
-void Session::SetDeviceStrategy(std::unique_ptr<PlacementStrategy> s) { strategy_ = std::move(s); }
+PointSet Session::Answers(const std::string& plugin) const {
+  auto it = answers_.find(plugin);
+  return it == answers_.end() ? PointSet() : it->second;
+}
+
+PointSet Session::Answered() const {
+  PointSet all;
+  for (const auto& [plugin, points] : answers_) all |= points;
+  return all;
+}
+
+void Session::AddJobOrderFn(const std::string& p, CompareFn fn) { if (Accept(p, Point::kJobOrder)) AddTiered(job_order_, p, std::move(fn)); }
+void Session::AddQueueOrderFn(const std::string& p, CompareFn fn) { if (Accept(p, Point::kQueueOrder)) AddTiered(queue_order_, p, std::move(fn)); }
+void Session::AddTaskOrderFn(const std::string& p, CompareFn fn) { if (Accept(p, Point::kTaskOrder)) AddTiered(task_order_, p, std::move(fn)); }
+void Session::AddPreemptableFn(const std::string& p, VictimsFn fn) { if (Accept(p, Point::kPreemptable)) AddTiered(preemptable_, p, std::move(fn)); }
+void Session::AddReclaimableFn(const std::string& p, VictimsFn fn) { if (Accept(p, Point::kReclaimable)) AddTiered(reclaimable_, p, std::move(fn)); }
+void Session::AddPredicateFn(const std::string& p, PredicateFn fn) { if (Accept(p, Point::kPredicates)) predicates_.push_back(std::move(fn)); }
+void Session::AddNodeScoreFn(const std::string& p, NodeScoreFn fn) { if (Accept(p, Point::kNodeScore)) node_scores_.push_back(std::move(fn)); }
+void Session::AddOverusedFn(const std::string& p, QueueTestFn fn) { if (Accept(p, Point::kOverused)) overused_.push_back(std::move(fn)); }
+void Session::AddJobReadyFn(const std::string& p, JobTestFn fn) { if (Accept(p, Point::kJobReady)) job_ready_.push_back(std::move(fn)); }
+void Session::AddJobValidFn(const std::string& p, JobCheckFn fn) { if (Accept(p, Point::kJobValid)) job_valid_.push_back(std::move(fn)); }
+void Session::AddAllocatableFn(const std::string& p, AllocatableFn fn) { if (Accept(p, Point::kAllocatable)) allocatable_.push_back(std::move(fn)); }
+void Session::AddEnqueueableFn(const std::string& p, JobCheckFn fn) { if (Accept(p, Point::kEnqueueable)) enqueueable_.push_back(std::move(fn)); }
+void Session::AddTargetJobFn(const std::string& p, TargetJobFn fn) { if (Accept(p, Point::kTargetJob)) target_job_.push_back(std::move(fn)); }
+void Session::SetDeviceStrategy(const std::string& p, std::unique_ptr<PlacementStrategy> s) { if (Accept(p, Point::kDeviceStrategy)) strategy_ = std::move(s); }
+void Session::AddEventHandler(const std::string&, TaskEventFn fn) { task_events_.push_back(std::move(fn)); }
 
 int Session::Compare(const std::vector<std::vector<CompareFn>>& fns, int a, int b) const {
   for (const auto& tier : fns)
@@ -301,20 +315,19 @@ class TaskTerms : public PlacementTerms {
 
 }  // namespace
 
-absl::StatusOr<int> Session::BestNode(const TaskInfo& task, Allocation* plan) {
-  if (fit_cache_enabled_) {
-    if (const std::string* why = misses_.Find(task.request_key))
-      return absl::FailedPreconditionError(*why);
-  }
-  absl::StatusOr<int> best = FindBestNode(task, plan);
-  if (!best.ok() && fit_cache_enabled_)
-    misses_.Record(task.request_key, std::string(best.status().message()), version_);
-  return best;
+Placement Session::BestNode(const TaskInfo& task) {
+  const TaskTerms terms(*this, task, classes_enabled_);
+  return placer_.Choose(state_, {.pod = *task.pod,
+                                 .strategy = *strategy_,
+                                 .terms = &terms,
+                                 .misses = fit_cache_enabled_ ? &misses_ : nullptr,
+                                 .miss_key = task.request_key,
+                                 .miss_version = version_});
 }
 
-absl::StatusOr<int> Session::FindBestNode(const TaskInfo& task, Allocation* plan) {
+Placement Session::FindBestNode(const TaskInfo& task) {
   const TaskTerms terms(*this, task, classes_enabled_);
-  return placer_.ChooseWithTerms(state_, *task.pod, *strategy_, terms, plan);
+  return placer_.Choose(state_, {.pod = *task.pod, .strategy = *strategy_, .terms = &terms});
 }
 
 void Session::OnAllocate(TaskInfo& task, int node) {
@@ -325,6 +338,7 @@ void Session::OnAllocate(TaskInfo& task, int node) {
   ++job.occupied;
   queues_[job.queue].allocated += task.request;
   ++version_;
+  for (const TaskEventFn& fn : task_events_) fn(task, 1.0);
 }
 
 void Session::OnDeallocate(TaskInfo& task, TaskStatus back_to) {
@@ -335,6 +349,7 @@ void Session::OnDeallocate(TaskInfo& task, TaskStatus back_to) {
   --job.occupied;
   queues_[job.queue].allocated -= task.request;
   ++version_;
+  for (const TaskEventFn& fn : task_events_) fn(task, -1.0);
 }
 
 void Session::OnDiscard(uint64_t opened_at) { misses_.ForgetSince(opened_at); }
@@ -346,6 +361,10 @@ void Session::RecordBind(const TaskInfo& task) { bound_.push_back(task.id); }
 void Session::RecordEviction(const TaskInfo& task, const std::string& node,
                              const std::string& reason) {
   evictions_.push_back(EvictDecision{jobs_[task.job].name(), task.name(), node, reason});
+}
+
+void Session::NotePreemption(int preemptor_job, int victim_job) {
+  if (preemptor_job != victim_job) preemptions_.emplace_back(preemptor_job, victim_job);
 }
 
 void Session::UnrecordEviction(const TaskInfo& task) {

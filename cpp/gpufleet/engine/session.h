@@ -1,15 +1,11 @@
 // A session: one scheduling cycle's view of the cluster. It copies the accounting (actions change
 // the copy only, through statements), indexes jobs, tasks and queues, and holds the callbacks that
-// plugins registered by name. The callbacks compose as in Volcano's framework:
-//   orders (job, queue, task): tier by tier, the first plugin with a non-zero answer decides; ties
-//     end in a stable id (creation time, then name);
-//   predicate, allocatable, job ready, enqueueable: every plugin must agree;
-//   job valid: the first plugin that objects decides;
-//   node score: weighted sum over all plugins;
-//   preemptable / reclaimable: the intersection of every answering plugin's victims, across all
-//     tiers (unlike Volcano, where the first answering tier decides: a victim must satisfy gang
-//     safety and queue fairness at once, wherever the configuration lists them);
-//   overused: any plugin that says so.
+// plugins registered by name, recording which callback points each plugin registered (what a
+// plugin answers is observed, never declared). The callbacks compose as the callback-point table
+// says (callback_points.h: CombineText), as in Volcano's framework, except that preemptable /
+// reclaimable victims are the intersection over all tiers (in Volcano the first answering tier
+// decides: here a victim must satisfy gang safety and queue fairness at once, wherever the
+// configuration lists them).
 #ifndef GPUFLEET_ENGINE_SESSION_H_
 #define GPUFLEET_ENGINE_SESSION_H_
 
@@ -23,12 +19,14 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "gpufleet/accounting/cluster_state.h"
+#include "gpufleet/engine/callback_points.h"
 #include "gpufleet/engine/decisions.h"
 #include "gpufleet/engine/reservation_ledger.h"
 #include "gpufleet/engine/session_types.h"
 #include "gpufleet/placement/miss_cache.h"
 #include "gpufleet/placement/placer.h"
 #include "gpufleet/placement/strategy.h"
+#include "gpufleet/queues/queue_memory.h"
 
 namespace gpufleet::engine {
 
@@ -45,6 +43,8 @@ using JobTestFn = std::function<bool(const JobInfo& job)>;
 using JobCheckFn = std::function<absl::Status(const JobInfo& job)>;
 using AllocatableFn = std::function<bool(const QueueInfo& queue, const TaskInfo& task)>;
 using TargetJobFn = std::function<int()>;  // a job id, or -1
+// A task was placed (sign +1) or left its node (sign -1) in this session.
+using TaskEventFn = std::function<void(const TaskInfo& task, double sign)>;
 
 struct SessionInput {
   const ClusterState* state = nullptr;
@@ -55,9 +55,12 @@ struct SessionInput {
   std::vector<std::vector<std::string>> tiers;  // plugin names per tier
   double now = 0;  // the cycle's time in seconds (Scheduler clock)
   HoldPlan hold_plan;  // the starvation target's plan from the last cycle (reservation_ledger.h)
-  // Plugin -> questions its configuration switched off (Volcano's enable* switches): the
-  // plugin's callbacks for them are not registered.
-  std::map<std::string, std::vector<std::string>> disabled;
+  // Plugin -> points its configuration switched off (Volcano's enable* switches): the plugin's
+  // callbacks for them are not registered.
+  std::map<std::string, PointSet> disabled;
+  // What queue trees remember across cycles (queues/queue_memory.h); copied into the session,
+  // and adopted back by the scheduler only when the cycle succeeds.
+  const queues::QueueMemory* queue_memory = nullptr;
 };
 
 class Session {
@@ -101,14 +104,21 @@ class Session {
   void AddAllocatableFn(const std::string& plugin, AllocatableFn fn);
   void AddEnqueueableFn(const std::string& plugin, JobCheckFn fn);
   void AddTargetJobFn(const std::string& plugin, TargetJobFn fn);
+  // Told of every placement and release in the session, as they happen (also when undone).
+  void AddEventHandler(const std::string& plugin, TaskEventFn fn);
   // The device choice strategy (deviceshare); binpack when no plugin sets one.
-  void SetDeviceStrategy(std::unique_ptr<PlacementStrategy> strategy);
+  void SetDeviceStrategy(const std::string& plugin, std::unique_ptr<PlacementStrategy> strategy);
   // A plugin whose callbacks depend on more than a task's requests and constraints (e.g. Python
   // plugins) turns off the per-cycle infeasibility cache.
   void DisableFitCache() { fit_cache_enabled_ = false; }
   // A plugin whose predicates or scores look at more than a node's spec and usage (its name, the
   // job's other tasks) turns off node equivalence classes (placement/node_classes.h).
   void DisableNodeClasses() { classes_enabled_ = false; }
+
+  // The points `plugin` registered callbacks for (switched-off ones excluded): what it answers.
+  PointSet Answers(const std::string& plugin) const;
+  // The points some plugin answers.
+  PointSet Answered() const;
 
   // After plugins registered: asks job-valid, marks invalid jobs with their reason, and sets each
   // queue's demand (held + pending requests of its valid jobs) and admitted minimums. With
@@ -135,13 +145,13 @@ class Session {
 
   // --- Node choice ------------------------------------------------------------------------------
   // The best node for a task among those passing every predicate, with its planned devices; when
-  // none fits, FailedPrecondition with a Kubernetes-style reason ("0/8 nodes are available: 3
-  // Insufficient cpu, ..."). The Placer chooses (Placer::ChooseWithTerms), with the predicates
-  // and node scores as its terms. A miss is cached per request key until resources are freed.
-  absl::StatusOr<int> BestNode(const TaskInfo& task, Allocation* plan);
-  // The same scan without the per-request miss cache, for a task whose pod differs from the one
-  // its request key was made from (the jobtime action restricts a task to one GPU model).
-  absl::StatusOr<int> FindBestNode(const TaskInfo& task, Allocation* plan);
+  // none fits, a Kubernetes-style reason ("0/8 nodes are available: 3 Insufficient cpu, ...").
+  // The Placer chooses (Placer::Choose), with the predicates and node scores as the query's
+  // terms. A miss is kept per request key (the query's miss cache) until resources are freed.
+  Placement BestNode(const TaskInfo& task);
+  // The same question without the miss cache, for a task whose pod differs from the one its
+  // request key was made from (the jobtime action restricts a task to one GPU model).
+  Placement FindBestNode(const TaskInfo& task);
 
   // --- Bookkeeping used by Statement ------------------------------------------------------------
   void OnAllocate(TaskInfo& task, int node);
@@ -153,6 +163,10 @@ class Session {
   void RecordBind(const TaskInfo& task);
   void RecordEviction(const TaskInfo& task, const std::string& node, const std::string& reason);
   void UnrecordEviction(const TaskInfo& task);
+  // A committed statement evicted tasks of `victim_job` and placed tasks of `preemptor_job`.
+  void NotePreemption(int preemptor_job, int victim_job);
+  const std::vector<std::pair<int, int>>& preemptions() const { return preemptions_; }
+  queues::QueueMemory& queue_memory() { return queue_memory_; }
   // Capacity held for the starvation target (issue 561); Predicate consults it for every other
   // job's task. Opened by the plugin that elects the target.
   ReservationLedger& reservations() { return reservations_; }
@@ -163,7 +177,8 @@ class Session {
 
  private:
   int TierOf(const std::string& plugin) const;
-  bool Off(const std::string& plugin, const char* question) const;
+  // Whether `plugin` may register a callback for `point` (not switched off); records it if so.
+  bool Accept(const std::string& plugin, Point point);
   template <typename F>
   void AddTiered(std::vector<std::vector<F>>& slot, const std::string& plugin, F fn);
   int Compare(const std::vector<std::vector<CompareFn>>& fns, int a, int b) const;
@@ -178,7 +193,8 @@ class Session {
   int cycle_ = 0;
   double now_ = 0;
   std::vector<std::vector<std::string>> tiers_;
-  std::map<std::string, std::vector<std::string>> disabled_;
+  std::map<std::string, PointSet> disabled_;
+  std::map<std::string, PointSet> answers_;  // plugin -> the points it registered
 
   std::vector<std::vector<CompareFn>> job_order_, queue_order_, task_order_;
   std::vector<PredicateFn> predicates_;
@@ -189,6 +205,7 @@ class Session {
   std::vector<JobCheckFn> job_valid_, enqueueable_;
   std::vector<AllocatableFn> allocatable_;
   std::vector<TargetJobFn> target_job_;
+  std::vector<TaskEventFn> task_events_;
   std::unique_ptr<PlacementStrategy> strategy_;
 
   bool fit_cache_enabled_ = true;
@@ -200,6 +217,8 @@ class Session {
   ReservationLedger reservations_;
   std::vector<int> bound_;    // task ids in bind order
   std::vector<EvictDecision> evictions_;
+  std::vector<std::pair<int, int>> preemptions_;  // (preemptor job, victim job), committed
+  queues::QueueMemory queue_memory_;
 };
 
 }  // namespace gpufleet::engine

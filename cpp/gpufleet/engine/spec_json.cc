@@ -9,6 +9,7 @@
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/io/spec_json.h"
 #include "gpufleet/io/strict_json.h"
+#include "gpufleet/queues/queue_json.h"
 
 namespace gpufleet::engine {
 namespace {
@@ -71,7 +72,10 @@ absl::StatusOr<Queue> QueueFromJson(const Json& j) {
     return absl::InvalidArgumentError("queue: name is missing");
   q.name = name->get<std::string>();
   const std::string owner = "queue " + q.name;
-  RETURN_IF_ERROR(CheckKnownKeys(j, owner, {"name", "weight", "capability", "reclaimable"}));
+  std::vector<std::string> known = {"name", "weight", "capability", "reclaimable"};
+  for (const std::string& k : queues::QuotaFieldNames()) known.push_back(k);
+  RETURN_IF_ERROR(CheckKnownKeys(j, owner, known));
+  RETURN_IF_ERROR(queues::ReadQuotaFields(j, owner, &q.parent, &q.quota));
   if (auto w = j.find("weight"); w != j.end() && !w->is_null()) {
     if (!w->is_number()) return Bad(owner, "weight", "expected a number, got " + w->dump());
     q.weight = w->get<double>();
@@ -103,8 +107,10 @@ Json QueueToJson(const Queue& q) {
   for (int i = 0; i < kNumResources; ++i)
     if (!std::isinf(q.capability[i]))
       cap[kResourceNames[i]] = i == 0 ? q.capability[i] / 1000.0 : q.capability[i];
-  return Json{{"name", q.name}, {"weight", q.weight}, {"capability", cap},
+  Json out = {{"name", q.name}, {"weight", q.weight}, {"capability", cap},
               {"reclaimable", q.reclaimable}};
+  queues::WriteQuotaFields(q.parent, q.quota, &out);
+  return out;
 }
 
 absl::StatusOr<Job> JobFromJson(const Json& j) {

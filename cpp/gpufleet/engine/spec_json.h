@@ -1,6 +1,7 @@
 // Jobs and queues from the scenario format's JSON. Errors name the job or queue and the field.
 //   queue: {"name", "weight", "capability": {"cpu": "64", "memory": "256Gi", "gpu": 16},
-//           "reclaimable"}
+//           "reclaimable", and the queue-tree fields of queues/queue_json.h: "parent",
+//           "quota", "limit", "guarantee", ...}
 //   job:   {"name", "queue", "priority", "min_available", "creation",
 //           "throughput": {gpu model: speed}, "expected_duration": seconds,  (jobtime action)
 //           "tasks": [pod, ...]}  or the shorthand  "replicas": N plus pod fields ("requests",

@@ -55,6 +55,14 @@ void Statement::Commit() {
       session_.RecordBind(task);
     }
   }
+  // Jobs placed here preempted the jobs evicted here (queue trees keep who preempted whom).
+  for (const Op& placed : ops_) {
+    if (placed.evict) continue;
+    for (const Op& evicted : ops_)
+      if (evicted.evict)
+        session_.NotePreemption(session_.task(placed.task).job, session_.task(evicted.task).job);
+    break;  // a statement places one job's tasks
+  }
 }
 
 void Statement::Discard() {

@@ -22,14 +22,17 @@ absl::StatusOr<const PlacementStrategy*> GuardedCluster::Strategy(const std::str
   return strategy;
 }
 
-absl::StatusOr<PlaceResult> GuardedCluster::Place(const Pod& pod, const std::string& strategy,
-                                                  bool commit,
-                                                  const std::vector<std::string>* nodes) {
+absl::StatusOr<Placement> GuardedCluster::Place(const Pod& pod, const std::string& strategy,
+                                                bool commit,
+                                                const std::vector<std::string>* nodes) {
   ASSIGN_OR_RETURN(const PlacementStrategy* st, Strategy(strategy));
-  return Write([&](ClusterState& s) -> absl::StatusOr<PlaceResult> {
-    if (nodes == nullptr) return placer_->Place(s, pod, *st, commit);
-    ASSIGN_OR_RETURN(std::vector<int> candidates, NodeIndices(s, *nodes));
-    return placer_->Place(s, pod, *st, commit, &candidates);
+  return Write([&](ClusterState& s) -> absl::StatusOr<Placement> {
+    std::vector<int> candidates;
+    if (nodes != nullptr) {
+      ASSIGN_OR_RETURN(candidates, NodeIndices(s, *nodes));
+    }
+    return placer_->Place(
+        s, {.pod = pod, .strategy = *st, .candidates = nodes ? &candidates : nullptr}, commit);
   });
 }
 
@@ -39,8 +42,8 @@ absl::StatusOr<std::vector<int>> GuardedCluster::PlaceMany(absl::Span<const Pod>
   return Write([&](ClusterState& s) {
     std::vector<int> out(pods.size(), -1);
     for (size_t k = 0; k < pods.size(); ++k) {
-      PlaceResult r = placer_->Place(s, pods[k], *st, true);
-      if (r.placed) out[k] = s.FindNode(r.allocation.node);
+      const Placement p = placer_->Place(s, {.pod = pods[k], .strategy = *st});
+      out[k] = p.node;
     }
     return out;
   });

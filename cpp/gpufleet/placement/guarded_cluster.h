@@ -65,8 +65,8 @@ class GuardedCluster {
 
   // Placer::Place under the exclusive lock, over every node or the `nodes` named (NotFound
   // for an unknown name, checked under the same lock).
-  absl::StatusOr<PlaceResult> Place(const Pod& pod, const std::string& strategy, bool commit = true,
-                                    const std::vector<std::string>* nodes = nullptr);
+  absl::StatusOr<Placement> Place(const Pod& pod, const std::string& strategy, bool commit = true,
+                                  const std::vector<std::string>* nodes = nullptr);
   // Places `pods` in order as one call (no other call interleaves); each pod's node index, or -1
   // when it did not fit.
   absl::StatusOr<std::vector<int>> PlaceMany(absl::Span<const Pod> pods,

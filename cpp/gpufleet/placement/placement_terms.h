@@ -1,7 +1,7 @@
 // What a host adds to node choice: the engine's plugins filter nodes (predicates) and order them
-// (node scores) on top of the node's own fit. Placer::ChooseWithTerms runs one scan that asks the
-// terms, so node choice (scan, node classes, the no-fit reason) stays in placement/ while the
-// plugins stay in engine/.
+// (node scores) on top of the node's own fit. A PlacementQuery carrying terms has the Placer run
+// one scan that asks them, so node choice (scan, node classes, the no-fit reason) stays in
+// placement/ while the plugins stay in engine/.
 #ifndef GPUFLEET_PLACEMENT_PLACEMENT_TERMS_H_
 #define GPUFLEET_PLACEMENT_PLACEMENT_TERMS_H_
 

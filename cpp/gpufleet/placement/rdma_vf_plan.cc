@@ -42,21 +42,16 @@ DeviceGrant GrantOn(const NodeView& v, int d, const DeviceRequest& r) {
 
 FitResult PlanVfGrants(const NodeView& v, const Pod& pod, const DeviceRequest& rdma,
                        const std::vector<int>& gpus, const PlacementStrategy& strategy,
+                       const std::vector<std::vector<int>>& domains,
                        std::vector<DeviceGrant>* grants) {
   std::vector<int> chosen;
   if (!IsJointVfRequest(v, pod)) {
-    std::vector<std::vector<int>> domains;
-    FitResult f = FitDeviceRequest(v, pod, rdma, &domains);
-    if (!f.ok()) return f;
     if (!strategy.ChooseDevices(v, rdma, domains, &chosen) ||
         static_cast<int>(chosen.size()) != rdma.count)
       return FitResult::Unschedulable("no rdma devices satisfy the request");
     for (int d : chosen) grants->push_back(GrantOn(v, d, rdma));
     return FitResult::Ok();
   }
-  std::set<std::string> free_switches;
-  FitResult f = VfSwitches(v, pod, rdma, &free_switches);
-  if (!f.ok()) return f;
   std::set<std::string> spanned;
   for (int g : gpus) spanned.insert(v.device(g).topology.pcie_switch);
   DeviceRequest one = rdma;

@@ -18,9 +18,11 @@
 namespace gpufleet {
 
 // Appends the rdma grants (with their VFs) to `grants`; `gpus` are the local indices of the GPUs
-// already chosen for the pod (empty for an RDMA-only pod).
+// already chosen for the pod (empty for an RDMA-only pod). The request has passed its device fit
+// (FitDeviceRequest), which gave `domains`: the NICs a request without GPUs chooses from.
 FitResult PlanVfGrants(const NodeView& node, const Pod& pod, const DeviceRequest& rdma,
                        const std::vector<int>& gpus, const PlacementStrategy& strategy,
+                       const std::vector<std::vector<int>>& domains,
                        std::vector<DeviceGrant>* grants);
 
 }  // namespace gpufleet

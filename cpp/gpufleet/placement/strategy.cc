@@ -9,7 +9,9 @@ absl::StatusOr<std::unique_ptr<PlacementStrategy>> MakeStrategy(const std::strin
   return Registry<PlacementStrategy>::Global().Create(parsed.first, parsed.second);
 }
 
-std::vector<std::string> StrategyNames() { return Registry<PlacementStrategy>::Global().Names(); }
+Json StrategyTraits::ToJson() const {
+  return {{"deterministic", deterministic}, {"concurrent_safe", concurrent_safe}};
+}
 
 absl::StatusOr<PlacementStrategy*> StrategyCache::Get(const std::string& spec) {
   std::lock_guard<std::mutex> lock(mu_);

@@ -23,7 +23,15 @@
 
 namespace gpufleet {
 
-class PlacementStrategy {
+// What a strategy declares in its registration. Both default to false, the safe answer: a
+// strategy gets a fast path only where it says so (see Deterministic() and ConcurrentSafe()).
+struct StrategyTraits {
+  bool deterministic = false;
+  bool concurrent_safe = false;
+  Json ToJson() const;
+};
+
+class PlacementStrategy : public Registrant<StrategyTraits> {
  public:
   static constexpr char kKind[] = "placement strategy";
   PlacementStrategy() : instance_id_(NextInstanceId()) {}
@@ -46,21 +54,21 @@ class PlacementStrategy {
   virtual bool ScoreNeedsPlan() const { return false; }
 
   // +1 / -1 for strategies that score by allocation alone (AllocationScoredStrategy in
-  // node_score.h: MostAllocated / LeastAllocated), 0 otherwise. Lets Placer::Place score
-  // many feasible nodes in one tight loop with the same arithmetic.
+  // node_score.h: MostAllocated / LeastAllocated), 0 otherwise. Lets the Placer score many
+  // nodes from their summaries in one tight loop with the same arithmetic (summary_scan.h).
   virtual int AllocationScoreSign() const { return 0; }
 
   // True when a node's score and device choice depend only on that node's state and the pod's
-  // request (no random draws, no clock). Lets Placer::Place keep a node's score for a pod
-  // shape until the node changes (see NodeScoreCache); a strategy with a seeded generator must
-  // answer false, or a reused score would skip a draw.
-  virtual bool Deterministic() const { return true; }
+  // request (no random draws, no clock). Lets the Placer keep a node's score for a pod shape
+  // until the node changes (score_table.h); a strategy with a seeded generator must answer false,
+  // or a reused score would skip a draw (the table then keeps only which nodes fit).
+  bool Deterministic() const { return traits().deterministic; }
 
   // True when the const calls above may run from many threads at once: the strategy keeps no
   // memo, generator or scratch between calls. A strategy that does (fgd's memo, random's
   // generator) answers false, and its owner serialises every use of it (GuardedCluster takes its
   // exclusive lock for such a strategy even for a score).
-  virtual bool ConcurrentSafe() const { return true; }
+  bool ConcurrentSafe() const { return traits().concurrent_safe; }
 
   // Unique per object for the process lifetime (addresses can be reused; ids are not), so cached
   // scores are never taken for another strategy's.
@@ -76,7 +84,6 @@ class PlacementStrategy {
 
 // Builds a registered strategy from "name" or "name(k=v,...)".
 absl::StatusOr<std::unique_ptr<PlacementStrategy>> MakeStrategy(const std::string& spec);
-std::vector<std::string> StrategyNames();
 
 // Strategies by spec string, each built on first use and owned here. Every cluster keeps its own
 // cache, so a strategy's memo or generator is never shared with another cluster: two clusters

@@ -10,29 +10,29 @@ namespace gpufleet::jobtime {
 
 std::vector<ParamSpec> DlasGpu::OptionParams() {
   const Options defaults;
-  return {{"queue_limits", ParamType::kNumberList, defaults.queue_limits,
-           "service limits of the queues, positive and increasing"},
-          {"starvation_ratio", ParamType::kNumber, defaults.starvation_ratio,
-           "promote a job waiting this many times its run time (0: off)"},
-          {"service", ParamType::kString, "gpu_time",
-           "attained service in \"gpu_time\" (GPU-seconds) or \"time\" (seconds)"}};
+  return {{.name = "queue_limits", .type = ParamType::kNumberList,
+           .default_value = defaults.queue_limits,
+           .help = "service limits of the queues, increasing", .range = {.above = 0}},
+          {.name = "starvation_ratio", .type = ParamType::kNumber,
+           .default_value = defaults.starvation_ratio,
+           .help = "promote a job waiting this many times its run time (0: off)",
+           .range = {.at_least = 0}},
+          {.name = "service", .type = ParamType::kString, .default_value = "gpu_time",
+           .help = "attained service in GPU-seconds (gpu_time) or seconds (time)",
+           .one_of = {"gpu_time", "time"}}};
 }
 
 absl::StatusOr<DlasGpu::Options> DlasGpu::ParseOptions(const Params& p) {
   const std::string& owner = p.owner();
   Options o;
   ASSIGN_OR_RETURN(o.queue_limits, p.Get<std::vector<double>>("queue_limits"));
-  for (size_t i = 0; i < o.queue_limits.size(); ++i)
-    if (!(o.queue_limits[i] > 0) || (i > 0 && o.queue_limits[i] <= o.queue_limits[i - 1]))
+  for (size_t i = 1; i < o.queue_limits.size(); ++i)
+    if (o.queue_limits[i] <= o.queue_limits[i - 1])
       return absl::InvalidArgumentError(
-          absl::StrFormat("%s: queue_limits must be positive and increasing, got %s", owner,
+          absl::StrFormat("%s: queue_limits must be increasing, got %s", owner,
                           p.json()["queue_limits"].dump()));
   ASSIGN_OR_RETURN(o.starvation_ratio, p.Get<double>("starvation_ratio"));
-  if (o.starvation_ratio < 0)
-    return absl::InvalidArgumentError(owner + ": starvation_ratio must be >= 0");
   ASSIGN_OR_RETURN(std::string s, p.Get<std::string>("service"));
-  if (s != "gpu_time" && s != "time")
-    return absl::InvalidArgumentError(owner + ": service must be \"gpu_time\" or \"time\"");
   o.gputime = s == "gpu_time";
   return o;
 }
@@ -109,14 +109,14 @@ void DlasGpu::Schedule(const JobTimeView& view, std::vector<Assignment>* plan) {
     OrderQueue(view, q, queues_[q]);
     std::vector<int> placed, waiting;
     for (int i : queues_[q]) {
-      bool ok = fill.total_free() > 0 && fill.TryPlace(i, ModelChoice::kFirstFit) >= 0;
+      bool ok = fill.total_free() > 0 && fill.TryPlace(i, ModelChoice::kAgnostic) >= 0;
       (ok ? placed : waiting).push_back(i);
     }
     // Tiresias keeps the jobs that run ahead of those that wait, each group in its order.
     queues_[q] = std::move(placed);
     queues_[q].insert(queues_[q].end(), waiting.begin(), waiting.end());
   }
-  KeepModels(view, ModelChoice::kFirstFit, plan);
+  KeepModels(view, ModelChoice::kAgnostic, plan);
 }
 
 double DlasGpu::NextWakeup(const JobTimeView& view) const {
@@ -148,7 +148,7 @@ GPUFLEET_REGISTER(JobTimePolicy,
      .description = "Tiresias discretized 2D-LAS: queues by GPU-seconds, FIFO within a queue, "
                     "optional starvation promotion (NSDI'19)",
      .params = DlasGpu::OptionParams(),
-     .capabilities = {"preemptive"}},
+     .traits = {.preemptive = true}},
     [](const Params& p) -> absl::StatusOr<std::unique_ptr<JobTimePolicy>> {
       ASSIGN_OR_RETURN(auto o, DlasGpu::ParseOptions(p));
       return std::unique_ptr<JobTimePolicy>(new DlasGpu(std::move(o)));

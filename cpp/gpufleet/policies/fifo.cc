@@ -26,7 +26,7 @@ class Fifo : public JobTimePolicy {
         continue;
       }
       if (fill.total_free() == 0) break;
-      if (fill.TryPlace(*it, ModelChoice::kFirstFit) >= 0) {
+      if (fill.TryPlace(*it, ModelChoice::kAgnostic) >= 0) {
         ++it;
       } else if (!backfill_) {
         break;

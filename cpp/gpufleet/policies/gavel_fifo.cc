@@ -28,7 +28,7 @@ class GavelFifo : public GavelRoundPolicy {
 
   absl::Status Init(const JobTimeView& view) override {
     RETURN_IF_ERROR(GavelRoundPolicy::Init(view));
-    rng_ = std::make_unique<PythonRandom>(static_cast<int64_t>(view.seed));
+    rng_ = std::make_unique<PythonRandom>(view.seed);
     stale_ = view.gavel != nullptr && view.gavel->fifo_stale_type;
     return absl::OkStatus();
   }
@@ -113,10 +113,10 @@ GPUFLEET_REGISTER(JobTimePolicy,
     {.name = "gavel-fifo",
      .description = "Gavel's FIFO: arrival order, one model per job (fastest when aware, drawn "
                     "when agnostic), realised by rounds without back-fill (OSDI'20)",
-     .params = GavelRoundParams(),
+     .params = GavelRoundParams(/*sticky=*/false),  // an agnostic FIFO job keeps its model anyway
      // Rebuilt at every solve when aware, a job may move to a faster model or make way for an
      // earlier job that now fits.
-     .capabilities = {"preemptive"}},
+     .traits = {.preemptive = true}},
     [](const Params& p) -> absl::StatusOr<std::unique_ptr<JobTimePolicy>> {
       ASSIGN_OR_RETURN(GavelRoundPolicy::Options o, GavelRoundOptions(p));
       return std::unique_ptr<JobTimePolicy>(new GavelFifo(o));

@@ -146,7 +146,7 @@ GPUFLEET_REGISTER(JobTimePolicy,
      .description = "Gavel's finish-time fairness allocation, realised by round priorities "
                     "(OSDI'20)",
      .params = GavelRoundParams(),
-     .capabilities = {"preemptive", "needs-durations"}},
+     .traits = {.needs_durations = true, .preemptive = true}},
     [](const Params& p) -> absl::StatusOr<std::unique_ptr<JobTimePolicy>> {
       ASSIGN_OR_RETURN(GavelRoundPolicy::Options o, GavelRoundOptions(p));
       return std::unique_ptr<JobTimePolicy>(new GavelFtf(o));

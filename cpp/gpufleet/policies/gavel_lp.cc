@@ -196,7 +196,7 @@ GPUFLEET_REGISTER(JobTimePolicy,
      .description = "Gavel's max-min fairness with its LP solved exactly, realised by round "
                     "priorities (OSDI'20)",
      .params = GavelRoundParams(),
-     .capabilities = {"preemptive"}},
+     .traits = {.preemptive = true}},
     [](const Params& p) -> absl::StatusOr<std::unique_ptr<JobTimePolicy>> {
       ASSIGN_OR_RETURN(GavelRoundPolicy::Options o, GavelRoundOptions(p));
       return std::unique_ptr<JobTimePolicy>(new GavelLp(o));

@@ -120,16 +120,16 @@ GPUFLEET_REGISTER(JobTimePolicy,
     {.name = "gavel-maxmin",
      .description = "Gavel-style max-min fairness over rounds, greedy approximation of the LP "
                     "(OSDI'20)",
-     .params = {{"round_duration", ParamType::kNumber, 360.0, "seconds per round (> 0)"},
+     .params = {{.name = "round_duration", .type = ParamType::kNumber, .default_value = 360.0,
+                  .help = "seconds per round", .range = {.above = 0}},
                 {"aware", ParamType::kBool, true, "heterogeneity-aware (false: agnostic)"},
                 {"sticky", ParamType::kBool, false,
                  "agnostic only: a running job stays on the model it landed on"}},
-     .capabilities = {"preemptive"}},
+     .traits = {.preemptive = true}},
     [](const Params& p) -> absl::StatusOr<std::unique_ptr<JobTimePolicy>> {
       ASSIGN_OR_RETURN(double r, p.Get<double>("round_duration"));
       ASSIGN_OR_RETURN(bool aware, p.Get<bool>("aware"));
       ASSIGN_OR_RETURN(bool sticky, p.Get<bool>("sticky"));
-      if (!(r > 0)) return absl::InvalidArgumentError("gavel-maxmin: round_duration must be > 0");
       return std::unique_ptr<JobTimePolicy>(new GavelMaxMin(r, aware, sticky));
     });
 

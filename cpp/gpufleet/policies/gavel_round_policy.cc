@@ -28,20 +28,24 @@ bool Fits(const Job& j, const GpuModel& gm, int m) {
 
 }  // namespace
 
-std::vector<ParamSpec> GavelRoundParams() {
-  return {{"round_duration", ParamType::kNumber, 360.0, "seconds per round (> 0)"},
-          {"aware", ParamType::kBool, true, "heterogeneity-aware (false: agnostic)"},
-          {"sticky", ParamType::kBool, false,
-           "agnostic only: one pooled LP column, a job staying on the model it landed on"}};
+std::vector<ParamSpec> GavelRoundParams(bool sticky) {
+  std::vector<ParamSpec> params = {
+      {.name = "round_duration", .type = ParamType::kNumber, .default_value = 360.0,
+       .help = "seconds per round", .range = {.above = 0}},
+      {"aware", ParamType::kBool, true, "heterogeneity-aware (false: agnostic)"}};
+  if (sticky)
+    params.push_back({"sticky", ParamType::kBool, false,
+                      "agnostic only: one pooled LP column, a job staying on the model it landed on"});
+  return params;
 }
 
 absl::StatusOr<GavelRoundPolicy::Options> GavelRoundOptions(const Params& p) {
   GavelRoundPolicy::Options o;
   ASSIGN_OR_RETURN(o.round, p.Get<double>("round_duration"));
   ASSIGN_OR_RETURN(o.aware, p.Get<bool>("aware"));
-  ASSIGN_OR_RETURN(o.sticky, p.Get<bool>("sticky"));
-  if (!(o.round > 0) || !std::isfinite(o.round))
-    return absl::InvalidArgumentError(p.owner() + ": round_duration must be > 0");
+  if (p.Has("sticky")) {
+    ASSIGN_OR_RETURN(o.sticky, p.Get<bool>("sticky"));
+  }
   return o;
 }
 
@@ -49,7 +53,7 @@ absl::Status GavelRoundPolicy::Init(const JobTimeView& view) {
   seed_ = view.seed;
   const GpuPool& pool = *view.pool;
   if (view.gavel != nullptr) {
-    shuffler_ = std::make_unique<PythonRandom>(static_cast<int64_t>(view.seed) + 5);
+    shuffler_ = std::make_unique<PythonRandom>(view.seed + 5);  // seeds are < 2^63
     // Gavel walks ["v100", "p100", "k80"]: by name, descending.
     gavel_order_.resize(pool.num_models());
     for (int m = 0; m < pool.num_models(); ++m) gavel_order_[m] = m;

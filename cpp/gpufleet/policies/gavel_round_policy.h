@@ -127,9 +127,9 @@ class GavelRoundPolicy : public JobTimePolicy {
   std::unique_ptr<PythonRandom> shuffler_;
 };
 
-// The parameters every member of the family declares (round_duration, aware, sticky), and the
-// options they give; errors name `owner`.
-std::vector<ParamSpec> GavelRoundParams();
+// The parameters every member of the family declares (round_duration, aware, and sticky unless
+// the policy has no pooled variant), and the options they give.
+std::vector<ParamSpec> GavelRoundParams(bool sticky = true);
 absl::StatusOr<GavelRoundPolicy::Options> GavelRoundOptions(const Params& p);
 
 }  // namespace gpufleet::jobtime

@@ -55,7 +55,7 @@ GPUFLEET_REGISTER(JobTimePolicy,
      .description = "Gavel's maximum total throughput allocation, realised by round priorities "
                     "(OSDI'20)",
      .params = GavelRoundParams(),
-     .capabilities = {"preemptive"}},
+     .traits = {.preemptive = true}},
     [](const Params& p) -> absl::StatusOr<std::unique_ptr<JobTimePolicy>> {
       ASSIGN_OR_RETURN(GavelRoundPolicy::Options o, GavelRoundOptions(p));
       return std::unique_ptr<JobTimePolicy>(new GavelThroughput(o));

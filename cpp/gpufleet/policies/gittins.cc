@@ -155,9 +155,9 @@ class Gittins : public DlasGpu {
 
 std::vector<ParamSpec> GittinsParams() {
   std::vector<ParamSpec> params = DlasGpu::OptionParams();
-  params.push_back({"durations", ParamType::kNumberList, nullptr,
-                    "sample of job service times (seconds); this or distribution_file",
-                    Json::array({100, 500, 1000, 3000})});
+  params.push_back({.name = "durations", .type = ParamType::kNumberList,
+                    .help = "sample of job service times (seconds); this or distribution_file",
+                    .example = Json::array({100, 500, 1000, 3000}), .range = {.above = 0}});
   params.push_back({"distribution_file", ParamType::kString, nullptr,
                     "file of service times, one per line; this or durations"});
   return params;
@@ -168,7 +168,7 @@ GPUFLEET_REGISTER(JobTimePolicy,
      .description = "2D-LAS queues served by Gittins index over a service distribution "
                     "(Tiresias NSDI'19)",
      .params = GittinsParams(),
-     .capabilities = {"preemptive"}},
+     .traits = {.preemptive = true}},
     [](const Params& p) -> absl::StatusOr<std::unique_ptr<JobTimePolicy>> {
       ASSIGN_OR_RETURN(auto o, DlasGpu::ParseOptions(p));
       std::vector<double> dist;
@@ -185,8 +185,6 @@ GPUFLEET_REGISTER(JobTimePolicy,
       if (dist.empty())
         return absl::InvalidArgumentError(
             "gittins: needs a service distribution: durations=[...] or distribution_file=PATH");
-      for (double v : dist)
-        if (!(v > 0)) return absl::InvalidArgumentError("gittins: durations must be > 0");
       return std::unique_ptr<JobTimePolicy>(new Gittins(std::move(o), std::move(dist)));
     });
 

@@ -39,6 +39,9 @@ absl::StatusOr<GpuPool> GpuPool::Create(std::vector<GpuModel> models) {
     if (pool.Find(m.name) >= 0)
       return absl::InvalidArgumentError(
           absl::StrFormat("cluster: model \"%s\" is listed twice", m.name));
+    if (int64_t{pool.total_} + m.count > INT_MAX)
+      return absl::InvalidArgumentError(
+          absl::StrFormat("cluster: more than %d GPUs in all", INT_MAX));
     pool.models_.push_back(m);
     pool.total_ += m.count;
     pool.max_count_ = std::max(pool.max_count_, m.count);
@@ -99,6 +102,12 @@ absl::StatusOr<GpuPool> GpuPool::FromJson(const Json& spec) {
   } else {
     return absl::InvalidArgumentError("cluster: expected an object {model: count} or a list");
   }
+  int64_t total = 0;
+  for (const GpuModel& m : models) total += std::max(m.count, 0);
+  if (total > kMaxPoolGpus)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("cluster: %d GPUs is more than the %d a simulated cluster may have",
+                        total, kMaxPoolGpus));
   return Create(std::move(models));
 }
 

@@ -5,6 +5,7 @@
 #ifndef GPUFLEET_POLICIES_GPU_POOL_H_
 #define GPUFLEET_POLICIES_GPU_POOL_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,12 +22,17 @@ struct GpuModel {
   int gpus_per_node = 8;     // the last node of a model holds the remainder
 };
 
+// The most GPUs a pool read from a cluster spec may have (the traces' bound,
+// gpufleet.traces.limits.MAX_GPUS): the simulator allocates per GPU and per node, so a larger
+// count (a typo such as 10**8) would exhaust memory before a job runs.
+inline constexpr int64_t kMaxPoolGpus = int64_t{1} << 20;
+
 class GpuPool {
  public:
   // From JSON: {"v100": 4, "k80": 4} or {"v100": {"count": 4, "memory_gib": 16,
   // "perf_factor": 1.0}, ...} (models in name order) or a list of such objects with a "name"
   // (models in list order). The order only numbers the models: no policy prefers a model for
-  // being listed first (see name_order).
+  // being listed first (see name_order). At most kMaxPoolGpus GPUs in all.
   static absl::StatusOr<GpuPool> FromJson(const Json& spec);
   static absl::StatusOr<GpuPool> Create(std::vector<GpuModel> models);
 

@@ -129,7 +129,7 @@ class HeteroLas : public JobTimePolicy {
       for (int i : run_q1_) fill.Take(i, c_[i].model);
     }
     prefix_ = full_.size();
-    const ModelChoice choice = aware_ ? ModelChoice::kFastest : ModelChoice::kFirstFit;
+    const ModelChoice choice = aware_ ? ModelChoice::kFastest : ModelChoice::kAgnostic;
     WalkQ1(fill, choice, [&](size_t s_pos) { TrySwapInPlan(view, fill, s_pos); });
     // 4. Q2: its running jobs first (each keeps its model while it fits), then its waiting ones.
     q2_read_ = run_q2_;
@@ -140,7 +140,7 @@ class HeteroLas : public JobTimePolicy {
       }
     }
     WalkQ2(fill, choice);
-    if (!aware_) KeepModels(view, ModelChoice::kFirstFit, &full_);
+    if (!aware_) KeepModels(view, ModelChoice::kAgnostic, &full_);
     // 5. Upgrades, in plan order.
     if (upgrade_ && fill.total_free() > 0) {
       RefreshMovable(fill);
@@ -992,21 +992,20 @@ GPUFLEET_REGISTER(JobTimePolicy,
     {.name = "hetero-las",
      .description = "heterogeneity-aware LAS, two-level feedback queue, best-model placement with "
                     "swaps",
-     .params = {{"priority_threshold_ratio", ParamType::kNumber, 2.0, "demotion threshold (> 0)"},
-                {"starve_threshold_ratio", ParamType::kNumber, 4.0, "promotion threshold (> 0)"},
+     .params = {{.name = "priority_threshold_ratio", .type = ParamType::kNumber,
+                 .default_value = 2.0, .help = "demotion threshold", .range = {.above = 0}},
+                {.name = "starve_threshold_ratio", .type = ParamType::kNumber,
+                 .default_value = 4.0, .help = "promotion threshold", .range = {.above = 0}},
                 {"swap", ParamType::kBool, true, "swap jobs between models"},
                 {"aware", ParamType::kBool, true, "heterogeneity-aware model choice"},
                 {"upgrade", ParamType::kBool, true, "move jobs to faster models when free"}},
-     .capabilities = {"preemptive"}},
+     .traits = {.preemptive = true}},
     [](const Params& p) -> absl::StatusOr<std::unique_ptr<JobTimePolicy>> {
       ASSIGN_OR_RETURN(double pr, p.Get<double>("priority_threshold_ratio"));
       ASSIGN_OR_RETURN(double sr, p.Get<double>("starve_threshold_ratio"));
       ASSIGN_OR_RETURN(bool swap, p.Get<bool>("swap"));
       ASSIGN_OR_RETURN(bool aware, p.Get<bool>("aware"));
       ASSIGN_OR_RETURN(bool upgrade, p.Get<bool>("upgrade"));
-      if (!(pr > 0) || !(sr > 0))
-        return absl::InvalidArgumentError(
-            "hetero-las: priority_threshold_ratio and starve_threshold_ratio must be > 0");
       return std::unique_ptr<JobTimePolicy>(new HeteroLas(pr, sr, swap, aware, upgrade));
     });
 

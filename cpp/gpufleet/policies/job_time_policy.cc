@@ -13,10 +13,8 @@ absl::StatusOr<std::unique_ptr<JobTimePolicy>> MakeJobTimePolicy(const std::stri
   return Registry<JobTimePolicy>::Global().Create(parsed.first, parsed.second);
 }
 
-std::vector<std::string> JobTimePolicyNames() { return Registry<JobTimePolicy>::Global().Names(); }
-
-std::string JobTimePolicyDescription(const std::string& name) {
-  return Registry<JobTimePolicy>::Global().Description(name);
+Json PolicyTraits::ToJson() const {
+  return {{"needs_durations", needs_durations}, {"preemptive", preemptive}};
 }
 
 Filler::Filler(const JobTimeView& view, std::vector<Assignment>* plan, bool from_current)

@@ -77,10 +77,15 @@ struct Assignment {
 };
 inline constexpr int kStop = -1;
 
-class JobTimePolicy {
+struct PolicyTraits {
+  bool needs_durations = false;  // reads the jobs' durations (an oracle)
+  bool preemptive = false;       // may leave a running job out of a plan (preempt it)
+  Json ToJson() const;
+};
+
+class JobTimePolicy : public Registrant<PolicyTraits> {
  public:
   static constexpr char kKind[] = "policy";
-  virtual ~JobTimePolicy() = default;
 
   // Called once before the run with every job (state kFuture).
   virtual absl::Status Init(const JobTimeView& view) { return absl::OkStatus(); }
@@ -115,8 +120,6 @@ class JobTimePolicy {
 };
 
 absl::StatusOr<std::unique_ptr<JobTimePolicy>> MakeJobTimePolicy(const std::string& spec);
-std::vector<std::string> JobTimePolicyNames();
-std::string JobTimePolicyDescription(const std::string& name);
 
 // How a policy picks the model for a job that needs one.
 enum class ModelChoice {
@@ -125,7 +128,6 @@ enum class ModelChoice {
   // mixed cluster. The draw is a function of (view.seed, job, view.now) over the models in name
   // order, so it is reproducible and the order the cluster lists its models cannot change it.
   kAgnostic,
-  kFirstFit = kAgnostic,  // older spelling of kAgnostic
   kFastest,   // heterogeneity-aware: the model where the job runs fastest (ties drawn as above)
   // Like kFastest, but a running job is not held to its current model (round-based policies
   // that re-plan every model each round).

@@ -97,11 +97,11 @@ class Las : public OrderedPolicy {
     Filler fill(view, plan, /*from_current=*/true);
     bool all = true;
     queue_.Walk([] { return std::numeric_limits<int>::max(); }, [&](const WaitKey& k) {
-      all = fill.TryPlace(k.job, ModelChoice::kFirstFit) >= 0;
+      all = fill.TryPlace(k.job, ModelChoice::kAgnostic) >= 0;
       return all;
     });
     for (size_t k = 0; all && k < arrived_.size(); ++k)
-      all = fill.TryPlace(arrived_[k], ModelChoice::kFirstFit) >= 0;
+      all = fill.TryPlace(arrived_[k], ModelChoice::kAgnostic) >= 0;
     if (!all) return false;
     for (const Assignment& a : *plan) Started(view, a.job);
     queue_.Clear();
@@ -152,7 +152,7 @@ class Las : public OrderedPolicy {
       for (; r < running_.size(); ++r) {
         const int i = running_[r];
         if (bound != nullptr && !(KeyOf(i) < *bound)) return;
-        if (fill.total_free() > 0 && fill.TryPlace(i, ModelChoice::kFirstFit) >= 0)
+        if (fill.total_free() > 0 && fill.TryPlace(i, ModelChoice::kAgnostic) >= 0)
           placed_.push_back(i);
         else
           stopped_.push_back(i);
@@ -166,7 +166,7 @@ class Las : public OrderedPolicy {
     queue_.Walk(most_free, [&](const WaitKey& k) {
       run_until(&k);
       if (fill.total_free() == 0) return false;
-      if (fill.TryPlace(k.job, ModelChoice::kFirstFit) >= 0) {
+      if (fill.TryPlace(k.job, ModelChoice::kAgnostic) >= 0) {
         placed_.push_back(k.job);
         leaving_.push_back(k);
       }
@@ -176,7 +176,7 @@ class Las : public OrderedPolicy {
     for (const WaitKey& k : leaving_) queue_.Erase(gpus_[k.job], k);
     for (int i : stopped_) queue_.Insert(gpus_[i], KeyOf(i));  // preempted: its key is fixed now
     running_.swap(placed_);  // in (service, submit, index) order
-    KeepModels(view, ModelChoice::kFirstFit, plan);
+    KeepModels(view, ModelChoice::kAgnostic, plan);
   }
 
   void Started(const JobTimeView& view, int i) {
@@ -334,7 +334,7 @@ class Las : public OrderedPolicy {
     }
     for (const WaitKey& k : leaving_) {
       queue_.Erase(view.job(k.job).spec.num_gpu, k);
-      fill.TryPlace(k.job, ModelChoice::kFirstFit);  // fits: the fill above counted it
+      fill.TryPlace(k.job, ModelChoice::kAgnostic);  // fits: the fill above counted it
       const Job& j = view.job(k.job);
       InsertRunning(view, k.job, gputime_ ? j.gpu_time : j.run_time);
     }
@@ -388,14 +388,12 @@ class Las : public OrderedPolicy {
 GPUFLEET_REGISTER(JobTimePolicy,
     {.name = "las",
      .description = "least attained service, preemptive",
-     .params = {{"service", ParamType::kString, "gpu_time",
-                 "attained service in \"gpu_time\" (GPU-seconds) or \"time\" (seconds)"}},
-     .capabilities = {"preemptive"}},
+     .params = {{.name = "service", .type = ParamType::kString, .default_value = "gpu_time",
+                 .help = "attained service in GPU-seconds (gpu_time) or seconds (time)",
+                 .one_of = {"gpu_time", "time"}}},
+     .traits = {.preemptive = true}},
     [](const Params& p) -> absl::StatusOr<std::unique_ptr<JobTimePolicy>> {
       ASSIGN_OR_RETURN(std::string s, p.Get<std::string>("service"));
-      if (s != "gpu_time" && s != "time")
-        return absl::InvalidArgumentError("las: service must be \"gpu_time\" or \"time\", got \"" +
-                                          s + "\"");
       return std::unique_ptr<JobTimePolicy>(new Las(s == "gpu_time"));
     });
 

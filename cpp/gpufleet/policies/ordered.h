@@ -61,7 +61,7 @@ class OrderedPolicy : public JobTimePolicy {
       Filler fill(view, plan, /*from_current=*/true);
       bool all = true;
       for (int i : waiting_)
-        if (fill.TryPlace(i, ModelChoice::kFirstFit) < 0) {
+        if (fill.TryPlace(i, ModelChoice::kAgnostic) < 0) {
           all = false;
           break;
         }
@@ -108,10 +108,10 @@ class OrderedPolicy : public JobTimePolicy {
     Filler fill(view, plan);
     waiting_.clear();
     for (int i : active_) {
-      bool placed = fill.total_free() > 0 && fill.TryPlace(i, ModelChoice::kFirstFit) >= 0;
+      bool placed = fill.total_free() > 0 && fill.TryPlace(i, ModelChoice::kAgnostic) >= 0;
       if (!placed || view.job(i).state == JobState::kPending) waiting_.push_back(i);
     }
-    KeepModels(view, ModelChoice::kFirstFit, plan);
+    KeepModels(view, ModelChoice::kAgnostic, plan);
   }
 
  protected:

@@ -8,10 +8,10 @@ constexpr int kM = 397;
 
 }  // namespace
 
-PythonRandom::PythonRandom(int64_t seed) {
+PythonRandom::PythonRandom(uint64_t seed) {
   // init_genrand(19650218), then init_by_array with the seed's 32-bit words (M. Matsumoto and
   // T. Nishimura's reference, which CPython's random_seed calls).
-  uint64_t n = seed < 0 ? 0 - static_cast<uint64_t>(seed) : static_cast<uint64_t>(seed);
+  uint64_t n = seed;
   std::vector<uint32_t> key;
   do {
     key.push_back(static_cast<uint32_t>(n & 0xffffffffu));

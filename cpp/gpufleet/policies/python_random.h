@@ -14,9 +14,9 @@ namespace gpufleet::jobtime {
 
 class PythonRandom {
  public:
-  // random.Random(seed): the seed's absolute value, split into 32-bit words (low word first),
-  // keys MT19937's init_by_array.
-  explicit PythonRandom(int64_t seed = 0);
+  // random.Random(seed) for seed >= 0: the seed split into 32-bit words (low word first) keys
+  // MT19937's init_by_array.
+  explicit PythonRandom(uint64_t seed = 0);
   // random.getrandbits(k) for 1 <= k <= 32.
   uint32_t GetRandBits(int k);
   // random.randrange(n) for n >= 1: rejection sampling over n's bit length, as CPython does.

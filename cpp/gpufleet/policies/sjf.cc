@@ -26,7 +26,7 @@ class Sjf : public JobTimePolicy {
       if (view.job(job).state != JobState::kPending)
         it = pending_.erase(it);
       else {
-        fill.TryPlace(job, ModelChoice::kFirstFit);
+        fill.TryPlace(job, ModelChoice::kAgnostic);
         ++it;
       }
     }
@@ -39,7 +39,7 @@ class Sjf : public JobTimePolicy {
 GPUFLEET_REGISTER(JobTimePolicy,
     {.name = "sjf",
      .description = "shortest job first, oracle durations, non-preemptive",
-     .capabilities = {"needs-durations"}},
+     .traits = {.needs_durations = true}},
     [](const Params&) -> absl::StatusOr<std::unique_ptr<JobTimePolicy>> {
       return std::unique_ptr<JobTimePolicy>(new Sjf());
     });

@@ -25,7 +25,7 @@ GPUFLEET_REGISTER(JobTimePolicy,
     {.name = "srtf",
      .description = "shortest remaining time first, oracle durations, preemptive",
      .params = {{"gputime", ParamType::kBool, false, "weigh remaining time by GPUs"}},
-     .capabilities = {"needs-durations", "preemptive"}},
+     .traits = {.needs_durations = true, .preemptive = true}},
     [](const Params& p) -> absl::StatusOr<std::unique_ptr<JobTimePolicy>> {
       ASSIGN_OR_RETURN(bool g, p.Get<bool>("gputime"));
       return std::unique_ptr<JobTimePolicy>(new Srtf(g));

@@ -104,15 +104,15 @@ absl::StatusOr<int> DeviceLedger::Start(int job, int count, int model) {
     const int piece = std::min(remaining, freest);
     Pod& pod = m.shapes[piece];  // reused: only the name changes between starts
     pod.name = PieceName(job, pieces);
-    PlaceResult r = m.placer.Place(m.state, pod, *strategy_);
-    if (!r.placed) {
+    const Placement r = m.placer.Place(m.state, {.pod = pod, .strategy = *strategy_});
+    if (!r.ok()) {
       if (pieces > 0) {
         held_[job] = Held{pieces, model};
         Stop(job);  // cannot happen while the histogram is right; leave nothing half-placed
       }
       return absl::InternalError(absl::StrCat("device ledger: ", r.reason));
     }
-    Count(m, m.state.FindNode(r.allocation.node), -piece);
+    Count(m, r.node, -piece);
     ++pieces;
     remaining -= piece;
   }

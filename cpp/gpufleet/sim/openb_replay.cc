@@ -13,7 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "gpufleet/accounting/device_fit.h"
 #include "gpufleet/core/status_macros.h"
-#include "gpufleet/placement/gpu_share.h"
+#include "gpufleet/placement/strategies/gpu_share.h"
 #include "gpufleet/placement/observer.h"
 #include "gpufleet/placement/placer.h"
 
@@ -50,9 +50,9 @@ absl::StatusOr<std::unique_ptr<PlacementStrategy>> BuildStrategy(const OpenbRepl
   // The replay knows the trace's workload and the run's seed: any strategy that declares a
   // "workload" or "seed" parameter gets them unless the caller gave its own.
   const Registry<PlacementStrategy>& registry = Registry<PlacementStrategy>::Global();
-  absl::StatusOr<Registration> found = registry.Info(o.policy);
+  auto found = registry.Info(o.policy);
   if (!found.ok()) return registry.Create(o.policy, p);  // its error lists the known names
-  const Registration& info = *found;
+  const auto& info = *found;
   if (info.FindParam("workload") != nullptr && !p.contains("workload"))
     p["workload"] = workload.ToJson();
   if (info.FindParam("seed") != nullptr && !p.contains("seed")) p["seed"] = o.seed;
@@ -260,12 +260,12 @@ absl::StatusOr<OpenbReplayResult> ReplayOpenb(const std::vector<OpenbNode>& node
   const double cap = static_cast<double>(out.gpu_capacity);
   // Random ties: the candidates in a fresh random order for every pod (Place gives ties to the
   // earliest candidate). Otherwise ties go to the earliest node in index order, which lets the
-  // Placer keep every shape's scores of the nodes that did not change (ChooseNumbered).
+  // Placer keep every shape's scores of the nodes that did not change (the shape's number keys
+  // its score table). Failures are only counted, so no reason is worded.
   std::vector<int> all(cluster.num_nodes()), candidates;
   for (int i = 0; i < cluster.num_nodes(); ++i) all[i] = i;
   std::vector<int> uses(trace.size(), 0);
   Placer placer;
-  Allocation plan;
   double arrived = 0.0, allocated = 0.0, failed_gpu = 0.0;
   int32_t failed = 0;
   for (int32_t i : arrivals) {
@@ -273,21 +273,18 @@ absl::StatusOr<OpenbReplayResult> ReplayOpenb(const std::vector<OpenbNode>& node
     if (uses[i]++ > 0) pod.name = absl::StrCat(pod.name, "#", uses[i] - 1);
     const double need = static_cast<double>(tasks[i].total_core());
     arrived += need;
+    PlacementQuery query{.pod = pod, .strategy = *strategy, .reason = false, .observer = observer};
     int where = -1;
     if (o.ties == OpenbTies::kRandom) {
       Shuffle(all, rng);
       candidates.clear();
       for (int k : all)
         if (QuickMayFit(pod, cluster.usage(k))) candidates.push_back(k);
-      if (!candidates.empty()) {
-        PlaceResult r = placer.Place(cluster, pod, *strategy, /*commit=*/true, &candidates);
-        if (r.placed) where = cluster.FindNode(r.allocation.node);
-      }
+      query.candidates = &candidates;
+      if (!candidates.empty()) where = placer.Place(cluster, query).node;
     } else {
-      where = placer.ChooseNumbered(cluster, pod, shape_of[i], *strategy, &plan);
-      if (where >= 0 && !(cluster.Reserve(plan).ok() && cluster.Commit(pod.name).ok()))
-        return absl::InternalError(absl::StrCat("replay: the plan for pod ", pod.name, " on node ",
-                                                plan.node, " did not apply"));
+      query.shape = shape_of[i];
+      where = placer.Place(cluster, query).node;
     }
     if (where >= 0) {
       allocated += need;
@@ -295,7 +292,6 @@ absl::StatusOr<OpenbReplayResult> ReplayOpenb(const std::vector<OpenbNode>& node
       frag -= node_frag[where];
       node_frag[where] = node_fragmentation(where);
       frag += node_frag[where];
-      if (observer != nullptr) observer->OnBound(cluster.node(where), pod);
     } else {
       ++failed;
       failed_gpu += need;

@@ -20,7 +20,7 @@
 #include "absl/status/statusor.h"
 #include "gpufleet/accounting/cluster_state.h"
 #include "gpufleet/core/registry.h"
-#include "gpufleet/placement/fragmentation.h"
+#include "gpufleet/placement/strategies/fragmentation.h"
 
 namespace gpufleet {
 

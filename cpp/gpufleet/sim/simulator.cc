@@ -155,7 +155,12 @@ class Run {
       }
       if (t < t_point) continue;
       dirty = false;
-      while (next_tick <= t) next_tick += options_.tick;
+      if (next_tick <= t) {
+        // The first tick after t, computed rather than stepped to: an idle stretch (traces
+        // with Unix timestamps start 1.7e9 s in) would otherwise cost one step per tick.
+        next_tick = (std::floor(t / options_.tick) + 1) * options_.tick;
+        while (next_tick <= t) next_tick += options_.tick;  // rounding: at most a step or two
+      }
       plan.clear();
       policy_.Schedule(view_, &plan);
       RETURN_IF_ERROR(Apply(plan, policy_.TakeKeepUnlisted()));
@@ -329,6 +334,12 @@ absl::StatusOr<SimResult> Simulate(const GpuPool& pool, std::vector<Job> jobs,
     if (!(value >= 0) || !std::isfinite(value))
       return absl::InvalidArgumentError(
           absl::StrFormat("simulate: %s must be a finite number of seconds >= 0, got %g", name, value));
+  for (auto [name, value] : {std::pair{"tick", options.tick},
+                             std::pair{"scheduling_interval", options.scheduling_interval}})
+    if (value > 0 && value < kMinSchedulingStep)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "simulate: %s must be 0 (off) or at least %g seconds, got %g", name,
+          kMinSchedulingStep, value));
   if (options.progress_every < 1)
     return absl::InvalidArgumentError("simulate: progress_every must be >= 1");
   for (size_t i = 0; i < jobs.size(); ++i) RETURN_IF_ERROR(ValidateJob(jobs[i].spec, i, pool));

@@ -21,6 +21,10 @@
 
 namespace gpufleet::sim {
 
+// The shortest positive `tick` and `scheduling_interval`, in seconds: a shorter one schedules so
+// often that a run never ends (a tick of 1e-300 s is 1e300 scheduling points per second of trace).
+inline constexpr double kMinSchedulingStep = 1e-3;
+
 struct SimOptions {
   // Reproduce Tiresias' simulator (NSDI'19 artifact): whole-second finish times and its
   // queue-jump arithmetic in dlas-gpu. See docs/simulator.md.
@@ -29,7 +33,7 @@ struct SimOptions {
   // (sim/gavel_rounds.h), for the policies that run in them; which of its bugs to keep.
   jobtime::GavelCompat gavel;
   double restore_delay = 0;      // s without progress after a resume or a migration
-  double tick = 0;               // > 0: also schedule every `tick` seconds
+  double tick = 0;               // > 0: also schedule every `tick` (>= kMinSchedulingStep) seconds
   // > 0: schedule only on multiples of this many seconds (arrivals wait and freed GPUs idle
   // until the next one), instead of on every arrival and completion. Large runs use it to
   // trade a bounded scheduling latency for far fewer scheduling points.

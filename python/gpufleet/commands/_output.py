@@ -113,12 +113,13 @@ def print_listing(kinds: dict[str, str], fmt: str | None) -> None:
     for kind in kinds:
         for e in entries(kind):
             caps = list(e["capabilities"]) + (["open-parameters"] if e["open_parameters"] else [])
-            rows.append([kind, e["name"], ",".join(caps) or "-", "-", "-", "-", "-", e["description"]])
+            rows.append([kind, e["name"], ",".join(caps) or "-", "-", "-", "-", "-", "-",
+                         e["description"]])
             for p in e["parameters"]:
                 rows.append([kind, e["name"], "-", p["name"], p["type"], _json_value(p["default"]),
-                             _json_value(p["example"]), p["help"]])
-    print(table(rows, ["REGISTRY", "NAME", "CAPABILITIES", "PARAMETER", "TYPE", "DEFAULT", "EXAMPLE",
-                       "DESCRIPTION"]))
+                             p["range"] or "-", _json_value(p["example"]), p["help"]])
+    print(table(rows, ["REGISTRY", "NAME", "CAPABILITIES", "PARAMETER", "TYPE", "DEFAULT", "RANGE",
+                       "EXAMPLE", "DESCRIPTION"]))
 
 
 def _json_value(v: Any) -> str:

@@ -23,6 +23,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                                   "default: enqueue, allocate, backfill with the built-in plugins")
     p.add_argument("--cycles", type=count(1, CYCLES_MAX), default=1,
                    help=f"cycles to run, 1 to {CYCLES_MAX:,} (default 1)")
+    p.add_argument("--queues", action="append", default=[], metavar="FILE",
+                   help="queue objects to add before the scenario's jobs: KAI Queue, Kueue "
+                        "ClusterQueue/Cohort or Volcano Queue manifests (YAML/JSON, several "
+                        "documents allowed; may be repeated)")
     add_output_options(p)
     p.add_argument("--list-plugins", action="store_true",
                    help="list the engine plugins with their parameters and exit")
@@ -72,7 +76,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"gpufleet cycle: {e.args[0] if e.args else e}", file=sys.stderr)  # names the file
         return 2
     try:
-        engine = engine_from_scenario(read_scenario_file(args.scenario), args.scenario, config)
+        data = read_scenario_file(args.scenario)
+        if args.queues and isinstance(data, dict):
+            from gpufleet.queues import read_queue_objects
+            extra = []
+            for path in args.queues:
+                try:
+                    extra += read_queue_objects(path)
+                except (ValueError, KeyError) as e:
+                    raise ScenarioError(f"{e.args[0] if e.args else e}") from None
+            data = {**data, "queues": list(data.get("queues") or []) + extra}
+        engine = engine_from_scenario(data, args.scenario, config)
     except ScenarioError as e:
         print(f"gpufleet cycle: {e}", file=sys.stderr)
         return 1

@@ -6,9 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gpufleet._core import strategies
 from gpufleet.commands._output import add_output_options, emit, is_document
-from gpufleet.registries import check_strategy
+from gpufleet.registries import check_strategy, strategies
 from gpufleet.report import placement_table, usage_table
 from gpufleet.scenario import ScenarioError, load_scenario
 

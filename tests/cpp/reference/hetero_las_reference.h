@@ -79,11 +79,11 @@ class HeteroLasReference : public JobTimePolicy {
       const Job& j = view.job(i);
       if (!low_[i] && j.state == JobState::kRunning) continue;
       if (fill.total_free() == 0) break;
-      int k = fill.TryPlace(i, aware_ ? ModelChoice::kFastest : ModelChoice::kFirstFit);
+      int k = fill.TryPlace(i, aware_ ? ModelChoice::kFastest : ModelChoice::kAgnostic);
       if (k >= 0 && !low_[i] && swap_ && j.state == JobState::kPending)
         TrySwap(view, fill, plan, plan->size() - 1);
     }
-    if (!aware_) KeepModels(view, ModelChoice::kFirstFit, plan);
+    if (!aware_) KeepModels(view, ModelChoice::kAgnostic, plan);
     if (upgrade_) Upgrade(view, fill, plan);
   }
 

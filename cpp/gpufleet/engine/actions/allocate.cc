@@ -21,7 +21,6 @@ bool Wants(const Session& s, const JobInfo& j) {
 
 class Allocate : public Action {
  public:
-  std::string name() const override { return "allocate"; }
   void Execute(Session& s) override {
     const int target = s.TargetJob();
     if (target >= 0 && Wants(s, s.job(target)) && !s.Overused(s.queue(s.job(target).queue)) &&
@@ -60,7 +59,7 @@ class Allocate : public Action {
 GPUFLEET_REGISTER(Action,
     {.name = "allocate",
      .description = "place admitted jobs whole, queues taking turns by share",
-     .capabilities = {"places-tasks"}},
+     .traits = {.places_tasks = true}},
     [](const Params&) -> absl::StatusOr<std::unique_ptr<Action>> {
       return std::unique_ptr<Action>(new Allocate());
     });

@@ -9,7 +9,6 @@ namespace {
 
 class Backfill : public Action {
  public:
-  std::string name() const override { return "backfill"; }
   void Execute(Session& s) override {
     std::vector<int> ids;
     for (const JobInfo& j : s.jobs())
@@ -23,7 +22,7 @@ class Backfill : public Action {
 GPUFLEET_REGISTER(Action,
     {.name = "backfill",
      .description = "place best-effort tasks (no requests)",
-     .capabilities = {"places-tasks"}},
+     .traits = {.places_tasks = true}},
     [](const Params&) -> absl::StatusOr<std::unique_ptr<Action>> {
       return std::unique_ptr<Action>(new Backfill());
     });

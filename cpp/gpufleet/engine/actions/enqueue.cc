@@ -12,7 +12,6 @@ namespace {
 
 class Enqueue : public Action {
  public:
-  std::string name() const override { return "enqueue"; }
   void Execute(Session& s) override {
     std::vector<int> waiting;
     for (const JobInfo& j : s.jobs())
@@ -38,7 +37,7 @@ class Enqueue : public Action {
 GPUFLEET_REGISTER(Action,
     {.name = "enqueue",
      .description = "admit jobs whose minimum fits their queue and the cluster",
-     .capabilities = {"admits-jobs"}},
+     .traits = {.admits_jobs = true}},
     [](const Params&) -> absl::StatusOr<std::unique_ptr<Action>> {
       return std::unique_ptr<Action>(new Enqueue());
     });

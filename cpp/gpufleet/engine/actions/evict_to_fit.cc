@@ -6,7 +6,7 @@
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/engine/actions/place_job.h"
 #include "gpufleet/engine/statement.h"
-#include "gpufleet/placement/placer.h"
+#include "gpufleet/placement/node_plan.h"
 
 namespace gpufleet::engine {
 namespace {
@@ -52,7 +52,8 @@ std::vector<int> StarvingJobs(const Session& s, int queue) {
   return out;
 }
 
-int EvictToFit(Session& s, int job_id, VictimScope scope) {
+int EvictToFit(Session& s, int job_id, VictimScope scope, QuotaCheck quota) {
+  const bool after = quota == QuotaCheck::kAfterVictims;
   JobInfo& job = s.job(job_id);
   std::vector<int> tasks = PendingTasks(s, job_id, TaskKind::kWithRequests);
   if (tasks.empty()) return 0;
@@ -63,14 +64,16 @@ int EvictToFit(Session& s, int job_id, VictimScope scope) {
   for (int t : tasks) {
     TaskInfo& task = s.task(t);
     const QueueInfo& q = s.queue(job.queue);
-    if (!s.Allocatable(q, task)) {
+    auto fits_on = [&](int node) {
+      return s.Predicate(task, node).ok() && (!after || s.Allocatable(q, task));
+    };
+    if (!after && !s.Allocatable(q, task)) {
       why = absl::StrFormat("queue %s would exceed its capability", q.name());
       break;
     }
-    Allocation plan;
-    absl::StatusOr<int> best = s.BestNode(task, &plan);
-    if (best.ok()) {
-      if (!st.Allocate(t, plan).ok()) break;
+    const Placement best = s.BestNode(task);
+    if (best.ok() && (!after || s.Allocatable(q, task))) {
+      if (!st.Allocate(t, best.allocation).ok()) break;
       continue;
     }
     bool placed = false;
@@ -97,18 +100,21 @@ int EvictToFit(Session& s, int job_id, VictimScope scope) {
       for (int v : victims) {
         if (s.task(v).status != TaskStatus::kRunning) continue;  // taken with an earlier gang
         if (!EvictWithGang(s, st, v, reason).ok()) break;
-        if (s.Predicate(task, node).ok()) break;
+        if (fits_on(node)) break;
       }
-      if (s.Predicate(task, node).ok() &&
-          PlanOnNode(s.state(), *task.pod, node, s.strategy(), &plan).ok() && st.Allocate(t, plan).ok()) {
-        placed = true;
-      } else {
-        st.RollbackTo(mark);
+      // The predicates judged labels and taints.
+      if (fits_on(node)) {
+        const Placement plan =
+            PlanOnNode(s.state(), *task.pod, node, s.strategy(), Admission::kCapacityOnly);
+        placed = plan.ok() && st.Allocate(t, plan.allocation).ok();
       }
+      if (!placed) st.RollbackTo(mark);
     }
     if (!placed) {
       why = absl::StrFormat("task %s: %s; and no node frees enough by eviction", task.name(),
-                            best.status().message());
+                            best.ok() ? absl::StrFormat("queue %s has no quota left for it",
+                                                        q.name())
+                                      : best.reason);
       break;
     }
   }

@@ -12,9 +12,14 @@ namespace gpufleet::engine {
 
 enum class VictimScope { kSameQueue, kOtherQueues };
 
+// How quota is checked: before any eviction (the queue's room must exist already), or after the
+// victims leave (queue trees: a reclaim frees quota as well as devices, Kueue issue 9466).
+enum class QuotaCheck { kBeforeEvicting, kAfterVictims };
+
 // Places the job's pending tasks, evicting where needed, all in one statement that commits only
 // when the job is ready. Returns the number of tasks bound.
-int EvictToFit(Session& s, int job, VictimScope scope);
+int EvictToFit(Session& s, int job, VictimScope scope,
+               QuotaCheck quota = QuotaCheck::kBeforeEvicting);
 
 // Jobs an action should try to help, in queue then job order.
 std::vector<int> StarvingJobs(const Session& s, int queue);

@@ -98,7 +98,6 @@ class Jobtime : public Action {
     ledger_.SetSeed(seed);
   }
 
-  std::string name() const override { return "jobtime"; }
 
   void Execute(Session& s) override {
     ledger_.SetTime(s.now());
@@ -409,7 +408,7 @@ GPUFLEET_REGISTER(Action,
                 {"seed", ParamType::kInt, 0,
                  "seeds the agnostic policies' model draw, as the simulator's seed (unsigned "
                  "64-bit)"}},
-     .capabilities = {"places-tasks", "evicts"}},
+     .traits = {.places_tasks = true, .evicts = true}},
     [](const Params& p) -> absl::StatusOr<std::unique_ptr<Action>> {
       ASSIGN_OR_RETURN(std::string spec, p.Get<std::string>("policy"));
       absl::StatusOr<std::unique_ptr<jobtime::JobTimePolicy>> policy =

@@ -32,12 +32,12 @@ int PlaceJob(Session& s, int job_id, TaskKind kind) {
                             q.spec->capability.ToString());
       break;
     }
-    Allocation plan;
-    if (absl::StatusOr<int> best = s.BestNode(task, &plan); !best.ok()) {
-      why = absl::StrFormat("task %s: %s", task.name(), best.status().message());
+    const Placement best = s.BestNode(task);
+    if (!best.ok()) {
+      why = absl::StrFormat("task %s: %s", task.name(), best.reason);
       break;
     }
-    absl::Status ok = st->Allocate(t, plan);
+    absl::Status ok = st->Allocate(t, best.allocation);
     if (!ok.ok()) {
       why = absl::StrFormat("task %s: %s", task.name(), ok.message());
       break;

@@ -38,12 +38,10 @@ FitResult PlaceOnModel(Session& s, int job_id, const std::vector<std::string>& s
     restricted.pod = &pod;
     // Not BestNode: its miss cache is keyed on the task's own request, which the restriction
     // changes. Node classes still apply (they depend on nodes only).
-    Allocation plan;
-    if (absl::StatusOr<int> best = s.FindBestNode(restricted, &plan); !best.ok()) {
-      return FitResult::Unschedulable(
-          absl::StrFormat("task %s: %s", task.name(), best.status().message()));
-    }
-    if (absl::Status ok = st.Allocate(t, plan); !ok.ok()) {
+    const Placement best = s.FindBestNode(restricted);
+    if (!best.ok())
+      return FitResult::Unschedulable(absl::StrFormat("task %s: %s", task.name(), best.reason));
+    if (absl::Status ok = st.Allocate(t, best.allocation); !ok.ok()) {
       return FitResult::Unschedulable(absl::StrFormat("task %s: %s", task.name(), ok.message()));
     }
   }

@@ -10,7 +10,6 @@ namespace {
 
 class Preempt : public Action {
  public:
-  std::string name() const override { return "preempt"; }
   void Execute(Session& s) override {
     if (!s.HasPreemptable()) return;
     std::vector<int> order;
@@ -24,7 +23,7 @@ class Preempt : public Action {
 GPUFLEET_REGISTER(Action,
     {.name = "preempt",
      .description = "within a queue, evict lower-priority tasks for starving jobs",
-     .capabilities = {"places-tasks", "evicts", "needs:preemptable"}},
+     .traits = {.places_tasks = true, .evicts = true, .needs = {Point::kPreemptable}}},
     [](const Params&) -> absl::StatusOr<std::unique_ptr<Action>> {
       return std::unique_ptr<Action>(new Preempt());
     });

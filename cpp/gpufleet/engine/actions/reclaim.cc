@@ -10,7 +10,6 @@ namespace {
 
 class Reclaim : public Action {
  public:
-  std::string name() const override { return "reclaim"; }
   void Execute(Session& s) override {
     if (!s.HasReclaimable()) return;
     std::vector<int> order;
@@ -28,7 +27,7 @@ class Reclaim : public Action {
 GPUFLEET_REGISTER(Action,
     {.name = "reclaim",
      .description = "take back resources from queues above their deserved share",
-     .capabilities = {"places-tasks", "evicts", "needs:overused"}},
+     .traits = {.places_tasks = true, .evicts = true, .needs = {Point::kOverused}}},
     [](const Params&) -> absl::StatusOr<std::unique_ptr<Action>> {
       return std::unique_ptr<Action>(new Reclaim());
     });

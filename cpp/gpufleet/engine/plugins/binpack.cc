@@ -40,7 +40,6 @@ double ResourceScore(double request, double used, double capacity, int weight) {
 class Binpack : public Plugin {
  public:
   explicit Binpack(BinpackWeights w) : w_(w) {}
-  std::string name() const override { return "binpack"; }
   void OnSessionOpen(Session& s) override {
     if (w_.weight == 0) return;  // as Volcano: no node order at all
     s.AddNodeScoreFn(name(), [this, &s](const TaskInfo& t, int node) {
@@ -72,35 +71,30 @@ class Binpack : public Plugin {
   BinpackWeights w_;
 };
 
-absl::StatusOr<int> NonNegative(const Params& p, const std::string& key) {
-  ASSIGN_OR_RETURN(int v, p.Get<int>(key));
-  if (v < 0)
-    return absl::InvalidArgumentError(
-        absl::StrFormat("binpack: \"%s\" must be >= 0, got %d", key, v));
-  return v;
-}
-
 GPUFLEET_REGISTER(Plugin,
     {.name = "binpack",
      .description = "Volcano's binpack: prefer nodes that the task leaves fullest, by weighted "
                     "resources",
-     .params = {{"binpack.weight", ParamType::kInt, 1, "weight of the plugin's score (>= 0)"},
-                {"binpack.cpu", ParamType::kInt, 1, "weight of cpu (>= 0)"},
-                {"binpack.memory", ParamType::kInt, 1, "weight of memory (>= 0)"},
+     .params = {{.name = "binpack.weight", .type = ParamType::kInt, .default_value = 1,
+                 .help = "weight of the plugin's score", .range = {.at_least = 0}},
+                {.name = "binpack.cpu", .type = ParamType::kInt, .default_value = 1,
+                 .help = "weight of cpu", .range = {.at_least = 0}},
+                {.name = "binpack.memory", .type = ParamType::kInt, .default_value = 1,
+                 .help = "weight of memory", .range = {.at_least = 0}},
                 {"binpack.resources", ParamType::kString, "",
                  "further resources to weigh, comma-separated (supported: nvidia.com/gpu)"},
-                {kGpuWeight, ParamType::kInt, Json(),
-                 "weight of nvidia.com/gpu, which binpack.resources must list (>= 0; 1 if not "
-                 "given)"}},
-     .capabilities = {"node-score"}},
+                {.name = kGpuWeight, .type = ParamType::kInt,
+                 .help = "weight of nvidia.com/gpu, which binpack.resources must list (1 if not "
+                         "given)",
+                 .range = {.at_least = 0}}}},
     [](const Params& p) -> absl::StatusOr<std::unique_ptr<Plugin>> {
       BinpackWeights w;
-      ASSIGN_OR_RETURN(w.weight, NonNegative(p, "binpack.weight"));
-      ASSIGN_OR_RETURN(w.cpu, NonNegative(p, "binpack.cpu"));
-      ASSIGN_OR_RETURN(w.memory, NonNegative(p, "binpack.memory"));
+      ASSIGN_OR_RETURN(w.weight, p.Get<int>("binpack.weight"));
+      ASSIGN_OR_RETURN(w.cpu, p.Get<int>("binpack.cpu"));
+      ASSIGN_OR_RETURN(w.memory, p.Get<int>("binpack.memory"));
       int gpu = 1;
       if (p.Has(kGpuWeight)) {
-        ASSIGN_OR_RETURN(gpu, NonNegative(p, kGpuWeight));
+        ASSIGN_OR_RETURN(gpu, p.Get<int>(kGpuWeight));
       }
       bool gpu_listed = false;
       ASSIGN_OR_RETURN(std::string listed, p.Get<std::string>("binpack.resources"));

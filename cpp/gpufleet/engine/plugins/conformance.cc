@@ -25,7 +25,6 @@ bool IsCritical(const TaskInfo& t, const JobInfo& j) {
 
 class Conformance : public Plugin {
  public:
-  std::string name() const override { return "conformance"; }
   void OnSessionOpen(Session& s) override {
     auto not_critical = [&s](const TaskInfo&, const std::vector<int>& candidates) {
       std::vector<int> out;
@@ -40,8 +39,7 @@ class Conformance : public Plugin {
 
 GPUFLEET_REGISTER(Plugin,
     {.name = "conformance",
-     .description = "kube-system and system-critical pods are never preempted or reclaimed",
-     .capabilities = {"preemptable", "reclaimable"}},
+     .description = "kube-system and system-critical pods are never preempted or reclaimed"},
     [](const Params&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
       return std::unique_ptr<Plugin>(new Conformance());
     });

@@ -7,7 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/engine/plugin.h"
-#include "gpufleet/placement/placer.h"
+#include "gpufleet/placement/node_plan.h"
 
 namespace gpufleet::engine {
 namespace {
@@ -15,18 +15,13 @@ namespace {
 class DeviceShare : public Plugin {
  public:
   DeviceShare(std::string spec, double weight) : spec_(std::move(spec)), weight_(weight) {}
-  std::string name() const override { return "deviceshare"; }
   void OnSessionOpen(Session& s) override {
     auto strategy = MakeStrategy(spec_);
     if (!strategy.ok()) return;  // checked when the configuration was parsed
-    s.SetDeviceStrategy(*std::move(strategy));
+    s.SetDeviceStrategy(name(), *std::move(strategy));
     if (weight_ <= 0) return;
     s.AddNodeScoreFn(name(), [this, &s](const TaskInfo& t, int node) {
-      const PlacementStrategy& st = s.strategy();
-      if (!st.ScoreNeedsPlan()) return weight_ * st.ScoreNode(s.state().View(node), *t.pod, {});
-      Allocation plan;
-      if (!PlanOnNode(s.state(), *t.pod, node, st, &plan).ok()) return 0.0;
-      return weight_ * st.ScoreNode(s.state().View(node), *t.pod, plan.devices);
+      return weight_ * ScoreOnNode(s.state(), *t.pod, node, s.strategy());
     });
   }
 
@@ -39,14 +34,12 @@ GPUFLEET_REGISTER(Plugin,
     {.name = "deviceshare",
      .description = "device choice by a placement strategy, and its node score",
      .params = {{"strategy", ParamType::kString, "binpack", "placement strategy spec"},
-                {"weight", ParamType::kNumber, 1.0, "weight of the strategy's node score (>= 0)"}},
-     .capabilities = {"node-score", "device-strategy"}},
+                {.name = "weight", .type = ParamType::kNumber, .default_value = 1.0,
+                 .help = "weight of the strategy's node score",
+                 .range = {.at_least = 0, .finite = true}}}},
     [](const Params& p) -> absl::StatusOr<std::unique_ptr<Plugin>> {
       ASSIGN_OR_RETURN(std::string spec, p.Get<std::string>("strategy"));
       ASSIGN_OR_RETURN(double weight, p.Get<double>("weight"));
-      if (!(weight >= 0) || std::isinf(weight))
-        return absl::InvalidArgumentError(
-            absl::StrFormat("deviceshare: weight must be finite and >= 0, got %g", weight));
       auto strategy = MakeStrategy(spec);
       if (!strategy.ok())
         return absl::InvalidArgumentError(

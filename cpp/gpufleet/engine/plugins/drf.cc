@@ -23,7 +23,6 @@ double DominantShare(const Resources& allocated, const Resources& total) {
 
 class Drf : public Plugin {
  public:
-  std::string name() const override { return "drf"; }
   void OnSessionOpen(Session& s) override {
     s.AddJobOrderFn(name(), [&s](int a, int b) {
       double sa = DominantShare(s.job(a).allocated, s.total());
@@ -52,8 +51,7 @@ class Drf : public Plugin {
 
 GPUFLEET_REGISTER(Plugin,
     {.name = "drf",
-     .description = "dominant resource fairness across jobs (Ghodsi et al. 2011)",
-     .capabilities = {"job-order", "preemptable"}},
+     .description = "dominant resource fairness across jobs (Ghodsi et al. 2011)"},
     [](const Params&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
       return std::unique_ptr<Plugin>(new Drf());
     });

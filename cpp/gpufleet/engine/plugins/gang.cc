@@ -13,7 +13,6 @@ namespace {
 
 class Gang : public Plugin {
  public:
-  std::string name() const override { return "gang"; }
   void OnSessionOpen(Session& s) override {
     s.AddJobValidFn(name(), [](const JobInfo& j) -> absl::Status {
       if (static_cast<int>(j.tasks.size()) < j.min_available())
@@ -47,8 +46,7 @@ class Gang : public Plugin {
 
 GPUFLEET_REGISTER(Plugin,
     {.name = "gang",
-     .description = "all-or-nothing placement of min_available tasks",
-     .capabilities = {"job-order", "job-ready", "job-valid", "preemptable", "reclaimable"}},
+     .description = "all-or-nothing placement of min_available tasks"},
     [](const Params&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
       return std::unique_ptr<Plugin>(new Gang());
     });

@@ -53,7 +53,6 @@ double BalancedScore(const NodeUsage& u, const Pod& pod) {
 class NodeOrder : public Plugin {
  public:
   explicit NodeOrder(NodeOrderWeights w) : w_(w) {}
-  std::string name() const override { return "nodeorder"; }
   void OnSessionOpen(Session& s) override {
     if (w_.spread > 0) s.DisableNodeClasses();  // the spread term depends on the job, per node
     s.AddNodeScoreFn(name(), [this, &s](const TaskInfo& t, int node) {
@@ -82,33 +81,40 @@ constexpr std::pair<const char*, int> kVolcanoOnly[] = {
     {"nodeaffinity.weight", 2}, {"podaffinity.weight", 2}, {"tainttoleration.weight", 3},
     {"imagelocality.weight", 1}, {"podtopologyspread.weight", 2}};
 
+// Every weight is a finite number >= 0.
+ParamSpec Weight(std::string name, Json default_value, std::string help) {
+  return {.name = std::move(name), .type = ParamType::kNumber,
+          .default_value = std::move(default_value), .help = std::move(help),
+          .range = {.at_least = 0, .finite = true}};
+}
+
 std::vector<ParamSpec> NodeOrderParams() {
   std::vector<ParamSpec> out = {
-      {"binpack", ParamType::kNumber, 1.0, "weight of the most-allocated score (>= 0)"},
-      {"spread", ParamType::kNumber, 0.0, "weight of the job-spread score (>= 0)"},
-      {"leastrequested", ParamType::kNumber, 0.0,
-       "weight of Kubernetes' LeastRequested score (>= 0)"},
-      {"mostrequested.weight", ParamType::kNumber, Json(),
-       "Volcano's name for the binpack weight; given, it replaces binpack (Volcano's default 0)"},
-      {"leastrequested.weight", ParamType::kNumber, Json(),
-       "Volcano's name for the leastrequested weight; given, it replaces leastrequested "
-       "(Volcano's default 1)"},
-      {"balancedresource.weight", ParamType::kNumber, Json(),
-       "weight of Kubernetes' BalancedAllocation score over cpu, memory, GPUs (0 if not given; "
-       "Volcano's default 1)"}};
+      Weight("binpack", 1.0, "weight of the most-allocated score"),
+      Weight("spread", 0.0, "weight of the job-spread score"),
+      Weight("leastrequested", 0.0, "weight of Kubernetes' LeastRequested score"),
+      Weight("mostrequested.weight", Json(),
+             "Volcano's name for the binpack weight; given, it replaces binpack (Volcano's "
+             "default 0)"),
+      Weight("leastrequested.weight", Json(),
+             "Volcano's name for the leastrequested weight; given, it replaces leastrequested "
+             "(Volcano's default 1)"),
+      Weight("balancedresource.weight", Json(),
+             "weight of Kubernetes' BalancedAllocation score over cpu, memory, GPUs (0 if not "
+             "given; Volcano's default 1)")};
   for (const auto& [key, volcano_default] : kVolcanoOnly)
-    out.push_back({key, ParamType::kNumber, Json(),
-                   absl::StrFormat("accepted for Volcano compatibility; scores nothing (gpufleet's "
-                                   "pods carry no such preference; Volcano's default %d)",
-                                   volcano_default)});
+    out.push_back(Weight(key, Json(),
+                         absl::StrFormat("accepted for Volcano compatibility; scores nothing "
+                                         "(gpufleet's pods carry no such preference; Volcano's "
+                                         "default %d)",
+                                         volcano_default)));
   return out;
 }
 
 GPUFLEET_REGISTER(Plugin,
     {.name = "nodeorder",
      .description = "weighted node scores: binpack, spread, leastrequested, balancedresource",
-     .params = NodeOrderParams(),
-     .capabilities = {"node-score"}},
+     .params = NodeOrderParams()},
     [](const Params& p) -> absl::StatusOr<std::unique_ptr<Plugin>> {
       NodeOrderWeights w;
       ASSIGN_OR_RETURN(w.binpack, p.Get<double>("binpack"));
@@ -122,19 +128,6 @@ GPUFLEET_REGISTER(Plugin,
       }
       if (p.Has("balancedresource.weight")) {
         ASSIGN_OR_RETURN(w.balanced, p.Get<double>("balancedresource.weight"));
-      }
-      for (double v : {w.binpack, w.spread, w.least, w.balanced})
-        if (!(v >= 0) || std::isinf(v))
-          return absl::InvalidArgumentError(absl::StrFormat(
-              "nodeorder: weights must be finite and >= 0 (got binpack=%g, spread=%g, "
-              "leastrequested=%g, balancedresource=%g)", w.binpack, w.spread, w.least,
-              w.balanced));
-      for (const auto& [key, unused] : kVolcanoOnly) {
-        if (!p.Has(key)) continue;
-        ASSIGN_OR_RETURN(double v, p.Get<double>(key));
-        if (!(v >= 0) || std::isinf(v))
-          return absl::InvalidArgumentError(
-              absl::StrFormat("nodeorder: %s must be finite and >= 0, got %g", key, v));
       }
       return std::unique_ptr<Plugin>(new NodeOrder(w));
     });

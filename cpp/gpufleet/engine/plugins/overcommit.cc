@@ -20,7 +20,6 @@ constexpr char kFactor[] = "overcommit-factor";
 class Overcommit : public Plugin {
  public:
   explicit Overcommit(double factor) : factor_(factor) {}
-  std::string name() const override { return "overcommit"; }
   void OnSessionOpen(Session& s) override {
     // What is in use when the session opens (every bound pod, whichever job it belongs to).
     Resources used;
@@ -56,15 +55,12 @@ GPUFLEET_REGISTER(Plugin,
     {.name = "overcommit",
      .description = "admit jobs while waiting minimums fit in overcommit-factor x capacity less "
                     "use",
-     .params = {{kFactor, ParamType::kNumber, 1.2,
-                 "how many times its capacity the cluster counts as for admission (>= 1)"}},
-     .capabilities = {"enqueueable"}},
+     // Volcano falls back to 1.2 with a warning; a value that cannot be meant is an error here.
+     .params = {{.name = kFactor, .type = ParamType::kNumber, .default_value = 1.2,
+                 .help = "how many times its capacity the cluster counts as for admission",
+                 .range = {.at_least = 1, .finite = true}}}},
     [](const Params& p) -> absl::StatusOr<std::unique_ptr<Plugin>> {
       ASSIGN_OR_RETURN(double factor, p.Get<double>(kFactor));
-      // Volcano falls back to 1.2 with a warning; a value that cannot be meant is an error here.
-      if (!(factor >= 1.0) || std::isinf(factor))
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "overcommit: \"%s\" must be a finite number >= 1, got %g", kFactor, factor));
       return std::unique_ptr<Plugin>(new Overcommit(factor));
     });
 

@@ -29,7 +29,6 @@ struct ConstraintChecks {
 class Predicates : public Plugin {
  public:
   explicit Predicates(ConstraintChecks checks) : checks_(checks) {}
-  std::string name() const override { return "predicates"; }
   void OnSessionOpen(Session& s) override {
     s.AddPredicateFn(name(), [this, &s](const TaskInfo& t, int node) {
       std::vector<int8_t>& row = constraints_[t.constraint_key];
@@ -73,8 +72,7 @@ GPUFLEET_REGISTER(Plugin,
                 {"predicate.VolumeBindingEnable", ParamType::kBool, true,
                  "accepted; pods carry no volumes"},
                 {"predicate.DynamicResourceAllocationEnable", ParamType::kBool, false,
-                 "accepted; pods carry no resource claims"}},
-     .capabilities = {"predicates"}},
+                 "accepted; pods carry no resource claims"}}},
     [](const Params& p) -> absl::StatusOr<std::unique_ptr<Plugin>> {
       ConstraintChecks checks;
       ASSIGN_OR_RETURN(checks.node_selector, p.Get<bool>(kNodeAffinity));

@@ -8,7 +8,6 @@ namespace {
 
 class Priority : public Plugin {
  public:
-  std::string name() const override { return "priority"; }
   void OnSessionOpen(Session& s) override {
     s.AddJobOrderFn(name(), [&s](int a, int b) {
       int pa = s.job(a).priority(), pb = s.job(b).priority();
@@ -30,8 +29,7 @@ class Priority : public Plugin {
 
 GPUFLEET_REGISTER(Plugin,
     {.name = "priority",
-     .description = "job and task order by priority; preempts strictly lower-priority jobs",
-     .capabilities = {"job-order", "task-order", "preemptable"}},
+     .description = "job and task order by priority; preempts strictly lower-priority jobs"},
     [](const Params&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
       return std::unique_ptr<Plugin>(new Priority());
     });

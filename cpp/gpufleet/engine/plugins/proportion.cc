@@ -27,7 +27,6 @@ double Share(const QueueInfo& q) {
 
 class Proportion : public Plugin {
  public:
-  std::string name() const override { return "proportion"; }
 
   void OnSessionOpen(Session& s) override {
     s.AddQueueOrderFn(name(), [&s](int a, int b) {
@@ -88,8 +87,7 @@ class Proportion : public Plugin {
 GPUFLEET_REGISTER(Plugin,
     {.name = "proportion",
      .description = "queue deserved shares by weight (water-filling, capped by capability and "
-                    "demand)",
-     .capabilities = {"queue-order", "overused", "reclaimable", "allocatable", "enqueueable"}},
+                    "demand)"},
     [](const Params&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
       return std::unique_ptr<Plugin>(new Proportion());
     });

@@ -18,7 +18,6 @@ namespace {
 class Reservation : public Plugin {
  public:
   explicit Reservation(int after) : after_(after) {}
-  std::string name() const override { return "reservation"; }
   void OnSessionOpen(Session& s) override {
     s.AddTargetJobFn(name(), [this, &s]() {
       int best = -1;
@@ -51,14 +50,11 @@ class Reservation : public Plugin {
 GPUFLEET_REGISTER(Plugin,
     {.name = "reservation",
      .description = "after N waiting cycles a starving gang holds what it collects",
-     .params = {{"after_cycles", ParamType::kInt, 3,
-                 "waiting cycles before a gang reserves (>= 0)"}},
-     .capabilities = {"target-job", "needs:job-ready"}},
+     .params = {{.name = "after_cycles", .type = ParamType::kInt, .default_value = 3,
+                 .help = "waiting cycles before a gang reserves", .range = {.at_least = 0}}},
+     .traits = {.needs = {Point::kJobReady}}},
     [](const Params& p) -> absl::StatusOr<std::unique_ptr<Plugin>> {
       ASSIGN_OR_RETURN(int after, p.Get<int>("after_cycles"));
-      if (after < 0)
-        return absl::InvalidArgumentError(
-            absl::StrFormat("reservation: after_cycles must be >= 0, got %d", after));
       return std::unique_ptr<Plugin>(new Reservation(after));
     });
 

@@ -215,7 +215,7 @@ class Extender:
                     alloc = st.cluster.reserve(pod, node, st.strategy)
                 except (ValueError, KeyError) as e:
                     st.undo_move(prior)
-                    return {"Error": f"pod {key} does not fit on {node}: {e}"}
+                    return {"Error": str(e)}   # the core names the pod, the node and why
         if prior.action == "confirm" and prior.held is not None:
             try:
                 with anyio.CancelScope(shield=True):
@@ -248,6 +248,11 @@ class Extender:
         except BaseException as e:  # never leave a reservation behind
             st.unreserve(key)
             st.undo_move(prior)
+            # A binder that keeps its own record (scenario mode's) forgets a bind that failed
+            # after it: a refused bind leaves nothing behind.
+            forget = getattr(st.binder, "forget", None)
+            if forget is not None:
+                forget(ns, name, uid)
             if not isinstance(e, Exception):
                 raise
             log.warning("bind of %s to %s failed: %s", key, node, e)

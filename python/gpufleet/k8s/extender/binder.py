@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Optional, Protocol
 
 
 class Binder(Protocol):
@@ -35,16 +35,33 @@ class MemoryBinder:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.records: dict[str, BindRecord] = {}
+        # The record each pod had before its latest bind, so a bind that fails after the binder
+        # (a journal write) puts it back: a refused bind leaves the records as they were.
+        self._before: dict[str, Optional[BindRecord]] = {}
         self.fail_next = 0
 
     def bind(self, namespace: str, name: str, uid: str, node: str,
              annotations: dict[str, str]) -> None:
+        key = f"{namespace}/{name}"
         with self._lock:
             if self.fail_next > 0:
                 self.fail_next -= 1
                 raise RuntimeError("injected binder failure")
-            self.records[f"{namespace}/{name}"] = BindRecord(namespace, name, uid, node,
-                                                             dict(annotations))
+            self._before[key] = self.records.get(key)
+            self.records[key] = BindRecord(namespace, name, uid, node, dict(annotations))
+
+    def forget(self, namespace: str, name: str, uid: str) -> None:
+        """Undo this pod's latest bind (it failed after the binder wrote it)."""
+        key = f"{namespace}/{name}"
+        with self._lock:
+            rec = self.records.get(key)
+            if rec is None or (uid and rec.uid != uid) or key not in self._before:
+                return
+            before = self._before.pop(key)
+            if before is None:
+                del self.records[key]
+            else:
+                self.records[key] = before
 
 
 class KubeBinder:
