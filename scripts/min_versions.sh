@@ -16,7 +16,7 @@ if [ ! -f "$stamp" ]; then
 import tomllib
 p = tomllib.load(open("pyproject.toml", "rb"))["project"]
 deps = list(p["dependencies"])
-for extra in ("plot", "k8s", "node", "test"):
+for extra in ("plot", "k8s", "node", "test", "dra"):
     deps += p["optional-dependencies"][extra]
 print("\n".join(sorted(set(deps))))
 PYEOF

@@ -53,7 +53,7 @@ if [ ! -f "$stamp" ]; then
 import tomllib
 p = tomllib.load(open("pyproject.toml", "rb"))["project"]
 deps = list(p["dependencies"])
-for extra in ("plot", "k8s", "node", "ray", "test", "dev"):
+for extra in ("plot", "k8s", "node", "ray", "test", "dev", "dra"):
     deps += p.get("optional-dependencies", {}).get(extra, [])
 print("\n".join(sorted(set(deps))))
 PYEOF

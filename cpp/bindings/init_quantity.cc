@@ -12,6 +12,7 @@
 #include "gpufleet/core/request_parser.h"
 #include "gpufleet/io/annotations.h"
 #include "py_ints.h"
+#include "gpufleet/topology/topology.h"
 #include "status_cast.h"
 
 namespace py = pybind11;
@@ -38,6 +39,8 @@ void InitQuantity(py::module_& m) {
               {"gpushare_dev", kGpushareDev},
               {"gpushare_assigned", kGpushareAssigned},
               {"gpushare_assume_time", kGpushareAssumeTime},
+              {"nvlink_clique", topology::kNvlinkCliqueLabel},
+              {"hostname", topology::kHostnameLabel},
           };
         },
         "The Kubernetes resource and annotation names the core reads and writes, by short name "

@@ -36,7 +36,7 @@ queues::QueueTree TreeFrom(const py::handle& specs, const std::vector<std::strin
 }
 
 // {resource: amount} in engine units, for the tree's resources.
-std::vector<double> Amounts(const queues::QueueTree& t, const Json& m, const std::string& where) {
+std::vector<double> QueueAmounts(const queues::QueueTree& t, const Json& m, const std::string& where) {
   std::vector<double> v(t.num_resources(), 0.0);
   if (m.is_null()) return v;
   if (!m.is_object()) throw py::value_error(where + ": expected {resource: amount}");
@@ -74,7 +74,7 @@ py::dict FairShares(const py::handle& specs, const py::dict& capacity, const py:
     if (q < 0) throw py::key_error(absl::StrFormat("requests: no queue %s", it.key()));
     if (!t.leaf(q))
       throw py::value_error(absl::StrFormat("requests: queue %s has children; give leaves", it.key()));
-    queues::AddAlongPath(t, q, Amounts(t, *it, "requests." + it.key()), 1, &request);
+    queues::AddAlongPath(t, q, QueueAmounts(t, *it, "requests." + it.key()), 1, &request);
   }
   std::vector<double> use;
   if (!usage.is_none()) {
@@ -90,7 +90,7 @@ py::dict FairShares(const py::handle& specs, const py::dict& capacity, const py:
       }
     }
   }
-  const std::vector<double> capv = Amounts(t, cap, "capacity");
+  const std::vector<double> capv = QueueAmounts(t, cap, "capacity");
   std::vector<double> fs;
   {
     py::gil_scoped_release release;
@@ -113,7 +113,7 @@ py::dict Drs(const py::handle& specs, const py::dict& usage) {
     const int q = t.Find(it.key());
     if (q < 0) throw py::key_error(absl::StrFormat("usage: no queue %s", it.key()));
     if (!t.leaf(q)) throw py::value_error(absl::StrFormat("usage: queue %s has children", it.key()));
-    kq.AddUsage(q, Amounts(t, *it, "usage." + it.key()));
+    kq.AddUsage(q, QueueAmounts(t, *it, "usage." + it.key()));
   }
   py::dict out;
   for (int q = 0; q < t.size(); ++q) out[py::str(t.name(q))] = kq.Drs(q);

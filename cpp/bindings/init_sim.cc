@@ -260,7 +260,8 @@ std::shared_ptr<SimRun> Simulate(const py::object& cluster, Arr<int64_t> job_id,
                   py::object memory_gib, const std::string& policy_spec, bool tiresias_compat,
                   double restore_delay, double tick, double scheduling_interval,
                   bool record_timeseries, py::object progress,
-                  const std::string& placement, int64_t seed, py::object gavel) {
+                  const std::string& placement, int64_t seed, int nodes_per_rack,
+                  int racks_per_block, py::object gavel) {
   GpuPool pool = Unwrap(GpuPool::FromJson(PyToJson(cluster)));
   const size_t n = job_id.size();
   if (submit_time.size() != static_cast<py::ssize_t>(n) ||
@@ -311,6 +312,8 @@ std::shared_ptr<SimRun> Simulate(const py::object& cluster, Arr<int64_t> job_id,
   o.record_timeseries = record_timeseries;
   o.placement = placement;
   o.seed = static_cast<uint64_t>(seed);
+  o.nodes_per_rack = nodes_per_rack;
+  o.racks_per_block = racks_per_block;
   if (!gavel.is_none()) {
     // {"drop_stuck_jobs": bool, "charge_idle_gaps": bool, "fifo_stale_type": bool,
     //  "reference_model": name or None}; missing keys keep GavelCompat's defaults.
@@ -368,7 +371,8 @@ void InitSim(py::module_& m) {
         py::arg("tick") = 0.0, py::arg("scheduling_interval") = 0.0,
         py::arg("record_timeseries") = true,
         py::arg("progress") = py::none(), py::arg("placement") = "binpack",
-        py::arg("seed") = 0, py::arg("gavel") = py::none(),
+        py::arg("seed") = 0, py::arg("nodes_per_rack") = 0, py::arg("racks_per_block") = 0,
+        py::arg("gavel") = py::none(),
         "Runs the job-time simulator; see gpufleet.sim.simulate for the friendly wrapper.");
   // The LP solver gavel-lp uses, exposed so tests can cross-check it against another solver.
   m.def("maximize_lp",

@@ -11,6 +11,8 @@ void InitSim(pybind11::module_& m);
 void InitReplay(pybind11::module_& m);
 void InitRegistry(pybind11::module_& m);
 void InitQueues(pybind11::module_& m);
+void InitTopology(pybind11::module_& m);
+void InitDra(pybind11::module_& m);
 }  // namespace gpufleet::bindings
 
 PYBIND11_MODULE(_core, m) {
@@ -24,4 +26,6 @@ PYBIND11_MODULE(_core, m) {
   gpufleet::bindings::InitReplay(m);
   gpufleet::bindings::InitRegistry(m);
   gpufleet::bindings::InitQueues(m);
+  gpufleet::bindings::InitTopology(m);
+  gpufleet::bindings::InitDra(m);
 }

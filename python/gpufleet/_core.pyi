@@ -1173,6 +1173,14 @@ def _replay_openb(node_name: collections.abc.Sequence[str], node_cpu: collection
     """
     Native openb replay over column lists; use gpufleet.replay.replay_openb.
     """
+def dra_score(problem: dict, choices: collections.abc.Sequence[tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex]]) -> dict:
+    """
+    The score of an allocation given as (request, device, candidate) choices.
+    """
+def dra_solve(problem: dict) -> dict:
+    """
+    Solves one DRA allocation question (a dict of dra::Problem's fields; see gpufleet.dra.problem). Returns verdict, choices (request, device, candidate), score, reason, steps, gave_up, proved_best, error_request and error_device.
+    """
 def engine_callback_points() -> list:
     """
     The engine's callback points, in order: dicts with name, signature, combine (how the answers of several plugins combine), python_method (what a Python plugin defines to answer it, or None) and volcano_switch (the per-plugin switch that turns it off, or None).
@@ -1219,6 +1227,10 @@ def parse_resource_quantity(resource: str, quantity: str) -> int:
     """
     A resource's quantity in the core's unit: milli-cores for cpu, whole numbers only for pods and extended resources (nvidia.com/gpu, koordinator.sh/*, aliyun.com/gpu-mem), bytes rounded up otherwise.
     """
+def place_gang(cluster: Cluster, topology: typing.Any, gang: typing.Any, strategy: str = 'binpack', commit: bool = False) -> dict:
+    """
+    Where a gang goes across topology levels: {'placed', 'reason', 'level', 'domain', 'groups': [{'name', 'level', 'domain', 'nodes': [(node, pods)], 'pods' (with commit)}]}. With commit, every pod is planned on its node and bound, all or none.
+    """
 def queue_drs(specs: typing.Any, usage: dict) -> dict:
     """
     Kueue's Dominant Resource Share of every queue for leaf usage (a fraction; inf for weight 0).
@@ -1254,6 +1266,10 @@ def sim_run(cluster: typing.Any, job_id: typing.Annotated[numpy.typing.ArrayLike
 def simulate_queues(specs: typing.Any, gpus: typing.SupportsInt | typing.SupportsIndex, id: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], submit_time: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], duration: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], num_gpu: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], queue: collections.abc.Sequence[str], priority: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], options: dict = {}) -> dict:
     """
     The multi-tenant simulation over a queue tree; columns of jobs and queue samples.
+    """
+def topology_domains(cluster: Cluster, topology: typing.Any) -> dict:
+    """
+    Each node's domain on every level (columns level, domain, node) and the nodes outside.
     """
 def water_fill(total: typing.SupportsFloat | typing.SupportsIndex, weights: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], caps: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]) -> list[float]:
     """

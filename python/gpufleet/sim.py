@@ -237,7 +237,7 @@ def simulate(jobs: pd.DataFrame, cluster: ClusterLike, policy: str | Mapping[str
              gavel_compat: bool | Mapping[str, bool] = False, restore_delay: float = 0.0,
              tick: float = 0.0, scheduling_interval: float = 0.0, record_timeseries: bool = True, progress: bool | None = None,
              memory_gib: np.ndarray | Sequence[float] | None = None, placement: str | None = "binpack",
-             **policy_params: Any) -> SimResult:
+             racks: tuple[int, int] | None = None, **policy_params: Any) -> SimResult:
     """Simulate ``policy`` on ``jobs`` (unified job schema, :mod:`gpufleet.traces`) over
     ``cluster`` (see :func:`cluster_spec`).
 
@@ -273,6 +273,9 @@ def simulate(jobs: pd.DataFrame, cluster: ClusterLike, policy: str | Mapping[str
       (default 8; set it in the cluster spec). The jobs frame then has ``max_nodes`` (most nodes
       a job's GPUs spanned) and the summary ``jobs_spanning_nodes``. ``None`` counts GPUs per
       model only: the same times, less bookkeeping (the largest runs).
+    * ``racks``: ``(nodes_per_rack, racks_per_block)`` cuts each model's nodes into racks and
+      blocks (0 racks per block: no block level); a job spanning nodes then prefers one rack,
+      then one block (docs/topology.md). Where jobs run changes, never when.
     """
     spec = policy_spec(policy, **policy_params)
     models = cluster_spec(cluster)
@@ -316,7 +319,8 @@ def simulate(jobs: pd.DataFrame, cluster: ClusterLike, policy: str | Mapping[str
         raw = _core.sim_run(models, frame["job_id"].to_numpy(np.int64), frame["submit_time"].to_numpy(np.float64),
                             frame["num_gpu"].to_numpy(np.int64), durations, speed, mem,
                             spec, tiresias_compat, restore_delay, tick, scheduling_interval,
-                            record_timeseries, callback, placement or "", seed, gavel)
+                            record_timeseries, callback, placement or "", seed,
+                            *((int(racks[0]), int(racks[1])) if racks else (0, 0)), gavel)
     finally:
         if bar is not None:
             bar.close()

@@ -405,7 +405,8 @@ def test_cli_serves_and_stops_on_sigterm(sockdir, fake_kubelet):
     proc = subprocess.Popen(
         [sys.executable, "-c", code, str(root / "python" / "gpufleet"), "deviceplugin",
          "--replay", str(DATA / "nvml_t4x2.json"), "--socket-dir", str(sockdir), "--mode", "shared",
-         "--replicas", "2", "--resource-name", "gpufleet.io/gpu-shared", "--log-level", "warning"],
+         "--replicas", "2", "--resource-name", "gpufleet.io/gpu-shared", "--log-level", "warning",
+         "--metrics-listen", "127.0.0.1:0"],   # on by default on a fixed port: take a free one
         env={**os.environ, "PYTHONPATH": str(root / "python")}, stderr=subprocess.PIPE, text=True)
     try:
         req = fake_kubelet.requests.get(timeout=15)

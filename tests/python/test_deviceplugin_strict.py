@@ -277,10 +277,11 @@ def test_metrics_count_rpcs_by_outcome_and_gpus_by_health(pcie4, sockdir):
         text = urllib.request.urlopen(url, timeout=T).read().decode()
         samples = dict(line.rsplit(" ", 1) for line in text.splitlines()
                        if line and not line.startswith("#"))
-        assert float(samples['gpufleet_deviceplugin_rpcs_total{outcome="ok",rpc="Allocate"}']) == 1
-        assert float(samples['gpufleet_deviceplugin_rpcs_total{outcome="refused",rpc="Allocate"}']) == 1
-        assert float(samples['gpufleet_deviceplugin_gpus{health="healthy"}']) == 3
-        assert float(samples['gpufleet_deviceplugin_gpus{health="unhealthy"}']) == 1
+        res = 'resource="nvidia.com/gpu"'
+        assert float(samples[f'gpufleet_deviceplugin_rpcs_total{{outcome="ok",{res},rpc="Allocate"}}']) == 1
+        assert float(samples[f'gpufleet_deviceplugin_rpcs_total{{outcome="refused",{res},rpc="Allocate"}}']) == 1
+        assert float(samples[f'gpufleet_deviceplugin_gpus{{health="healthy",{res}}}']) == 3
+        assert float(samples[f'gpufleet_deviceplugin_gpus{{health="unhealthy",{res}}}']) == 1
     finally:
         http.shutdown()
         ch.close()

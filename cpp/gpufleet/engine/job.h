@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gpufleet/core/pod.h"
+#include "gpufleet/topology/gang_request.h"
 
 namespace gpufleet::engine {
 
@@ -25,6 +26,9 @@ struct Job {
   // model), and the run time on the reference model (0 = unknown).
   std::map<std::string, double> throughput;
   double expected_duration = 0;
+  // Where the gang goes across network topology levels (topology/gang_request.h); placed by the
+  // gang-topology plugin's topology, ignored without it. Empty: node by node, as before.
+  topology::Constraint topology;
 };
 
 // A task without requests (no cpu, memory or devices): best-effort, placed by backfill.

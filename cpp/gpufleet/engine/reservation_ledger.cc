@@ -107,6 +107,31 @@ bool ReservationLedger::PlanStillFits(const Session& s, int job, const HoldPlan&
 }
 
 HoldPlan ReservationLedger::Choose(const Session& s, int job) const {
+  // A gang required inside one topology domain is planned inside one: the domain where the least
+  // running work must drain (ties to the earlier domain).
+  const GangTopology* gt = s.gang_topology();
+  const topology::Constraint& c = s.jobs()[job].spec->topology;
+  const int level = gt != nullptr && !c.required.empty() ? gt->topology.FindLevel(c.required) : -1;
+  if (level < 0) return ChooseWithin(s, job, nullptr, nullptr);
+  HoldPlan best;
+  double best_cost = std::numeric_limits<double>::infinity();
+  std::vector<char> allowed(s.state().num_nodes(), 0);
+  const topology::Topology& t = gt->topology;
+  for (int d = 0; d < t.num_domains(level); ++d) {
+    std::fill(allowed.begin(), allowed.end(), 0);
+    for (int p = t.first_pos(level, d); p < t.end_pos(level, d); ++p) allowed[t.order()[p]] = 1;
+    double cost = 0;
+    HoldPlan plan = ChooseWithin(s, job, &allowed, &cost);
+    if (!plan.tasks.empty() && cost < best_cost) {
+      best = std::move(plan);
+      best_cost = cost;
+    }
+  }
+  return best;
+}
+
+HoldPlan ReservationLedger::ChooseWithin(const Session& s, int job, const std::vector<char>* allowed,
+                                         double* total_cost) const {
   HoldPlan plan;
   plan.job = s.jobs()[job].name();
   const ClusterState& now = s.state();
@@ -140,6 +165,7 @@ HoldPlan ReservationLedger::Choose(const Session& s, int job) const {
     Allocation best_alloc;
     const NodeAdmission admission(scratch, *task.pod);
     for (int n = 0; n < scratch.num_nodes(); ++n) {
+      if (allowed != nullptr && !(*allowed)[n]) continue;
       if (!admission.Constraints(n)) continue;
       const NodeView before = scratch.View(n);
       std::vector<int64_t> free_core(before.num_devices()), free_mem(before.num_devices());
@@ -180,6 +206,7 @@ HoldPlan ReservationLedger::Choose(const Session& s, int job) const {
       if (cost == 0) break;  // nothing to drain: the earliest such node
     }
     if (best < 0) return HoldPlan{};  // no node can ever take this task: hold nothing
+    if (total_cost != nullptr) *total_cost += best_cost;
     for (size_t i = 0; i < best_drained; ++i) (void)scratch.Release(occupants[best][i].pod);
     occupants[best].erase(occupants[best].begin(), occupants[best].begin() + best_drained);
     best_alloc.pod = task.name();

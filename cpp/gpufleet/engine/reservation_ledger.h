@@ -86,6 +86,9 @@ class ReservationLedger {
  private:
   bool PlanStillFits(const Session& s, int job, const HoldPlan& plan) const;
   HoldPlan Choose(const Session& s, int job) const;
+  // The plan on the nodes `allowed` marks (all when null), adding what must drain to `total_cost`.
+  HoldPlan ChooseWithin(const Session& s, int job, const std::vector<char>* allowed,
+                        double* total_cost) const;
   void Hold(Session& s);
   void Unhold(Session& s);
   // Sums of the plan per node: cpu, memory and per local device core and memory.

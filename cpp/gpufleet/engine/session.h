@@ -21,6 +21,7 @@
 #include "gpufleet/accounting/cluster_state.h"
 #include "gpufleet/engine/callback_points.h"
 #include "gpufleet/engine/decisions.h"
+#include "gpufleet/engine/gang_topology.h"
 #include "gpufleet/engine/reservation_ledger.h"
 #include "gpufleet/engine/session_types.h"
 #include "gpufleet/placement/miss_cache.h"
@@ -108,6 +109,9 @@ class Session {
   void AddEventHandler(const std::string& plugin, TaskEventFn fn);
   // The device choice strategy (deviceshare); binpack when no plugin sets one.
   void SetDeviceStrategy(const std::string& plugin, std::unique_ptr<PlacementStrategy> strategy);
+  // The topology gangs with a topology constraint are placed by (the gang-topology plugin).
+  void SetGangTopology(std::unique_ptr<GangTopology> t) { gang_topology_ = std::move(t); }
+  const GangTopology* gang_topology() const { return gang_topology_.get(); }
   // A plugin whose callbacks depend on more than a task's requests and constraints (e.g. Python
   // plugins) turns off the per-cycle infeasibility cache.
   void DisableFitCache() { fit_cache_enabled_ = false; }
@@ -207,6 +211,7 @@ class Session {
   std::vector<TargetJobFn> target_job_;
   std::vector<TaskEventFn> task_events_;
   std::unique_ptr<PlacementStrategy> strategy_;
+  std::unique_ptr<GangTopology> gang_topology_;
 
   bool fit_cache_enabled_ = true;
   bool classes_enabled_ = true;

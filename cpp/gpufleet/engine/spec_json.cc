@@ -10,6 +10,7 @@
 #include "gpufleet/io/spec_json.h"
 #include "gpufleet/io/strict_json.h"
 #include "gpufleet/queues/queue_json.h"
+#include "gpufleet/topology/topology_json.h"
 
 namespace gpufleet::engine {
 namespace {
@@ -145,13 +146,16 @@ absl::StatusOr<Job> JobFromJson(const Json& j) {
   job.priority = static_cast<int>(priority);
   ASSIGN_OR_RETURN(job.creation, get_int("creation", 0, 0, kInt64Max));
   RETURN_IF_ERROR(JobTimeFields(j, owner, &job));
+  if (auto t = j.find("topology"); t != j.end() && !t->is_null()) {
+    ASSIGN_OR_RETURN(job.topology, topology::ConstraintFromJson(*t, owner));
+  }
   const bool has_tasks = j.contains("tasks");
   const bool has_replicas = j.contains("replicas");
   if (has_tasks == has_replicas)
     return Bad(owner, "tasks", "give either \"tasks\" (a list of pods) or \"replicas\" with pod fields");
   const std::vector<std::string> job_fields = {"name",       "queue",      "priority",
                                                "min_available", "creation", "throughput",
-                                               "expected_duration"};
+                                               "expected_duration", "topology"};
   if (has_tasks) {
     std::vector<std::string> known = job_fields;
     known.push_back("tasks");
@@ -182,7 +186,7 @@ absl::StatusOr<Job> JobFromJson(const Json& j) {
                                  kMaxJobTasks));
     Json pod = j;
     for (const char* key : {"queue", "priority", "min_available", "creation", "replicas",
-                            "throughput", "expected_duration"})
+                            "throughput", "expected_duration", "topology"})
       pod.erase(key);
     for (int64_t i = 0; i < replicas; ++i) {
       pod["name"] = absl::StrCat(job.name, "-", i);

@@ -5,6 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "gpufleet/core/status_macros.h"
+#include "gpufleet/placement/node_plan.h"
+#include "gpufleet/topology/gang_placer.h"
 
 namespace gpufleet::sim {
 
@@ -17,11 +19,16 @@ constexpr int64_t kNodeMemory = int64_t{1} << 50;
 constexpr int64_t kDefaultGpuMemory = int64_t{80} << 30;  // when the pool does not say
 
 std::string PieceName(int job, int piece) { return absl::StrCat(job, ".", piece); }
+// The simulator's own labels for its racks and blocks.
+constexpr char kRackLabel[] = "gpufleet.sim/rack";
+constexpr char kBlockLabel[] = "gpufleet.sim/block";
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<DeviceLedger>> DeviceLedger::Create(const GpuPool& pool,
                                                                    const std::string& strategy,
-                                                                   int num_jobs) {
+                                                                   int num_jobs, RackLayout racks) {
+  if (racks.nodes_per_rack < 0 || racks.racks_per_block < 0)
+    return absl::InvalidArgumentError("simulate racks: nodes per rack and racks per block must be >= 0");
   std::unique_ptr<DeviceLedger> l(new DeviceLedger());
   auto made = MakeStrategy(strategy);
   if (!made.ok())
@@ -40,6 +47,11 @@ absl::StatusOr<std::unique_ptr<DeviceLedger>> DeviceLedger::Create(const GpuPool
       n.cpu_milli = kNodeCpuMilli;
       n.memory_bytes = kNodeMemory;
       n.max_pods = gm.gpus_per_node;
+      if (racks.nodes_per_rack > 0) {
+        const int rack = k / racks.nodes_per_rack;
+        n.labels[kRackLabel] = absl::StrCat("r", rack);
+        if (racks.racks_per_block > 0) n.labels[kBlockLabel] = absl::StrCat("b", rack / racks.racks_per_block);
+      }
       const int gpus = std::min(gm.gpus_per_node, gm.count - first);
       for (int g = 0; g < gpus; ++g) {
         Device d;
@@ -52,6 +64,13 @@ absl::StatusOr<std::unique_ptr<DeviceLedger>> DeviceLedger::Create(const GpuPool
       RETURN_IF_ERROR(mn.state.AddNode(n));
       mn.node_free.push_back(gpus);
       ++mn.histogram[gpus];
+    }
+    if (racks.nodes_per_rack > 0) {
+      std::vector<topology::Level> levels;
+      if (racks.racks_per_block > 0) levels.push_back({"block", kBlockLabel});
+      levels.push_back({"rack", kRackLabel});
+      ASSIGN_OR_RETURN(topology::Topology t, topology::Topology::FromLabels(mn.state, levels));
+      mn.racks = std::make_unique<topology::Topology>(std::move(t));
     }
     mn.shapes.resize(gm.gpus_per_node + 1);
     for (int k = 1; k <= gm.gpus_per_node; ++k) {
@@ -96,6 +115,7 @@ absl::StatusOr<int> DeviceLedger::Start(int job, int count, int model) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "device ledger: %d GPUs asked, %d free on that model", count, free_gpus(model)));
   ModelNodes& m = models_[model];
+  if (m.racks != nullptr) return StartByRacks(m, job, count);
   int pieces = 0;
   int remaining = count;
   while (remaining > 0) {
@@ -117,6 +137,36 @@ absl::StatusOr<int> DeviceLedger::Start(int job, int count, int model) {
     remaining -= piece;
   }
   held_[job] = Held{pieces, model};
+  return pieces;
+}
+
+absl::StatusOr<int> DeviceLedger::StartByRacks(ModelNodes& m, int job, int count) {
+  topology::GangRequest gang;
+  topology::GroupRequest gpus;
+  gpus.name = "gpus";
+  gpus.pod = m.shapes[1];
+  gpus.count = count;
+  gpus.constraint.preferred = "rack";
+  gang.groups.push_back(std::move(gpus));
+  topology::GangPlacer placer;
+  ASSIGN_OR_RETURN(topology::GangPlacement p, placer.Choose(m.state, *m.racks, gang, *strategy_));
+  if (!p.ok()) return absl::InternalError(absl::StrCat("device ledger: ", p.reason));
+  int pieces = 0;
+  for (const auto& [node, k] : p.groups[0].nodes) {
+    Pod& pod = m.shapes[k];
+    pod.name = PieceName(job, pieces);
+    Placement plan = PlanOnNode(m.state, pod, node, *strategy_);
+    absl::Status st = plan.ok() ? m.state.Reserve(plan.allocation) : absl::InternalError(plan.reason);
+    if (st.ok()) st = m.state.Commit(pod.name);
+    if (!st.ok()) {
+      held_[job] = Held{pieces, static_cast<int>(&m - models_.data())};
+      Stop(job);  // cannot happen while the counts are exact; leave nothing half-placed
+      return absl::InternalError(absl::StrCat("device ledger: ", st.message()));
+    }
+    Count(m, node, -k);
+    ++pieces;
+  }
+  held_[job] = Held{pieces, static_cast<int>(&m - models_.data())};
   return pieces;
 }
 

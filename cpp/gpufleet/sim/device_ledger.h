@@ -19,20 +19,32 @@
 #include "gpufleet/placement/placer.h"
 #include "gpufleet/placement/strategy.h"
 #include "gpufleet/policies/gpu_pool.h"
+#include "gpufleet/topology/topology.h"
 
 namespace gpufleet::sim {
+
+// Racks of a model's nodes (consecutive nodes, `nodes_per_rack` to a rack, `racks_per_block` racks
+// to a block; 0: no such level). With racks, a start is a gang that prefers one rack, then one
+// block, then spreads (topology/gang_placer.h, best fit): any count the pool admits still fits,
+// so the timing is unchanged and only where a job runs differs.
+struct RackLayout {
+  int nodes_per_rack = 0;
+  int racks_per_block = 0;
+};
 
 class DeviceLedger {
  public:
   // `strategy`: a registered placement strategy spec ("binpack", "spread", ...).
   static absl::StatusOr<std::unique_ptr<DeviceLedger>> Create(const jobtime::GpuPool& pool,
                                                               const std::string& strategy,
-                                                              int num_jobs);
+                                                              int num_jobs,
+                                                              RackLayout racks = {});
 
   // Allocates `count` whole GPUs of `model` to `job`; returns the number of nodes they span.
   // Fails (changing nothing) when the model has fewer than `count` free GPUs.
   absl::StatusOr<int> Start(int job, int count, int model);
   // Frees everything `job` holds (nothing when it holds nothing).
+  // (With racks, Start places the job by them; see RackLayout.)
   void Stop(int job);
 
   int num_models() const { return static_cast<int>(models_.size()); }
@@ -48,7 +60,10 @@ class DeviceLedger {
     std::vector<int> node_free;  // free GPUs per node
     std::vector<int> histogram;  // how many nodes have k free GPUs, k = 0 .. gpus_per_node
     std::vector<Pod> shapes;     // the request for k GPUs (its name is set per use)
+    std::unique_ptr<topology::Topology> racks;  // with a RackLayout
   };
+  // A start as a gang preferring one rack: per node, one pod of the GPUs it takes there.
+  absl::StatusOr<int> StartByRacks(ModelNodes& m, int job, int count);
 
   DeviceLedger() = default;
   void Count(ModelNodes& m, int node, int delta_free);

@@ -360,8 +360,9 @@ absl::StatusOr<SimResult> Simulate(const GpuPool& pool, std::vector<Job> jobs,
   }
   std::unique_ptr<DeviceLedger> ledger;
   if (!options.placement.empty()) {
-    ASSIGN_OR_RETURN(ledger, DeviceLedger::Create(pool, options.placement,
-                                                  static_cast<int>(jobs.size())));
+    ASSIGN_OR_RETURN(ledger, DeviceLedger::Create(
+                                 pool, options.placement, static_cast<int>(jobs.size()),
+                                 RackLayout{options.nodes_per_rack, options.racks_per_block}));
   }
   Run run(pool, std::move(jobs), policy, options, ledger.get());
   return run.Go();

@@ -44,6 +44,10 @@ struct SimOptions {
   // skips the device bookkeeping (the timing is the same either way; only where jobs run and
   // `max_nodes` differ).
   std::string placement = "binpack";
+  // Racks of each model's nodes (sim/device_ledger.h): a job spanning nodes then prefers one
+  // rack, then one block. 0 nodes per rack: no racks.
+  int nodes_per_rack = 0;
+  int racks_per_block = 0;
   // Seeds the heterogeneity-agnostic policies' model draw (JobTimeView::seed).
   uint64_t seed = 0;
   // Called every `progress_every` scheduling points with the number of finished jobs.

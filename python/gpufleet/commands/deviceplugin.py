@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import sys
@@ -10,8 +11,13 @@ from typing import Any
 
 from gpufleet import logs
 from gpufleet.commands._bounds import REPLICAS_MAX, count, seconds
-
+from gpufleet.k8s.deviceplugin.metrics import DEFAULT_PORT
 from gpufleet.node.keys import RES_NVIDIA_GPU
+
+log = logging.getLogger("gpufleet.deviceplugin")
+
+# Metrics are on unless asked otherwise: the chart scrapes this port (deploy/helm/gpufleet).
+METRICS_LISTEN = f"0.0.0.0:{DEFAULT_PORT}"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -45,8 +51,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="GPUs in MIG mode: mixed serves nvidia.com/mig-<profile> per profile (and "
                         "nvidia.com/gpu for the other GPUs), single serves the instances as "
                         "nvidia.com/gpu, none refuses them (default %(default)s)")
-    p.add_argument("--metrics-listen", metavar="HOST:PORT",
-                   help="serve Prometheus metrics at http://HOST:PORT/metrics (default: off)")
+    p.add_argument("--metrics-listen", metavar="HOST:PORT", default=METRICS_LISTEN,
+                   help="serve Prometheus metrics of every resource served at "
+                        "http://HOST:PORT/metrics, or 'off' (default %(default)s)")
     logs.add_arguments(p)
     p.set_defaults(func=handler)
 
@@ -108,17 +115,25 @@ def handler(args: argparse.Namespace) -> int:
     except (NvmlUnavailable, OSError, ValueError, ImportError) as e:
         print(f"gpufleet deviceplugin: {e}", file=sys.stderr)
         return 2
-    if args.metrics_listen:
+    if args.metrics_listen != "off":
         from gpufleet.k8s.listen import parse_listen
         try:
             host, port = parse_listen(args.metrics_listen, "--metrics-listen")
-            server.enable_metrics().serve(host, port)
+            metrics = server.enable_metrics()
+            for other in servers[1:]:
+                other.enable_metrics(metrics)
+            http = metrics.serve(host, port)
         except ValueError as e:   # names the option itself
             print(f"gpufleet deviceplugin: {e}", file=sys.stderr)
             return 2
         except OSError as e:
-            print(f"gpufleet deviceplugin: --metrics-listen: {e}", file=sys.stderr)
+            print(f"gpufleet deviceplugin: --metrics-listen {args.metrics_listen}: {e}",
+                  file=sys.stderr)
             return 2
+        log.info("metrics of %s at http://%s:%d/metrics", ", ".join(s.resource_name for s in servers),
+                 host if ":" not in host else f"[{host}]", http.server_port)
+    else:
+        log.info("metrics off (--metrics-listen off)")
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())

@@ -40,6 +40,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--resync-s", type=seconds(*RESYNC_S), default=300.0,
                    help="with --kube: seconds between full re-lists behind the watches, "
                         f"{RESYNC_S[0]:g} to {RESYNC_S[1]:,.0f} (default %(default)s)")
+    p.add_argument("--dra", action="store_true",
+                   help="with --kube: watch ResourceSlices, DeviceClasses and ResourceClaims, and "
+                        "write each pod's claim allocations before its Binding (docs/dra.md)")
     p.add_argument("--hold-timeout-s", type=seconds(*HOLD_TIMEOUT_S), default=60.0,
                    help="seconds a hold nobody was answered for (a bind journalled but not "
                         "answered before a restart; with --kube, one the API server does not show "
@@ -82,7 +85,7 @@ def handler(args: argparse.Namespace) -> int:
 
     from gpufleet.registries import check_strategy
 
-    watcher = probes = None
+    watcher = probes = dra_sync = None
     try:
         check_strategy(args.strategy)   # before anything starts: a bad spec fails every request
         host, port = parse_listen(args.listen)
@@ -96,10 +99,15 @@ def handler(args: argparse.Namespace) -> int:
                              "are the record")
         kw = dict(strategy=args.strategy, gpushare_annotations=args.gpushare_annotations,
                   hold_timeout_s=args.hold_timeout_s)
+        if args.dra and not args.kube:
+            raise ValueError("--dra goes with --kube")
         if args.kube:
             from gpufleet.k8s.extender import kube
 
             st, _, watcher = kube.load_kube(resync_s=args.resync_s, **kw)
+            if args.dra:
+                from gpufleet.k8s.extender import dra
+                dra_sync = dra.enable(st)
         else:
             st = state.load_scenario(args.state, journal=args.journal or f"{args.state}.journal",
                                      accept_journal_loss=args.accept_journal_loss, **kw)
@@ -113,6 +121,8 @@ def handler(args: argparse.Namespace) -> int:
     if watcher is not None:
         watcher.start()   # deletions, completions and node changes, as they happen
         guard = _bind_guard(watcher, args.scheduler_name)
+    if dra_sync is not None:
+        dra_sync.start()  # slices, classes and claims, as they change
     try:
         server.serve(st, host, port, args.prefix, args.log_level,
                      max_body_bytes=int(args.max_body_mib * (1 << 20)),
@@ -120,6 +130,8 @@ def handler(args: argparse.Namespace) -> int:
     finally:
         if watcher is not None:
             watcher.stop()
+        if dra_sync is not None:
+            dra_sync.stop()
         if st.journal is not None:
             st.journal.close()
     return 0

@@ -1,6 +1,7 @@
 """`gpufleet place SCENARIO`: place the scenario's unbound pods in file order and print where each
 went and the per-GPU usage after (``-o wide``: also each pod's request, each GPU's model, free
-memory and pods; ``-o json|yaml`` or ``--json``: ``{strategy, placements, devices}``)."""
+memory and pods; ``-o json|yaml`` or ``--json``: ``{strategy, placements, devices}``). A DRA
+scenario (node, classes, slices, claims) prints each claim's devices instead (docs/dra.md)."""
 from __future__ import annotations
 
 import argparse
@@ -33,6 +34,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.scenario:
         print("gpufleet place: a scenario file is required (or --list-strategies)", file=sys.stderr)
         return 2
+    if _is_dra(args.scenario):  # node, classes, slices and claims: docs/dra.md
+        from gpufleet.dra.report import place_claims
+        return place_claims(args.scenario, args.strategy, args.output)
     try:   # name and parameters, before the scenario is read
         check_strategy(args.strategy)
     except ValueError as e:
@@ -62,3 +66,12 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(usage_table(scenario.cluster, text=True, wide=wide))
     return 0
+
+
+def _is_dra(path: str) -> bool:
+    from gpufleet.documents import read_document
+    from gpufleet.dra.report import is_dra_scenario
+    try:
+        return is_dra_scenario(read_document(path))
+    except ScenarioError:
+        return False  # load_scenario reports it

@@ -42,6 +42,10 @@ GPUFLEET_ASSIGNED = "gpufleet.io/device-assigned"
 ANN_SCOPE = "gpufleet.io/topology-scope"        # none | pcie | numa
 ANN_GPU_MODELS = "gpufleet.io/gpu-models"       # comma separated, e.g. "A100,H100"
 
+# --- Pod annotations naming a gang (the extender holds its topology domain across its pods) -------
+ANN_POD_GROUP = "scheduling.k8s.io/group-name"                 # Volcano / kube-batch PodGroup
+ANN_POD_GROUP_TOTAL = "kueue.x-k8s.io/pod-group-total-count"  # Kueue: pods in the group
+
 # --- Node annotations and labels gpufleet reads ------------------------------------------------
 ANN_DEVICES = "gpufleet.io/devices"             # JSON list of device specs
 ANN_GPU_SHARING = "gpufleet.io/gpu-sharing"     # mixed | whole | shared
@@ -49,6 +53,9 @@ ANN_NVLINK = "gpufleet.io/nvlink-groups"        # JSON list of lists of minors
 LABEL_GPU_MEMORY = "nvidia.com/gpu.memory"      # GPU feature discovery, MiB per GPU
 LABEL_GPU_PRODUCT = "nvidia.com/gpu.product"
 LABEL_MIG_STRATEGY = "nvidia.com/mig.strategy"  # GPU feature discovery: none | single | mixed
+# GPU feature discovery: one value, "<cluster UUID>.<clique id>", per multi-node NVLink fabric.
+LABEL_NVLINK_CLIQUE = "nvidia.com/gpu.clique"
+LABEL_HOSTNAME = "kubernetes.io/hostname"       # the usual lowest topology level
 
 # The names the native core also knows, by the core's own name for each (see wire_keys()).
 CORE_NAMES = {
@@ -68,4 +75,6 @@ CORE_NAMES = {
     "gpushare_dev": GPUSHARE_DEV,
     "gpushare_assigned": GPUSHARE_ASSIGNED,
     "gpushare_assume_time": GPUSHARE_ASSUME_TIME,
+    "nvlink_clique": LABEL_NVLINK_CLIQUE,
+    "hostname": LABEL_HOSTNAME,
 }

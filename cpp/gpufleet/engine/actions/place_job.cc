@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_format.h"
+#include "gpufleet/engine/actions/place_by_topology.h"
 
 namespace gpufleet::engine {
 
@@ -24,23 +25,31 @@ int PlaceJob(Session& s, int job_id, TaskKind kind) {
   ReservationLedger::Lift lift(s, job_id);  // outlives the statement
   auto st = std::make_unique<Statement>(s);
   std::string why;
-  for (int t : tasks) {
-    TaskInfo& task = s.task(t);
-    const QueueInfo& q = s.queue(job.queue);
-    if (!s.Allocatable(q, task)) {
-      why = absl::StrFormat("queue %s would exceed its capability (%s)", q.name(),
-                            q.spec->capability.ToString());
-      break;
+  if (kind == TaskKind::kWithRequests && UsesTopology(s, job)) {
+    // All or none: a gang that does not fit its domain places nothing.
+    if (!PlaceByTopology(s, job_id, tasks, *st, &why)) {
+      st->Discard();
+      st = std::make_unique<Statement>(s);
     }
-    const Placement best = s.BestNode(task);
-    if (!best.ok()) {
-      why = absl::StrFormat("task %s: %s", task.name(), best.reason);
-      break;
-    }
-    absl::Status ok = st->Allocate(t, best.allocation);
-    if (!ok.ok()) {
-      why = absl::StrFormat("task %s: %s", task.name(), ok.message());
-      break;
+  } else {
+    for (int t : tasks) {
+      TaskInfo& task = s.task(t);
+      const QueueInfo& q = s.queue(job.queue);
+      if (!s.Allocatable(q, task)) {
+        why = absl::StrFormat("queue %s would exceed its capability (%s)", q.name(),
+                              q.spec->capability.ToString());
+        break;
+      }
+      const Placement best = s.BestNode(task);
+      if (!best.ok()) {
+        why = absl::StrFormat("task %s: %s", task.name(), best.reason);
+        break;
+      }
+      absl::Status ok = st->Allocate(t, best.allocation);
+      if (!ok.ok()) {
+        why = absl::StrFormat("task %s: %s", task.name(), ok.message());
+        break;
+      }
     }
   }
   const int placed = st->num_allocations();

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
+import time
 from concurrent import futures
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -89,6 +91,8 @@ class DevicePluginServer(pb_grpc.DevicePluginServicer):
         self._alloc_lock = threading.Lock()
         self._server: grpc.Server | None = None
         self.metrics: Any = None  # a DevicePluginMetrics once enable_metrics() is called
+        self.registered = False   # the kubelet accepted our registration (serve() keeps it)
+        self.open_streams = 0     # ListAndWatch streams open now
 
     # --- lifecycle -------------------------------------------------------------------------
     @property
@@ -139,13 +143,20 @@ class DevicePluginServer(pb_grpc.DevicePluginServicer):
                 timeout=timeout)
 
     # --- health ----------------------------------------------------------------------------
-    def enable_metrics(self) -> Any:
-        """Counts RPCs and list updates from now on; returns the DevicePluginMetrics."""
+    def enable_metrics(self, metrics: Any = None) -> Any:
+        """Counts RPCs and list updates from now on, in `metrics` (a DevicePluginMetrics shared
+        by the servers of one process) or in a new one; returns it."""
         from .metrics import DevicePluginMetrics
 
         if self.metrics is None:
-            self.metrics = DevicePluginMetrics(lambda: dict(self._health), self.ledger.size)
+            self.metrics = metrics if metrics is not None else DevicePluginMetrics()
+            self.metrics.watch(self)
         return self.metrics
+
+    def health(self) -> dict[int, bool]:
+        """GPU minor -> healthy, as the next device list will say."""
+        with self._cond:
+            return dict(self._health)
 
     def set_health(self, minor: int, healthy: bool) -> None:
         """Marks a GPU (and all its shared IDs) healthy or not; open ListAndWatch streams get the
@@ -158,6 +169,11 @@ class DevicePluginServer(pb_grpc.DevicePluginServicer):
             self._health[minor] = healthy
             self._version += 1
             self._cond.notify_all()
+            ok, streams = sum(self._health.values()), self.open_streams
+        log.log(logging.INFO if healthy else logging.WARNING,
+                "%s: GPU minor %d is now %s (%d of %d GPUs healthy); the new list goes to %d "
+                "ListAndWatch stream(s)", self.resource_name, minor,
+                "healthy" if healthy else "unhealthy", ok, len(self._health), streams)
 
     def device_list(self) -> pb.ListAndWatchResponse:
         return device_list(self.table, self.topology, self._health.__getitem__)
@@ -168,6 +184,15 @@ class DevicePluginServer(pb_grpc.DevicePluginServicer):
 
     def ListAndWatch(self, request: pb.Empty, context: grpc.ServicerContext) -> Iterator[pb.ListAndWatchResponse]:
         context.add_callback(self._wake)  # a cancelled stream stops waiting at once
+        with self._cond:
+            self.open_streams += 1
+        try:
+            yield from self._list_and_watch(context)
+        finally:
+            with self._cond:
+                self.open_streams -= 1
+
+    def _list_and_watch(self, context: grpc.ServicerContext) -> Iterator[pb.ListAndWatchResponse]:
         seen = -1
         while True:
             with self._cond:
@@ -175,10 +200,14 @@ class DevicePluginServer(pb_grpc.DevicePluginServicer):
                     self._cond.wait(timeout=1.0)
                 if self._stopping or not context.is_active():
                     return
-                seen = self._version
+                first, seen = seen < 0, self._version
                 msg = self.device_list()
             if self.metrics is not None:
-                self.metrics.list_updates.inc()
+                self.metrics.list_update(self.resource_name)
+            ok = sum(1 for d in msg.devices if d.health == HEALTHY)
+            log.info("%s: ListAndWatch %s %d devices (%d healthy, %d unhealthy)", self.resource_name,
+                     "opened by the kubelet: listed" if first else "update: listed",
+                     len(msg.devices), ok, len(msg.devices) - ok)
             yield msg
 
     def _wake(self) -> None:
@@ -211,10 +240,10 @@ class DevicePluginServer(pb_grpc.DevicePluginServicer):
             answer = fn()
         except _Abort as e:
             if self.metrics is not None:
-                self.metrics.rpc(rpc, "refused")
+                self.metrics.rpc(self.resource_name, rpc, "refused")
             context.abort(e.code, str(e))
         if self.metrics is not None:
-            self.metrics.rpc(rpc, "ok")
+            self.metrics.rpc(self.resource_name, rpc, "ok")
         return answer
 
     def _minors(self, ids: Sequence[str]) -> list[int]:
@@ -356,20 +385,29 @@ def register_with_kubelet(server: DevicePluginServer, kubelet_socket: str | None
 
 
 def serve(server: DevicePluginServer, stop: threading.Event, kubelet_socket: str | None = None,
-          poll_s: float = 1.0) -> None:
+          poll_s: float = 1.0, note_s: float = 30.0) -> None:
     """Runs until `stop` is set. The kubelet deletes plugin sockets when it restarts and forgets
-    registrations, so when our socket disappears we listen again and re-register."""
+    registrations, so when our socket disappears we listen again and re-register.
+
+    Says what it does: a line at start, one every `note_s` seconds while the kubelet's socket is
+    missing or refuses the registration (a plugin that waits silently looks hung), and one at
+    each registration."""
     kubelet = kubelet_socket or os.path.join(server.socket_dir, KUBELET_SOCKET)
-    registered = False
+    name = server.resource_name
     kubelet_id: tuple[int, int, int] | None = None
+    server.registered = False
+    last_note = -math.inf
     server.start()
+    log.info("%s: serving %d devices (%s mode) on %s", name, len(server.table.ids), server.mode,
+             server.socket_path)
     try:
         while not stop.is_set():
             if not os.path.exists(server.socket_path):
-                log.warning("plugin socket %s vanished (kubelet restart?); restarting", server.socket_path)
+                log.warning("%s: plugin socket %s vanished (kubelet restart?); listening again",
+                            name, server.socket_path)
                 server.stop()
                 server.start()
-                registered = False
+                server.registered = False
             try:
                 st = os.stat(kubelet)
                 # ctime too: a recreated socket may reuse the inode number.
@@ -377,14 +415,27 @@ def serve(server: DevicePluginServer, stop: threading.Event, kubelet_socket: str
             except OSError:
                 now_id = None
             if now_id != kubelet_id:  # a new kubelet socket means a new kubelet: register again
-                kubelet_id, registered = now_id, False
-            if not registered and now_id is not None:  # no socket: kubelet not up yet, wait
-                try:
-                    server.register_with_kubelet(kubelet)
-                    registered = True
-                    log.info("registered %s with kubelet at %s", server.resource_name, kubelet)
-                except Exception as e:  # kubelet not up yet: keep trying
-                    log.warning("registration failed: %s", e)
+                kubelet_id, server.registered = now_id, False
+                last_note = -math.inf
+            if not server.registered:
+                note = time.monotonic() - last_note >= note_s
+                if now_id is None:   # no socket: the kubelet is not up yet, wait
+                    if note:
+                        log.info("%s: waiting for the kubelet: no socket at %s yet (checking every "
+                                 "%gs)", name, kubelet, poll_s)
+                        last_note = time.monotonic()
+                else:
+                    try:
+                        server.register_with_kubelet(kubelet)
+                        server.registered = True
+                        log.info("%s: registered with the kubelet at %s (endpoint %s)", name,
+                                 kubelet, server.socket_name)
+                    except Exception as e:  # kubelet not ready yet: keep trying
+                        if note:
+                            log.warning("%s: registration with the kubelet at %s failed, retrying "
+                                        "every %gs: %s", name, kubelet, poll_s, e)
+                            last_note = time.monotonic()
             stop.wait(poll_s)
     finally:
+        server.registered = False
         server.stop()

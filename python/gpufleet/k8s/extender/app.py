@@ -145,6 +145,9 @@ class Extender:
         if pod is not None:
             with st.lock:  # one native call for all nodes, answering in the protocol's terms
                 passed, failed, unresolvable, unknown = st.cluster.partition_nodes(pod, names)
+                if st.gangs is not None and st.gangs.key(pod_args) is not None:
+                    plan, why = st.gangs.plan(st.cluster, pod_args, st.strategy)
+                    passed = st.gangs.narrow(plan, why, passed, failed)
             for n in unknown:
                 failed[n] = UNKNOWN_NODE
             # A retried bind goes back to the devices the pod already holds: its node passes
@@ -178,7 +181,13 @@ class Extender:
         except ValueError:
             return [{"Host": n, "Score": 0} for n in names]
         with st.lock:  # the scheduler only sends nodes that passed every filter
-            return st.cluster.host_priorities(pod, names, st.strategy, MAX_EXTENDER_PRIORITY)
+            scores = st.cluster.host_priorities(pod, names, st.strategy, MAX_EXTENDER_PRIORITY)
+            if st.gangs is not None and st.gangs.key(pod_args) is not None:
+                plan, _ = st.gangs.plan(st.cluster, pod_args, st.strategy)
+                for s in scores:  # the gang's held nodes first
+                    if plan is not None and plan.slots.get(s["Host"], 0) > 0:
+                        s["Score"] = MAX_EXTENDER_PRIORITY
+            return scores
 
     # ---- bind --------------------------------------------------------------------------------
     async def bind(self, data: Any) -> dict[str, Any]:
@@ -245,6 +254,8 @@ class Extender:
                 else:
                     bind_and_record()
                 st.commit_bind(pod_args, node, annotations)
+                if st.gangs is not None:
+                    st.gangs.bound(pod_args, node)
         except BaseException as e:  # never leave a reservation behind
             st.unreserve(key)
             st.undo_move(prior)

@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable, Optional
 from . import convert
 from .binder import Binder, MemoryBinder
 from .convert import ConvertError, PodArgs
+from .gangs import GangDomains
 from .journal import Journal, JournalError, pod_of
 from ..keys import GPUSHARE_ASSUME_TIME as ANN_GPUSHARE_ASSUME_TIME
 from ..keys import GPUSHARE_IDX as ANN_GPUSHARE_IDX
@@ -127,7 +128,8 @@ class ExtenderState:
     def __init__(self, cluster: Any = None, *, api: Any = None, strategy: str = "binpack",
                  binder: Optional[Binder] = None, pod_source: Optional[PodSource] = None,
                  gpushare_annotations: str = "auto", pod_cache_size: int = 20000,
-                 hold_timeout_s: float = HOLD_TIMEOUT_S) -> None:
+                 hold_timeout_s: float = HOLD_TIMEOUT_S, topology: Any = None,
+                 topology_fit: str = "best-fit") -> None:
         self.api = api if api is not None else _gpufleet_api()
         self.cluster = cluster if cluster is not None else self.api.Cluster()
         from gpufleet.registries import check_strategy
@@ -155,6 +157,9 @@ class ExtenderState:
         self.counters: dict[str, int] = {}
         # Handler time (body read, JSON, work, response built) of the latest requests, per verb.
         self.latency_s: dict[str, deque[float]] = {}
+        # Gangs placed by network topology (gangs.py): only with a topology (levels or HyperNodes).
+        self.gangs: Optional[GangDomains] = (GangDomains(topology, topology_fit)
+                                             if topology is not None else None)
         # Named readiness checks for /readyz beyond "the state is loaded" (the Kubernetes watches).
         self.ready_checks: dict[str, Callable[[], bool]] = {}
         self.hold_timeout_s = hold_timeout_s

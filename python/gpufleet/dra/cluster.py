@@ -1,0 +1,576 @@
+"""A cluster's DRA state in one object: nodes, ResourceSlices, DeviceClasses, ResourceClaims and
+the allocations the claims hold (their ``status.allocation``, which is the ledger).
+
+``DraCluster`` answers ``allocate`` (claims on one node) and ``place`` (the best node for them),
+and changes state only through ``apply``/``delete`` (objects), ``commit``/``release``
+(allocations) and ``restore``. Every mutation is checked before it applies and leaves the state
+as it was when it fails. Any number of threads may use one DraCluster: every call holds its lock
+(a question sees one state, never half of a commit; the native search inside releases the GIL),
+and what each node offers (NodeDevices, with its selector and attribute caches) is kept until
+that node's slices change.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import threading
+from typing import Any, Iterable
+
+from gpufleet.dra import legacy
+from gpufleet.dra.allocator import AllocationOutcome, outcome_of, solve_on, solve_raw
+from gpufleet.dra.node_devices import NodeDevices
+from gpufleet.dra.node_groups import NodeGroups, profile_key
+from gpufleet.dra.objects import (DraError, check_allocation, check_claim, check_class,
+                                  check_slice, _Where)
+from gpufleet.dra.problem import DeviceMatcher, Ledger, features_from, milli, _q
+
+KINDS = ("ResourceSlice", "DeviceClass", "ResourceClaim")
+
+
+class _GangRefused(Exception):
+    pass
+
+
+def _cannot_fit(part: Any, held: tuple[int, ...]) -> bool:
+    """A necessary condition, checked before any search: requests of one member each, on
+    devices held whole, need at least as many free devices as they ask for in all."""
+    demand = 0
+    union: set[int] = set()
+    groups: set[int] = set()
+    for nr in part.native_requests:
+        if nr["group"] in groups or nr["admin"] or not all(isinstance(c, int) for c in nr["candidates"]):
+            return False  # alternatives, admin access or shared devices: leave it to the search
+        groups.add(nr["group"])
+        demand += nr["count"]
+        union.update(nr["candidates"])
+    return demand > len(union.difference(held))
+
+
+def _copy(value: Any) -> Any:
+    """A private copy of plain JSON-shaped data (faster than copy.deepcopy for it)."""
+    return json.loads(json.dumps(value))
+
+
+def _node_dict(node: dict[str, Any] | str) -> dict[str, Any]:
+    if isinstance(node, str):
+        return {"metadata": {"name": node, "labels": {"kubernetes.io/hostname": node}}}
+    if not isinstance(node, dict) or not isinstance((node.get("metadata") or {}).get("name"), str):
+        raise DraError("Node: metadata.name: required")
+    return node
+
+
+def claim_key(claim: dict[str, Any]) -> str:
+    meta = claim["metadata"]
+    return f"{meta.get('namespace', 'default')}/{meta['name']}"
+
+
+class DraCluster:
+    def __init__(self, features: dict[str, bool] | None = None, strategy: str = "pack",
+                 budget: int = 200_000, cluster: Any = None) -> None:
+        """`cluster` (a gpufleet.Cluster) makes one ledger of both: devices its pods use are in use
+        here, and devices claims hold are held there (gpufleet/dra/legacy.py)."""
+        self._cluster = cluster
+        self._features = features_from(features)
+        self._strategy = strategy
+        self._budget = budget
+        self._lock = threading.RLock()
+        self._nodes: dict[str, dict[str, Any]] = {}
+        self._slices: dict[str, dict[str, Any]] = {}
+        self._classes: dict[str, dict[str, Any]] = {}
+        self._claims: dict[str, dict[str, Any]] = {}
+        self._tables: dict[str, NodeDevices] = {}
+        self._matcher = DeviceMatcher()
+        # Derived from the objects, dropped whenever they change (under the lock).
+        self._multi: set[tuple[str, str, str]] | None = None
+        self._held = Ledger()  # what the claims' status holds, kept current by every change
+        self._maps: dict[str, tuple[NodeDevices, dict[int, tuple[str, int]]]] = {}
+        # Slices by the node they name (the others serve any node), and device -> its node.
+        self._node_slices: dict[str, set[str]] = {}
+        self._unbound_slices: set[str] = set()
+        self._pool_slices: dict[tuple[str, str], set[str]] = {}
+        self._device_node: dict[tuple[str, str, str], str] = {}
+        # The node search of place(): groups of alike nodes, refiled when their state changes.
+        self._groups = NodeGroups()
+        self._filed = False
+        self._dirty: set[str] = set()
+        self._classes_version = 0
+        self._shapes: dict[str, str] = {}  # claim -> its spec as text (what its answers depend on)
+
+    def _changed(self, *slices: dict[str, Any] | None) -> None:
+        """Drops what changed slices make stale: the tables of the nodes they serve (a slice named
+        to one node touches that node, and nodes sharing its pool), the shared-device set and the
+        ledger's reading of it."""
+        multi = self._multi_devices()
+        for sl in slices:
+            if sl is None:
+                continue
+            for d in sl["spec"].get("devices") or []:
+                multi.discard((sl["spec"]["driver"], sl["spec"]["pool"]["name"], d["name"]))
+        for sl in slices:
+            if sl is None:
+                continue
+            name = sl["metadata"]["name"]
+            spec = sl["spec"]
+            spec_node = spec.get("nodeName")
+            if spec_node in self._node_slices:
+                self._node_slices[spec_node].discard(name)
+            self._unbound_slices.discard(name)
+            self._pool_slices.get((spec["driver"], spec["pool"]["name"]), set()).discard(name)
+            if spec.get("nodeName") and not spec.get("perDeviceNodeSelection"):
+                pool = (spec["driver"], spec["pool"]["name"])
+                stale = {spec["nodeName"]} | {n for n, t in self._tables.items()
+                                             if any((p.driver, p.name) == pool for p in t.pools)}
+                for node in stale:
+                    self._tables.pop(node, None)
+                    self._dirty.add(node)
+            else:
+                self._tables.clear()
+                self._filed = False
+        for sl in slices:
+            if sl is None or sl["metadata"]["name"] not in self._slices:
+                continue
+            spec = sl["spec"]
+            self._pool_slices.setdefault((spec["driver"], spec["pool"]["name"]), set()).add(sl["metadata"]["name"])
+            if spec.get("nodeName") and not spec.get("perDeviceNodeSelection"):
+                self._node_slices.setdefault(spec["nodeName"], set()).add(sl["metadata"]["name"])
+                for d in spec.get("devices") or []:
+                    self._device_node[(spec["driver"], spec["pool"]["name"], d["name"])] = spec["nodeName"]
+            else:
+                self._unbound_slices.add(sl["metadata"]["name"])
+            multi.update((spec["driver"], spec["pool"]["name"], d["name"])
+                         for d in spec.get("devices") or [] if d.get("allowMultipleAllocations"))
+        if self._held.devices or self._held.shared:  # a device may have become shared, or not
+            self._held = self._ledger(self._claims.values())
+
+    def _claim_changed(self, before: dict[str, Any] | None, after: dict[str, Any] | None) -> None:
+        """Keeps the ledger and the node groups current when a claim's allocation changes."""
+        multi = self._multi_devices()
+        for claim, sign in ((before, -1), (after, +1)):
+            alloc = ((claim or {}).get("status") or {}).get("allocation")
+            for r in ((alloc or {}).get("devices") or {}).get("results") or []:
+                did = (r["driver"], r["pool"], r["device"])
+                if sign > 0:
+                    self._held.add_result(r, did in multi)
+                else:
+                    self._held.remove_result(r, did in multi)
+                node = self._device_node.get(did)
+                if node is not None:
+                    self._dirty.add(node)
+                else:
+                    self._filed = False
+
+    def add_node(self, node: dict[str, Any] | str) -> None:
+        node = copy.deepcopy(_node_dict(node))
+        with self._lock:
+            self._nodes[node["metadata"]["name"]] = node
+            self._tables.pop(node["metadata"]["name"], None)
+            self._maps.pop(node["metadata"]["name"], None)
+            self._filed = False  # the nodes' order changed
+
+    def apply(self, obj: dict[str, Any]) -> None:
+        """Adds or replaces a ResourceSlice, DeviceClass or ResourceClaim (by ``kind``). A claim's
+        status is taken as it is (its allocation must fit what is left)."""
+        kind = obj.get("kind") if isinstance(obj, dict) else None
+        if kind not in KINDS:
+            raise DraError(f"apply: kind must be one of {', '.join(KINDS)}, got {kind!r}")
+        obj = copy.deepcopy(obj)
+        if kind == "ResourceSlice":
+            check_slice(obj)
+            with self._lock:
+                old = self._slices.get(obj["metadata"]["name"])
+                self._slices[obj["metadata"]["name"]] = obj
+                self._changed(old, obj)
+        elif kind == "DeviceClass":
+            check_class(obj)
+            with self._lock:
+                self._classes[obj["metadata"]["name"]] = obj
+                self._classes_version += 1
+        else:
+            check_claim(obj)
+            key = claim_key(obj)
+            with self._lock:
+                alloc = (obj.get("status") or {}).get("allocation")
+                if alloc is not None:
+                    self._verify(key, alloc)
+                    self._hold(key, alloc)
+                elif key in self._claims and self._cluster is not None:
+                    legacy.drop(self._cluster, key)
+                self._claim_changed(self._claims.get(key), obj)
+                self._claims[key] = obj
+                self._shapes[key] = json.dumps(obj["spec"], sort_keys=True)
+
+    def delete(self, kind: str, name: str) -> None:
+        with self._lock:
+            table = {"ResourceSlice": self._slices, "DeviceClass": self._classes,
+                     "ResourceClaim": self._claims}.get(kind)
+            if table is None:
+                raise DraError(f"delete: kind must be one of {', '.join(KINDS)}, got {kind!r}")
+            if name not in table:
+                raise KeyError(f"{kind} {name}: not found")
+            old = table.pop(name)
+            if kind == "ResourceClaim":
+                self._shapes.pop(name, None)
+                if self._cluster is not None:
+                    legacy.drop(self._cluster, name)
+                self._claim_changed(old, None)
+            elif kind == "ResourceSlice":
+                self._changed(old)
+            else:
+                self._classes_version += 1
+
+    def claim(self, name: str) -> dict[str, Any]:
+        """A copy of the claim ``namespace/name`` with its status."""
+        with self._lock:
+            if name not in self._claims:
+                raise KeyError(f"ResourceClaim {name}: not found")
+            return copy.deepcopy(self._claims[name])
+
+    def claim_names(self) -> list[str]:
+        with self._lock:
+            return sorted(self._claims)
+
+    # --- questions ----------------------------------------------------------------------------
+    def allocate(self, claims: list[str], node: str, strategy: str | None = None) -> AllocationOutcome:
+        """The claims (by ``namespace/name``, not yet allocated) on `node`; changes nothing."""
+        with self._lock:  # the ledger is kept current in place: read it under the lock
+            table, targets, classes, ledger = self._question(claims, node)
+            return solve_on(table, targets, classes, ledger, self._matcher,
+                            strategy or self._strategy, self._budget)
+
+    def place(self, claims: list[str], nodes: Iterable[str] | None = None,
+              strategy: str | None = None, remember: bool = True,
+              commit: bool = False) -> tuple[str | None, AllocationOutcome]:
+        """The node where the claims score best (ties to the earlier node in name order, or in
+        `nodes` order), and its outcome; (None, the last refusal) when no node takes them. An
+        error on one node (a CEL error, an invalid pool) is returned as it is.
+
+        Nodes alike in what they publish and what is held on them are asked once
+        (node_groups.py), and with `remember` an answer is kept per claim shape and group of
+        nodes, so a question asked before costs no search; `remember=False` asks each group
+        afresh (the same answer). With `commit`, each claim's allocation is also recorded, under
+        the same lock (nothing can take the devices in between)."""
+        strategy = strategy or self._strategy
+        if nodes is not None or self._cluster is not None:
+            with self._lock:
+                node, out = self._place_each(claims, list(nodes) if nodes is not None else None, strategy)
+                if commit and out.ok:
+                    for name, allocation in zip(claims, out.results):
+                        self.commit(name, allocation)
+                return node, out
+        with self._lock:
+            self._file_nodes()
+            table, targets, classes, held = self._question(claims, None)
+            shape = "\x00".join([*(self._shapes[n] for n in claims), str(self._classes_version), strategy])
+            best: tuple[Any, ...] | None = None
+            last = AllocationOutcome("unallocatable", reason="no nodes")
+            for group in list(self._groups.members):
+                head = self._groups.first(group)
+                key = (shape, group)
+                answer = self._groups.answers.get(key) if remember else None
+                if answer is None:
+                    table = self._table(head)
+                    part = self._groups.parts.get((shape, group[0]))
+                    if part is None:
+                        try:
+                            part = table.request_part(targets, classes, held, self._matcher)
+                        except DraError as e:
+                            return head, AllocationOutcome("error", reason=str(e))
+                        if part.static:
+                            self._groups.keep_part((shape, group[0]), part)
+                    if part.static and _cannot_fit(part, group[1][0]):
+                        last = AllocationOutcome("unallocatable", reason="cannot allocate all claims")
+                        continue  # counted out without a search (a full node, say)
+                    raw = solve_raw(table, targets, classes, held, self._matcher, strategy,
+                                    self._budget, part=part)
+                    if isinstance(raw, AllocationOutcome):
+                        return head, raw  # an error, as Kubernetes reports it
+                    answer = raw
+                    if answer[1]["verdict"] == "error":
+                        return head, outcome_of(answer[0], answer[1], targets, self._table(head))
+                    if remember:
+                        self._groups.remember(key, answer)
+                built, native = answer
+                if native["verdict"] != "allocated":
+                    last = AllocationOutcome("unallocatable", reason=native["reason"], gave_up=native["gave_up"])
+                    continue
+                sc = native["score"]
+                rank = (sc["roots"], sc["opened"], sc["leftover"], self._groups.order[head])
+                if best is None or rank < best[0]:
+                    best = (rank, head, built, native)
+            if best is None:
+                return None, AllocationOutcome("unallocatable", reason=f"0/{len(self._nodes)} nodes can "
+                                               f"allocate the claims: {last.reason}")
+            _, node, built, native = best
+            out = outcome_of(built, native, targets, self._table(node))
+            if commit:
+                for name, claim, allocation in zip(claims, targets, out.results):
+                    # Computed from this very state under this lock: valid as it stands.
+                    updated = {**claim, "status": {**(claim.get("status") or {}), "allocation": allocation}}
+                    self._claim_changed(claim, updated)
+                    self._claims[name] = updated
+                out = AllocationOutcome(out.verdict, _copy(out.results), out.reason, out.steps,
+                                        out.score, out.gave_up, out.proved_best)
+            return node, out
+
+    def place_gang(self, pods: list[list[str]], nodes: Iterable[str] | None = None,
+                   strategy: str | None = None) -> tuple[list[str] | None, str]:
+        """All or nothing for a gang: each pod's claims (one list per pod) placed and committed
+        in order; when one pod fits nowhere, every allocation the gang made is released and the
+        state is as before. Returns (each pod's node, "") or (None, why). No other call on this
+        cluster interleaves with the gang."""
+        with self._lock:
+            placed: list[str] = []
+            done: list[str] = []
+            try:
+                for i, claims in enumerate(pods):
+                    node, out = self.place(claims, nodes=nodes, strategy=strategy, commit=True)
+                    if node is None or not out.ok:
+                        raise _GangRefused(f"pod {i} of the gang ({', '.join(claims)}): {out.reason}")
+                    placed.append(node)
+                    done.extend(claims)
+            except _GangRefused as e:
+                for name in done:
+                    self.release(name)
+                return None, str(e)
+            return placed, ""
+
+    def _place_each(self, claims: list[str], nodes: list[str] | None,
+                    strategy: str) -> tuple[str | None, AllocationOutcome]:
+        with self._lock:
+            order = nodes if nodes is not None else sorted(self._nodes)
+        best: tuple[Any, str, AllocationOutcome] | None = None
+        last = AllocationOutcome("unallocatable", reason="no nodes")
+        for name in order:
+            out = self.allocate(claims, name, strategy)
+            if out.verdict == "error":
+                return name, out
+            if not out.ok:
+                last = out
+                continue
+            key = (out.score.get("roots", 0), out.score.get("opened", 0), out.score.get("leftover", 0))
+            if best is None or key < best[0]:
+                best = (key, name, out)
+        if best is None:
+            return None, AllocationOutcome("unallocatable", reason=f"0/{len(order)} nodes can allocate "
+                                           f"the claims: {last.reason}")
+        return best[1], best[2]
+
+    def _file_nodes(self) -> None:
+        """Every node in its group (all of them after a change of nodes or unbound slices, else
+        the nodes whose state changed)."""
+        if not self._filed:
+            self._groups = NodeGroups()
+            self._groups.order = {n: i for i, n in enumerate(sorted(self._nodes))}
+            self._dirty = set(self._nodes)
+            self._filed = True
+        for node in self._dirty:
+            if node in self._nodes:
+                self._groups.place(node, self._table(node), self._held)
+        self._dirty.clear()
+
+    # --- allocations --------------------------------------------------------------------------
+    def commit(self, claim: str, allocation: dict[str, Any],
+               reserved_for: list[dict[str, Any]] | None = None) -> None:
+        """Records `allocation` (an AllocationResult) in the claim's status, with its
+        reservedFor; refused, changing nothing, when the claim is allocated already or the devices
+        are no longer free."""
+        with self._lock:
+            current = self._claims.get(claim)
+            if current is None:
+                raise KeyError(f"ResourceClaim {claim}: not found")
+            if (current.get("status") or {}).get("allocation") is not None:
+                raise DraError(f"ResourceClaim {claim}: status.allocation: already allocated")
+            self._verify(claim, allocation)
+            self._hold(claim, allocation)
+            status = dict(current.get("status") or {})  # the claim's other fields are never changed
+            status["allocation"] = _copy(allocation)
+            if reserved_for is not None:
+                status["reservedFor"] = _copy(reserved_for)
+            updated = {**current, "status": status}
+            self._claim_changed(current, updated)
+            self._claims[claim] = updated
+
+    def release(self, claim: str) -> None:
+        """Drops the claim's allocation and reservations (idempotent)."""
+        with self._lock:
+            current = self._claims.get(claim)
+            if current is None:
+                raise KeyError(f"ResourceClaim {claim}: not found")
+            if self._cluster is not None:
+                legacy.drop(self._cluster, claim)
+            if current.get("status"):
+                status = {k: v for k, v in current["status"].items() if k not in ("allocation", "reservedFor")}
+                updated = {k: v for k, v in current.items() if k != "status"}
+                if status:
+                    updated["status"] = status
+                self._claim_changed(current, updated)
+                self._claims[claim] = updated
+
+    def snapshot(self) -> dict[str, Any]:
+        """Every object as Kubernetes writes it (claims with their status): ``restore`` rebuilds
+        exactly this state, as the extender rebuilds from the API server."""
+        with self._lock:
+            return copy.deepcopy({"nodes": list(self._nodes.values()), "slices": list(self._slices.values()),
+                                  "classes": list(self._classes.values()),
+                                  "claims": list(self._claims.values())})
+
+    @classmethod
+    def restore(cls, snapshot: dict[str, Any], features: dict[str, bool] | None = None,
+                strategy: str = "pack", cluster: Any = None) -> "DraCluster":
+        """A DraCluster from snapshot(); with `cluster`, the claims' devices are held there again
+        (pseudo-pods it lacks are recreated from the claims' status)."""
+        out = cls(features, strategy, cluster=cluster)
+        for node in snapshot.get("nodes") or []:
+            out.add_node(node)
+        for kind, key in (("ResourceSlice", "slices"), ("DeviceClass", "classes"), ("ResourceClaim", "claims")):
+            for obj in snapshot.get(key) or []:
+                out.apply({**obj, "kind": kind})
+        return out
+
+    # --- internals ----------------------------------------------------------------------------
+    def _question(self, claims: list[str], node: str | None):  # type: ignore[no-untyped-def]
+        with self._lock:
+            if node is not None and node not in self._nodes:
+                raise KeyError(f"Node {node}: not found")
+            targets = []
+            for name in claims:
+                claim = self._claims.get(name)
+                if claim is None:
+                    raise KeyError(f"ResourceClaim {name}: not found")
+                if (claim.get("status") or {}).get("allocation") is not None:
+                    raise DraError(f"ResourceClaim {name}: status.allocation: already allocated")
+                targets.append(claim)
+            table = self._table(node) if node is not None else None
+            held = self._held
+            if self._cluster is not None and node is not None:
+                mapping = self._mapping(node, table)
+                used = legacy.used_devices(self._cluster)
+                outside = {table.devices[i].id for i, (t, m) in mapping.items() if (node, t, m) in used}
+                if outside - held.devices:
+                    held = Ledger(devices=held.devices | outside, shared=held.shared)
+            return table, targets, dict(self._classes), held
+
+    def _table(self, node: str) -> NodeDevices:
+        """What `node` offers (kept until its slices change); only the slices that can serve it
+        are read."""
+        table = self._tables.get(node)
+        if table is None:
+            names = self._node_slices.get(node, set()) | self._unbound_slices
+            slices = [self._slices[n] for n in sorted(names)]
+            pools = {(sl["spec"]["driver"], sl["spec"]["pool"]["name"]) for sl in slices}
+            others = sorted({n for pool in pools for n in self._pool_slices.get(pool, ())} - names)
+            slices += [self._slices[n] for n in others]
+            table = NodeDevices(self._nodes[node], slices, self._features)
+            table.profile = profile_key(table)  # type: ignore[attr-defined]
+            self._tables[node] = table
+        return table
+
+    def _mapping(self, node: str, table: NodeDevices) -> dict[int, tuple[str, int]]:
+        hit = self._maps.get(node)
+        if hit is None or hit[0] is not table:
+            try:
+                spec = self._cluster.node(node)
+            except KeyError:
+                spec = {"name": node, "devices": []}
+            hit = (table, legacy.device_map(spec, table.devices))
+            self._maps[node] = hit
+        return hit[1]
+
+    def _hold(self, claim: str, allocation: dict[str, Any]) -> None:
+        """Holds the allocation's whole mapped devices in the attached Cluster (DraError, nothing
+        held, when a pod outside DRA has one)."""
+        if self._cluster is None:
+            return
+        per_node: dict[str, list[tuple[str, int]]] = {}
+        for r in (allocation.get("devices") or {}).get("results") or []:
+            if r.get("adminAccess"):
+                continue
+            node = next((sl["spec"].get("nodeName") for sl in self._slices.values()
+                         if (sl["spec"]["driver"], sl["spec"]["pool"]["name"]) == (r["driver"], r["pool"])
+                         and any(d["name"] == r["device"] for d in sl["spec"].get("devices") or [])), None)
+            if node is None or node not in self._nodes:
+                continue  # a device not local to one known node: DRA's alone
+            table = self._table(node)
+            i = table.index.get((r["driver"], r["pool"], r["device"]))
+            if i is None or table.multi[i]:
+                continue
+            grant = self._mapping(node, table).get(i)
+            if grant is not None:
+                per_node.setdefault(node, []).append(grant)
+        for node, grants in per_node.items():
+            legacy.hold(self._cluster, claim, node, grants)
+
+    def _ledger(self, claims: Iterable[dict[str, Any]]) -> Ledger:
+        multi = self._multi_devices()
+        ledger = Ledger()
+        for c in claims:
+            alloc = (c.get("status") or {}).get("allocation")
+            for r in ((alloc or {}).get("devices") or {}).get("results") or []:
+                ledger.add_result(r, (r["driver"], r["pool"], r["device"]) in multi)
+        return ledger
+
+    def _multi_devices(self) -> set[tuple[str, str, str]]:
+        if self._multi is None:
+            self._multi = {(s["spec"]["driver"], s["spec"]["pool"]["name"], d["name"])
+                           for s in self._slices.values() for d in s["spec"].get("devices") or []
+                           if d.get("allowMultipleAllocations")}
+        return self._multi
+
+    def _verify(self, key: str, allocation: dict[str, Any]) -> None:
+        """The allocation names known devices that the other claims leave free (exclusive
+        devices, counters, shared capacity). Reads the kept ledger, less the claim's own
+        current allocation, and only the slices of the pools the allocation names."""
+        w = _Where("ResourceClaim", key)
+        check_allocation(w, allocation, "status.allocation")
+        multi = self._multi_devices()
+        held = Ledger(devices=set(), shared={})
+        own = ((self._claims.get(key) or {}).get("status") or {}).get("allocation")
+        own_ids = {(r["driver"], r["pool"], r["device"]) for r in
+                   ((own or {}).get("devices") or {}).get("results") or [] if not r.get("adminAccess")}
+        results = (allocation.get("devices") or {}).get("results") or []
+        pools = {(r["driver"], r["pool"]) for r in results}
+        slices = [self._slices[n] for pool in sorted(pools) for n in sorted(self._pool_slices.get(pool, ()))]
+        devices = {(sl["spec"]["driver"], sl["spec"]["pool"]["name"], d["name"]): d
+                   for sl in slices for d in sl["spec"].get("devices") or []}
+        sets = {(sl["spec"]["driver"], sl["spec"]["pool"]["name"], cs["name"]): cs["counters"]
+                for sl in slices for cs in sl["spec"].get("sharedCounters") or []}
+        counters: dict[tuple[str, str, str, str], int] = {}
+        for did, d in devices.items():  # counters the other claims' devices consume
+            if did in self._held.devices and did not in own_ids:
+                for use in d.get("consumesCounters") or []:
+                    for cname, c in use["counters"].items():
+                        k = (did[0], did[1], use["counterSet"], cname)
+                        counters[k] = counters.get(k, 0) + milli(_q(c["value"]), up=True)
+        for i, r in enumerate(results):
+            did = (r["driver"], r["pool"], r["device"])
+            where = f"status.allocation.devices.results[{i}]"
+            if did not in devices:
+                raise w.fail(where, f"unknown device {'/'.join(did)}")
+            d = devices[did]
+            if r.get("adminAccess"):
+                continue
+            if did in multi:
+                use = dict(self._held.shared.get(did, {}))
+                for res in ((own or {}).get("devices") or {}).get("results") or []:
+                    if (res["driver"], res["pool"], res["device"]) == did:
+                        for name, v in (res.get("consumedCapacity") or {}).items():
+                            use[name] = use.get(name, 0) - _q(v)
+                for name, v in held.shared.get(did, {}).items():
+                    use[name] = use.get(name, 0) + v
+                for name, v in (r.get("consumedCapacity") or {}).items():
+                    use[name] = use.get(name, 0) + _q(v)
+                    held.shared.setdefault(did, {})[name] = held.shared.get(did, {}).get(name, 0) + _q(v)
+                    cap = (d.get("capacity") or {}).get(name)
+                    if cap is None or use[name] > _q(cap["value"]):
+                        raise w.fail(where, f"device {'/'.join(did)}: capacity {name} exceeded")
+                continue
+            if (did in self._held.devices and did not in own_ids) or did in held.devices:
+                raise w.fail(where, f"device {'/'.join(did)} is held by another claim")
+            held.devices.add(did)
+            for use in d.get("consumesCounters") or []:
+                for cname, c in use["counters"].items():
+                    k = (did[0], did[1], use["counterSet"], cname)
+                    counters[k] = counters.get(k, 0) + milli(_q(c["value"]), up=True)
+                    total = sets.get((did[0], did[1], use["counterSet"]), {}).get(cname)
+                    if total is None or counters[k] > milli(_q(total["value"]), up=False):
+                        raise w.fail(where, f"device {'/'.join(did)}: counter {use['counterSet']}/{cname} exceeded")

@@ -1,0 +1,131 @@
+"""One ledger for DRA and the device-plugin vocabularies (whole GPUs, Koordinator,
+gpushare/HAMi shares), and the translation of those requests into ResourceClaims.
+
+**How slices map onto a node's devices.** A ResourceSlice device is the Cluster device of the
+same node (the slice's ``nodeName``) with the same UUID (a ``uuid`` attribute equal to the
+device's ``id``) or, without a UUID, a ``type: gpu`` device with the same ``minor`` attribute:
+what NVIDIA's DRA driver publishes for a whole GPU. Devices that map nowhere belong to DRA alone.
+
+**One accounting.** A committed claim holds its mapped devices in the Cluster too, as a bound
+allocation of the pseudo-pod ``dra:<namespace>/<claim>`` that takes each device whole (so no
+pod asking through any other vocabulary is given it); releasing the claim releases it. In the
+other direction, every Cluster device with usage is in use for DRA questions. The claim's
+``status.allocation`` stays the record: a restore re-applies the claims and recreates the
+pseudo-pods from it, as the extender rebuilds from the API server.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from gpufleet.dra.objects import DraError
+from gpufleet.k8s.keys import (RES_ALIYUN_GPU_COUNT, RES_ALIYUN_GPU_MEM, RES_GPU, RES_GPU_CORE,
+                               RES_GPU_MEMORY, RES_GPU_MEMORY_RATIO, RES_NVIDIA_GPU)
+
+PSEUDO_POD_PREFIX = "dra:"
+# HAMi's names for a share of one GPU (memory in MiB, percent of the cores).
+RES_HAMI_GPU_MEM = "nvidia.com/gpumem"
+RES_HAMI_GPU_CORES = "nvidia.com/gpucores"
+
+
+def pseudo_pod(claim: str) -> str:
+    return PSEUDO_POD_PREFIX + claim
+
+
+def device_map(node_spec: dict[str, Any], devices: list[Any]) -> dict[int, tuple[str, int]]:
+    """DRA device index -> (type, minor) of the node's Cluster device it is."""
+    by_id = {d.get("id"): (d.get("type", "gpu"), d["minor"]) for d in node_spec.get("devices") or [] if d.get("id")}
+    gpus = {d["minor"] for d in node_spec.get("devices") or [] if d.get("type", "gpu") == "gpu"}
+    out: dict[int, tuple[str, int]] = {}
+    for i, ref in enumerate(devices):
+        spec = ref.slice["spec"]
+        if spec.get("nodeName") != node_spec.get("name") or spec.get("perDeviceNodeSelection"):
+            continue
+        attrs = ref.device.get("attributes") or {}
+
+        def attr(name: str) -> Any:
+            value = attrs.get(name, attrs.get(f"{ref.driver}/{name}"))
+            return next(iter(value.values())) if isinstance(value, dict) and value else None
+
+        uuid = attr("uuid")
+        if isinstance(uuid, str) and uuid in by_id:
+            out[i] = by_id[uuid]
+        elif attr("type") == "gpu" and isinstance(attr("minor"), int) and attr("minor") in gpus:
+            out[i] = ("gpu", attr("minor"))
+    return out
+
+
+def used_devices(cluster: Any) -> set[tuple[str, str, int]]:
+    """(node, type, minor) of every Cluster device that holds some usage."""
+    u = cluster.device_usage(copy=True)
+    names = u["node_names"]
+    used = (u["core_used"] > 0) | (u["memory_used"] > 0)
+    return {(names[n], t, int(m)) for n, t, m, busy in zip(u["node"], u["type"], u["minor"], used) if busy}
+
+
+def hold(cluster: Any, claim: str, node: str, grants: list[tuple[str, int]]) -> None:
+    """Binds the claim's mapped devices whole to its pseudo-pod; DraError (state unchanged) when a
+    pod outside DRA holds one."""
+    from gpufleet import Pod
+    from gpufleet.k8s.annotations import DeviceGrant, render_device_allocated
+    from gpufleet.k8s.keys import KOORD_DEVICE_ALLOCATED
+    if not grants or cluster.allocation(pseudo_pod(claim)) is not None:
+        return
+    if any(t != "gpu" for t, _ in grants):
+        raise DraError(f"ResourceClaim {claim}: only whole GPUs are held in the Cluster, got {grants}")
+    pod = Pod.from_dict({"name": pseudo_pod(claim), "requests": {RES_NVIDIA_GPU: len(grants)}})
+    annotation = render_device_allocated([DeviceGrant("gpu", m, 100, None, 100) for _, m in sorted(grants)])
+    try:
+        cluster.restore_allocation(pod, node, {KOORD_DEVICE_ALLOCATED: annotation})
+    except (ValueError, KeyError) as e:
+        raise DraError(f"ResourceClaim {claim}: its devices on {node} are held outside DRA: "
+                       f"{e.args[0] if e.args else e}") from None
+
+
+def drop(cluster: Any, claim: str) -> None:
+    if cluster.allocation(pseudo_pod(claim)) is not None:
+        cluster.release(pseudo_pod(claim))
+
+
+# --- requests of the device-plugin vocabularies as claims -----------------------------------------
+
+# Shares of one GPU: (resource, capacity name, unit). Koordinator's percent of cores and of memory,
+# gpushare's and HAMi's memory, HAMi's percent of cores.
+SHARE_RESOURCES = {
+    RES_GPU_CORE: ("cores", ""),
+    RES_GPU_MEMORY_RATIO: ("memoryRatio", ""),
+    RES_GPU_MEMORY: ("memory", ""),
+    RES_ALIYUN_GPU_MEM: ("memory", "Gi"),
+    RES_HAMI_GPU_MEM: ("memory", "Mi"),
+    RES_HAMI_GPU_CORES: ("cores", ""),
+}
+WHOLE_RESOURCES = (RES_NVIDIA_GPU, RES_GPU)
+
+
+def claim_from_requests(name: str, namespace: str, requests: dict[str, Any],
+                        classes: list[dict[str, Any]], shared_class: str | None = None) -> dict[str, Any] | None:
+    """The ResourceClaim a pod's extended-resource requests become (as Kubernetes' extended
+    resource mapping and HAMi's DRA webhook translate them): whole GPUs go to the DeviceClass whose
+    ``extendedResourceName`` is the resource, shares of one GPU to `shared_class` as capacity
+    requests (``memory``, ``cores``, ``memoryRatio``). None when the pod asks for no device."""
+    by_resource = {(c.get("spec") or {}).get("extendedResourceName"): c["metadata"]["name"] for c in classes}
+    reqs: list[dict[str, Any]] = []
+    for resource in WHOLE_RESOURCES:
+        if resource in requests and resource in by_resource and int(requests[resource]) > 0:
+            reqs.append({"name": "gpu", "exactly": {"deviceClassName": by_resource[resource],
+                                                    "count": int(requests[resource])}})
+    shares = {cap: f"{requests[r]}{unit}" for r, (cap, unit) in SHARE_RESOURCES.items() if r in requests}
+    if shares:
+        if shared_class is None:
+            raise DraError(f"pod {namespace}/{name}: asks for a share of a GPU "
+                           f"({', '.join(sorted(shares))}) but no shared device class is given")
+        count = int(requests.get(RES_ALIYUN_GPU_COUNT, requests.get(RES_NVIDIA_GPU, 1)) or 1)
+        reqs = [{"name": "gpu", "exactly": {"deviceClassName": shared_class, "count": count,
+                                            "capacity": {"requests": shares}}}]
+    missing = [r for r in WHOLE_RESOURCES if r in requests and r not in by_resource and not shares]
+    if missing:
+        raise DraError(f"pod {namespace}/{name}: no DeviceClass has extendedResourceName {missing[0]}")
+    if not reqs:
+        return None
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": f"{name}-gpu", "namespace": namespace},
+            "spec": {"devices": {"requests": reqs}}}

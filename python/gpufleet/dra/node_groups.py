@@ -1,0 +1,101 @@
+"""Nodes that give the same answer, asked once: the node search behind DraCluster.place.
+
+Two nodes whose slices publish the same devices (same attributes, capacities and counters, in the
+same order; names may differ) and whose devices are held alike (the same device positions taken,
+the same capacity consumed) answer any question about a claim the same way, position for
+position. ``NodeGroups`` keeps every node's group (its *profile* and its *state*), each group's
+earliest node, and per (claim shape, group) the answer: a question about a claim is then one
+solve per group the cluster has (a handful when nodes are alike), or none when the answer is
+remembered, and the choice is mapped onto the chosen node's own device names.
+"""
+from __future__ import annotations
+
+import heapq
+import json
+from typing import Any
+
+from gpufleet.dra.node_devices import NodeDevices
+from gpufleet.dra.problem import Ledger
+
+
+def profile_key(table: NodeDevices) -> str:
+    """What a node offers, without its names: device contents in order, counter consumption by
+    position, pools' completeness."""
+    slots: dict[int, int] = {}
+    devices = []
+    for i, ref in enumerate(table.devices):
+        counters = [(slots.setdefault(s, len(slots)), a) for s, a in table.dev_counters[i]]
+        devices.append([ref.key, counters, table.multi[i], table.dev_root[i],
+                        ref.pool.incomplete, bool(ref.pool.invalid),
+                        ref.device.get("taints"), bool(ref.device.get("bindingConditions"))])
+    totals = [table.counter_total[s] for s in sorted(slots, key=slots.get)]
+    pools = [(p.incomplete, bool(p.invalid)) for p in table.pools]
+    return json.dumps([devices, totals, pools], sort_keys=True, default=str)
+
+
+def state_key(table: NodeDevices, ledger: Ledger) -> tuple[Any, ...]:
+    held = tuple(i for i, ref in enumerate(table.devices) if ref.id in ledger.devices)
+    shared = tuple((i, tuple(sorted((k, str(v)) for k, v in ledger.shared.get(ref.id, {}).items())))
+                   for i, ref in enumerate(table.devices) if table.multi[i] and ref.id in ledger.shared)
+    return (held, shared)
+
+
+class NodeGroups:
+    """Groups of alike nodes and remembered answers. Not locked: DraCluster calls it under its
+    own lock."""
+
+    MAX_ANSWERS = 200_000
+
+    def __init__(self) -> None:
+        self.order: dict[str, int] = {}           # node -> its rank (name order)
+        self.profiles: dict[str, int] = {}        # profile key -> id
+        self.group_of: dict[str, tuple[Any, ...]] = {}
+        self.members: dict[tuple[Any, ...], set[str]] = {}
+        self.heads: dict[tuple[Any, ...], list[tuple[int, str]]] = {}
+        self.answers: dict[tuple[str, tuple[Any, ...]], Any] = {}
+        # Per (claim shape, profile): the requests' candidates and constraints, which do not
+        # depend on what is held (NodeDevices.request_part with static true).
+        self.parts: dict[tuple[str, int], Any] = {}
+
+    def place(self, node: str, table: NodeDevices, ledger: Ledger) -> None:
+        """(Re)files `node` under its current group."""
+        profile = self.profiles.setdefault(table.profile if hasattr(table, "profile") else profile_key(table),
+                                           len(self.profiles))
+        group = (profile, state_key(table, ledger))
+        old = self.group_of.get(node)
+        if old == group:
+            return
+        if old is not None:
+            self.members[old].discard(node)
+            if not self.members[old]:
+                del self.members[old]
+                self.heads.pop(old, None)
+        self.group_of[node] = group
+        self.members.setdefault(group, set()).add(node)
+        heapq.heappush(self.heads.setdefault(group, []), (self.order[node], node))
+
+    def forget(self, node: str) -> None:
+        old = self.group_of.pop(node, None)
+        if old is not None:
+            self.members[old].discard(node)
+            if not self.members[old]:
+                del self.members[old]
+                self.heads.pop(old, None)
+
+    def first(self, group: tuple[Any, ...]) -> str:
+        """The group's earliest node."""
+        heap = self.heads[group]
+        members = self.members[group]
+        while heap[0][1] not in members or self.group_of.get(heap[0][1]) != group:
+            heapq.heappop(heap)
+        return heap[0][1]
+
+    def remember(self, key: tuple[str, tuple[Any, ...]], answer: Any) -> None:
+        if len(self.answers) >= self.MAX_ANSWERS:
+            self.answers.clear()
+        self.answers[key] = answer
+
+    def keep_part(self, key: tuple[str, int], part: Any) -> None:
+        if len(self.parts) >= self.MAX_ANSWERS:
+            self.parts.clear()
+        self.parts[key] = part

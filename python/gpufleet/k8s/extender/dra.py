@@ -1,0 +1,174 @@
+"""DRA behind the extender (``gpufleet extender --kube --dra``): ResourceSlices, DeviceClasses and
+ResourceClaims watched into a ``DraCluster`` (claims' ``status.allocation`` is the record, so a
+restart rebuilds from the API server), and a binder that, before the Binding, allocates the pod's
+claims on the chosen node and writes each claim's ``status.allocation`` and ``reservedFor``, as
+kube-scheduler's DynamicResources plugin does in PreBind.
+
+**Beside kube-scheduler's own DRA plugin.** With the DynamicResources plugin enabled in the
+profile that calls gpufleet, kube-scheduler filters nodes for the claims and writes the
+allocation in PreBind, before the extender's bind: gpufleet then finds the claims allocated,
+takes them into its ledger and binds. With the plugin disabled in that profile (or gpufleet as
+the pods' scheduler), gpufleet chooses the devices, with its scores, and writes them itself.
+Either way one component allocates a claim, and the other reads its status.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from typing import Any, Callable, Optional
+
+from gpufleet.dra.cluster import DraCluster, claim_key
+from gpufleet.dra.objects import DraError
+
+log = logging.getLogger(__name__)
+
+KINDS = {"ResourceSlice": "list_resource_slice", "DeviceClass": "list_device_class",
+         "ResourceClaim": "list_resource_claim_for_all_namespaces"}
+
+
+def _raw(resp: Any) -> Any:
+    return json.loads(resp.data) if hasattr(resp, "data") else resp
+
+
+def resource_client() -> Any:
+    from kubernetes import client
+    return client.ResourceV1Api()
+
+
+class DraSync:
+    """Keeps a DraCluster equal to the API server's DRA objects and nodes."""
+
+    def __init__(self, core_v1: Any, resource_v1: Any, cluster: Optional[DraCluster] = None) -> None:
+        self.core = core_v1
+        self.api = resource_v1
+        self.cluster = cluster if cluster is not None else DraCluster()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def sync(self) -> DraCluster:
+        """Lists nodes, classes, slices and claims (claims with their status) into a fresh
+        DraCluster and makes it current; objects gpufleet cannot read are logged and skipped."""
+        fresh = DraCluster()
+        for node in _raw(self.core.list_node(_preload_content=False)).get("items", []):
+            fresh.add_node({"metadata": node["metadata"]})
+        for kind in ("DeviceClass", "ResourceSlice", "ResourceClaim"):
+            for obj in _raw(getattr(self.api, KINDS[kind])(_preload_content=False)).get("items", []):
+                try:
+                    fresh.apply({**obj, "kind": kind})
+                except DraError as e:
+                    log.warning("skipped: %s", e)
+        self.cluster = fresh
+        return fresh
+
+    def event(self, kind: str, verb: str, obj: dict[str, Any]) -> None:
+        """One watch event (ADDED, MODIFIED or DELETED) of a DRA object."""
+        try:
+            if verb == "DELETED":
+                name = claim_key(obj) if kind == "ResourceClaim" else obj["metadata"]["name"]
+                self.cluster.delete(kind, name)
+            else:
+                self.cluster.apply({**obj, "kind": kind})
+        except (DraError, KeyError) as e:
+            log.warning("%s %s ignored: %s", kind, verb, e)
+
+    def start(self) -> "DraSync":
+        for kind in KINDS:
+            t = threading.Thread(target=self._watch, args=(kind,), name=f"dra-watch-{kind}", daemon=True)
+            t.start()
+            self._threads.append(t)
+        return self
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout_s)
+
+    def _watch(self, kind: str) -> None:
+        from kubernetes import watch
+        while not self._stop.is_set():
+            try:
+                for ev in watch.Watch().stream(getattr(self.api, KINDS[kind]), timeout_seconds=60):
+                    if self._stop.is_set():
+                        return
+                    obj = self.api.api_client.sanitize_for_serialization(ev["object"])
+                    self.event(kind, ev["type"], obj)
+            except Exception as e:  # noqa: BLE001 - a broken watch is re-listed and restarted
+                log.warning("watch of %s restarted: %s", kind, e)
+                if self._stop.wait(1.0):
+                    return
+
+
+class DraBinder:
+    """Allocates and records the pod's claims, then lets `inner` bind (annotations, Binding)."""
+
+    def __init__(self, inner: Any, sync: DraSync, pod_reader: Callable[[str, str], dict[str, Any]]) -> None:
+        self.inner = inner
+        self.sync = sync
+        self.read_pod = pod_reader
+        self.blocking = True
+
+    def bind(self, namespace: str, name: str, uid: str, node: str, annotations: dict[str, str]) -> None:
+        cluster = self.sync.cluster
+        pod = self.read_pod(namespace, name)
+        claims = pod_claims(pod)
+        pending = [c for c in claims if not (cluster.claim(c).get("status") or {}).get("allocation")]
+        written: list[str] = []
+        if pending:
+            out = cluster.allocate(pending, node)
+            if not out.ok:
+                raise DraError(f"pod {namespace}/{name}: claims {', '.join(pending)} on {node}: "
+                               f"{out.verdict}: {out.reason}")
+            owner = [{"resource": "pods", "name": name, "uid": uid}]
+            try:
+                for claim, allocation in zip(pending, out.results):
+                    ns, cname = claim.split("/", 1)
+                    # Recorded here first: a device another bind took meanwhile is refused
+                    # before anything reaches the API server.
+                    cluster.commit(claim, allocation, reserved_for=owner)
+                    written.append(claim)
+                    self.sync.api.patch_namespaced_resource_claim_status(
+                        cname, ns, {"status": {"allocation": allocation, "reservedFor": owner}})
+            except Exception:
+                self._undo(written)
+                raise
+        try:
+            self.inner.bind(namespace, name, uid, node, annotations)
+        except Exception:
+            self._undo(written)
+            raise
+
+    def _undo(self, claims: list[str]) -> None:
+        for claim in claims:
+            ns, cname = claim.split("/", 1)
+            try:
+                self.sync.api.patch_namespaced_resource_claim_status(
+                    cname, ns, {"status": {"allocation": None, "reservedFor": None}})
+            except Exception as e:  # noqa: BLE001 - the watch will show what the server holds
+                log.warning("claim %s could not be released: %s", claim, e)
+            self.sync.cluster.release(claim)
+
+
+def pod_claims(pod: dict[str, Any]) -> list[str]:
+    """The pod's ResourceClaims as namespace/name: named ones, and those the control plane
+    generated from templates (status.resourceClaimStatuses)."""
+    ns = pod["metadata"].get("namespace", "default")
+    generated = {s["name"]: s.get("resourceClaimName") for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
+    out = []
+    for ref in (pod.get("spec") or {}).get("resourceClaims") or []:
+        name = ref.get("resourceClaimName") or generated.get(ref["name"])
+        if name:
+            out.append(f"{ns}/{name}")
+    return out
+
+
+def enable(state: Any, core_v1: Any = None, resource_v1: Any = None) -> DraSync:
+    """Turns DRA on for an extender state: lists the DRA objects and wraps its binder. The sync
+    it returns is not started yet."""
+    core_v1 = core_v1 if core_v1 is not None else getattr(state.binder, "api", None)
+    resource_v1 = resource_v1 if resource_v1 is not None else resource_client()
+    sync = DraSync(core_v1, resource_v1)
+    sync.sync()
+    state.binder = DraBinder(state.binder, sync,
+                             lambda ns, name: _raw(core_v1.read_namespaced_pod(name, ns, _preload_content=False)))
+    return sync

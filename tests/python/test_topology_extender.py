@@ -1,0 +1,82 @@
+"""The extender places a gang's pods by topology: the first pod's filter chooses the gang's
+domain (the native gang placer), the domain is held for the pods after it, prioritize puts its
+nodes first, every bind spends a slot, and a gang no domain takes fails filter with the reason."""
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from gpufleet.k8s import keys
+from gpufleet.k8s.extender.app import create_app
+from gpufleet.k8s.extender.state import ExtenderState
+from gpufleet.topology import RACK_LABEL, rack_cluster, rack_levels
+
+with warnings.catch_warnings():  # starlette >= 1.x nudges towards httpx2; httpx works
+    warnings.simplefilter("ignore")
+    from starlette.testclient import TestClient  # noqa: E402
+
+P = "/gpufleet"
+NODES = ["b0-r0-n0", "b0-r0-n1", "b0-r1-n0", "b0-r1-n1"]
+
+
+def kpod(name: str, gpus: int, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}",
+                         "annotations": annotations or {}},
+            "spec": {"containers": [{"name": "main", "image": "busybox", "resources": {
+                "requests": {keys.RES_NVIDIA_GPU: str(gpus), "cpu": "1"}}}]}}
+
+
+def gang_pod(name: str, group: str, total: int) -> dict[str, Any]:
+    return kpod(name, 8, {keys.ANN_POD_GROUP: group, keys.ANN_POD_GROUP_TOTAL: str(total),
+                          "kueue.x-k8s.io/podset-required-topology": RACK_LABEL})
+
+
+def setup() -> tuple[ExtenderState, TestClient]:
+    st = ExtenderState(rack_cluster(blocks=1, racks=2, nodes_per_rack=2), topology=rack_levels())
+    return st, TestClient(create_app(st, P))
+
+
+def filter_(client: TestClient, pod: dict[str, Any]) -> dict[str, Any]:
+    return client.post(f"{P}/filter", json={"Pod": pod, "Nodes": None, "NodeNames": NODES}).json()
+
+
+def bind(client: TestClient, name: str, node: str) -> None:
+    r = client.post(f"{P}/bind", json={"PodName": name, "PodNamespace": "default",
+                                       "PodUID": f"uid-{name}", "Node": node}).json()
+    assert r == {"Error": ""}
+
+
+def test_a_gangs_domain_is_held_between_its_pods():
+    st, client = setup()
+    small = kpod("small", 1)
+    assert "b0-r0-n0" in filter_(client, small)["NodeNames"]
+    bind(client, "small", "b0-r0-n0")  # rack r0 now takes one 8-GPU pod, not two
+    out = filter_(client, gang_pod("train-0", "train", 2))
+    assert sorted(out["NodeNames"]) == ["b0-r1-n0", "b0-r1-n1"]
+    assert "outside its topology domain b0/b0-r1" in out["FailedNodes"]["b0-r0-n1"]
+    prio = client.post(f"{P}/prioritize", json={"Pod": gang_pod("train-0", "train", 2),
+                                                  "Nodes": None, "NodeNames": out["NodeNames"]}).json()
+    assert {p["Score"] for p in prio} == {10}
+    bind(client, "train-0", "b0-r1-n0")
+    # The second pod sees the plan held for it: the one node left in the rack.
+    out = filter_(client, gang_pod("train-1", "train", 2))
+    assert out["NodeNames"] == ["b0-r1-n1"]
+    bind(client, "train-1", "b0-r1-n1")
+    assert st.gangs is not None and st.gangs.key(st.find_pod("default", "train-1", "uid-train-1")) == "default/train"
+    # All bound: the plan is gone.
+    assert st.gangs._plans == {}
+
+
+def test_a_gang_no_rack_takes_fails_filter_with_the_reason():
+    _, client = setup()
+    out = filter_(client, gang_pod("big-0", "big", 3))
+    assert out["NodeNames"] == []
+    assert all("no rack domain takes the gang: 3 pods" in why for why in out["FailedNodes"].values())
+
+
+def test_pods_outside_gangs_are_placed_as_before():
+    st, client = setup()
+    out = filter_(client, kpod("solo", 8))
+    assert sorted(out["NodeNames"]) == NODES
+    assert st.gangs is not None and st.gangs._plans == {}
