@@ -157,7 +157,9 @@ TEST(ScoreTableTest, ShapesAreKeyedByEverythingButTheNameOrByTheirNumber) {
   Pod c = MakePod(R"({"name":"c","requests":{"nvidia.com/gpu":"1"},"node_selector":{"k":"v"}})");
   auto find = [&](const PlacementStrategy& s, const Pod& p, int number = -1,
                   Kind kind = Kind::kSummary) -> ScoreTable::Entry& {
-    return table.Find(state, s, p, number, kind);
+    ScoreTable::Entry& e = table.Find(state, s, p, number);
+    table.Prepare(state, e, p, kind);
+    return e;
   };
   find(*binpack, a).seen[0] = 42;
   EXPECT_EQ(find(*binpack, b).seen[0], 42u) << "same shape, other name: same entry";
