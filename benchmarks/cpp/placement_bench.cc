@@ -164,7 +164,8 @@ void BM_Scan(benchmark::State& state) {
     d = _mm512_xor_si512(d, _mm512_loadu_si512(p + i + 192));
   }
   for (; i + 64 <= bytes; i += 64) a = _mm512_xor_si512(a, _mm512_loadu_si512(p + i));
-  uint64_t out = _mm512_reduce_or_epi64(_mm512_or_si512(_mm512_or_si512(a, b), _mm512_or_si512(c, d)));
+  uint64_t out =
+      _mm512_reduce_or_epi64(_mm512_or_si512(_mm512_or_si512(a, b), _mm512_or_si512(c, d)));
   for (; i < bytes; ++i) out ^= p[i];
   return out;
 }

@@ -8,10 +8,10 @@
 
 namespace gpufleet {
 
-using Kind = ScoreTable::Kind;
-
 // How one pod's node scores are found, worked out once per query.
 struct QueryScoring {
+  using Kind = ScoreTable::Kind;
+
   const ClusterState& state;
   const Pod& pod;
   const PlacementStrategy& strategy;
@@ -22,7 +22,7 @@ struct QueryScoring {
   bool needs_plan;  // the strategy scores the devices it would choose
 
   QueryScoring(const ClusterState& s, const PlacementQuery& q, const NodeAdmission& a,
-          const SummaryRequest& r)
+               const SummaryRequest& r)
       : state(s), pod(q.pod), strategy(q.strategy), admission(a), request(r),
         kind(SummaryScan::ScoresAreExact(s, q.strategy, r) ? Kind::kSummary
              : q.strategy.Deterministic()                  ? Kind::kExact
@@ -30,26 +30,17 @@ struct QueryScoring {
         most(q.strategy.AllocationScoreSign() > 0),
         needs_plan(q.strategy.ScoreNeedsPlan()) {}
 
-  // The strategy's score of node i, or kNoNode when the node does not admit the pod. `plan`
-  // receives the devices scored when the strategy scores from a plan (a strategy with random
-  // draws must keep the plan it was scored with).
-  double Exact(int i, Placement* plan) const {
-    if (needs_plan) {
-      if (!admission.MayAdmit(i)) return kNoNode;
-      *plan = PlanOnNode(state, pod, i, strategy, Admission::kCapacityOnly);
-      if (!plan->ok()) return kNoNode;
-      return strategy.ScoreNode(state.View(i), pod, plan->allocation.devices);
-    }
-    if (!admission.Admits(i)) return kNoNode;
-    return strategy.ScoreNode(state.View(i), pod, {});
-  }
-
-  double Exact(int i) const {
-    if (needs_plan) {
-      Placement scratch;
-      return Exact(i, &scratch);
-    }
-    return admission.Admits(i) ? strategy.ScoreNode(state.View(i), pod, {}) : kNoNode;
+  // The strategy's score of node i, or kNoNode when the node does not admit the pod. A strategy
+  // that scores from a plan gets one, kept in `plan` when given (a strategy with random draws
+  // must keep the plan it was scored with).
+  double Exact(int i, Placement* plan = nullptr) const {
+    if (!needs_plan)
+      return admission.Admits(i) ? strategy.ScoreNode(state.View(i), pod, {}) : kNoNode;
+    if (!admission.MayAdmit(i)) return kNoNode;
+    Placement scratch;
+    Placement& p = plan != nullptr ? *plan : scratch;
+    p = PlanOnNode(state, pod, i, strategy, Admission::kCapacityOnly);
+    return p.ok() ? strategy.ScoreNode(state.View(i), pod, p.allocation.devices) : kNoNode;
   }
 
   // Node i's entry in a score table of this kind. NaN is stored as kNoNode: it never wins.
@@ -71,6 +62,8 @@ struct QueryScoring {
 };
 
 namespace {
+
+using Kind = ScoreTable::Kind;
 
 // The order BestThatFits tries nodes in: over a plain array (the full scan) or a cached entry's
 // tournament tree. Both name the first node with the highest score above -1, or -1.
@@ -97,13 +90,6 @@ struct TreeRanking {
   void Rebuild() { tree->Build(score, n); }
 };
 
-// The best node by summary `score` that really fits, trying nodes in score order (ties to the
-// earlier node); nodes that do not fit are set to kNoNode. The summaries are a necessary
-// condition only: the devices decide. A node that needs a device scan is planned right away, so
-// the winner's devices are fitted once (`planned` keeps that plan). After a few misses every
-// remaining candidate is checked at once, so the cost never exceeds a plain scan.
-constexpr int kMissesBeforeSweep = 8;
-
 // Whether node i really takes the pod (the summaries said it may). A node that needs a device
 // scan is planned right away, so the winner's devices are fitted once (`planned`).
 bool Fits(const QueryScoring& s, int i, Placement* planned) {
@@ -112,6 +98,12 @@ bool Fits(const QueryScoring& s, int i, Placement* planned) {
   *planned = PlanOnNode(s.state, s.pod, i, s.strategy, Admission::kCapacityOnly);
   return planned->ok();
 }
+
+// The best node by summary `score` that really fits, trying nodes in score order (ties to the
+// earlier node); nodes that do not fit are set to kNoNode. The summaries are a necessary
+// condition only: the devices decide. After a few misses every remaining candidate is checked at
+// once, so the cost never exceeds a plain scan.
+constexpr int kMissesBeforeSweep = 8;
 
 template <typename Ranking>
 int BestThatFits(const QueryScoring& s, double* score, int n, Ranking& ranking, Placement* planned,
@@ -164,7 +156,9 @@ int FillAll(const QueryScoring& s, SummaryScan& summaries, const uint8_t* models
     return -1;
   }
   // The summaries (when they could answer) rule nodes out; the strategy scores the rest.
-  auto ruled_out = [&](int i) { return (scanned && score[i] == kNoNode) || (models && !models[i]); };
+  auto ruled_out = [&](int i) {
+    return (scanned && score[i] == kNoNode) || (models != nullptr && !models[i]);
+  };
   if (s.kind == Kind::kFeasible) {
     for (int i = 0; i < n; ++i) score[i] = !ruled_out(i) && s.admission.Admits(i) ? 0.0 : kNoNode;
     return -1;

@@ -231,8 +231,9 @@ GPUFLEET_AVX2 inline __m256d NodeScore4(const Columns& c, const SummaryRequest& 
     fraction = _mm256_mul_pd(half, _mm256_add_pd(core, memory));
   }
   const __m256d hundred = _mm256_set1_pd(100.0);
-  const __m256d score = kMost ? _mm256_mul_pd(hundred, fraction)
-                              : _mm256_mul_pd(hundred, _mm256_sub_pd(_mm256_set1_pd(1.0), fraction));
+  const __m256d score =
+      kMost ? _mm256_mul_pd(hundred, fraction)
+            : _mm256_mul_pd(hundred, _mm256_sub_pd(_mm256_set1_pd(1.0), fraction));
   return _mm256_blendv_pd(_mm256_set1_pd(kNoNode), score,
                           _mm256_castsi256_pd(_mm256_cvtepi32_epi64(ok)));
 }
@@ -291,8 +292,8 @@ GPUFLEET_AVX512 inline __m512d NodeScore8(const Columns& c, const SummaryRequest
   __mmask8 ok = lanes;
   ok &= _mm256_cmp_epi32_mask(_mm256_set1_epi32(q.cpu),
                               _mm256_maskz_loadu_epi32(lanes, c.free_cpu + i), _MM_CMPINT_LE);
-  ok &= _mm256_cmp_ps_mask(_mm256_set1_ps(q.memory), _mm256_maskz_loadu_ps(lanes, c.free_memory + i),
-                           _CMP_LE_OQ);
+  ok &= _mm256_cmp_ps_mask(_mm256_set1_ps(q.memory),
+                           _mm256_maskz_loadu_ps(lanes, c.free_memory + i), _CMP_LE_OQ);
   if (allowed != nullptr) {
     const __m128i admitted = _mm_maskz_loadu_epi8(lanes, allowed + i);
     ok &= static_cast<__mmask8>(_mm_test_epi8_mask(admitted, admitted));
@@ -340,8 +341,9 @@ GPUFLEET_AVX512 inline __m512d NodeScore8(const Columns& c, const SummaryRequest
     fraction = _mm512_mul_pd(half, _mm512_add_pd(core, memory));
   }
   const __m512d hundred = _mm512_set1_pd(100.0);
-  const __m512d score = kMost ? _mm512_mul_pd(hundred, fraction)
-                              : _mm512_mul_pd(hundred, _mm512_sub_pd(_mm512_set1_pd(1.0), fraction));
+  const __m512d score =
+      kMost ? _mm512_mul_pd(hundred, fraction)
+            : _mm512_mul_pd(hundred, _mm512_sub_pd(_mm512_set1_pd(1.0), fraction));
   return _mm512_mask_mov_pd(_mm512_set1_pd(kNoNode), ok, score);
 }
 
