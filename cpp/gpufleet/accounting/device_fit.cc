@@ -157,7 +157,6 @@ FitResult FitDeviceRequest(const NodeView& v, const Pod& pod, const DeviceReques
   const bool any_model = pod.gpu_models.empty() || !is_gpu;
   int of_type = 0, allowed = 0, fitting = 0;
   std::vector<int> candidates;
-  if (keep_candidates) candidates.reserve(v.num_devices());
   for (int d = 0; d < v.num_devices(); ++d) {
     const Device& dev = v.device(d);
     if (!SameType(dev.type, r.type)) continue;

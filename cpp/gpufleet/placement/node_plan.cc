@@ -86,13 +86,4 @@ Placement PlanOnNode(const ClusterState& state, const Pod& pod, int node,
   return p;
 }
 
-double ScoreOnNode(const ClusterState& state, const Pod& pod, int node,
-                   const PlacementStrategy& strategy) {
-  NodeView view = state.View(node);
-  if (!strategy.ScoreNeedsPlan()) return strategy.ScoreNode(view, pod, {});
-  Placement plan = PlanOnNode(state, pod, node, strategy, Admission::kCapacityOnly);
-  if (!plan.ok()) return 0.0;
-  return strategy.ScoreNode(view, pod, plan.allocation.devices);
-}
-
 }  // namespace gpufleet

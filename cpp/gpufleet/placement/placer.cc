@@ -289,12 +289,15 @@ int Placer::CachedScan(const QueryScoring& s, ScoreTable::Entry& e, Placement* p
     ScoreTable::MarkAllSeen(s.state, e);
     if (tree) e.best.Build(score, n);
   } else {
+    // One path up the tree per changed node, or one rebuild when many changed (a shape not
+    // asked for a while).
     const bool from_log = ScoreTable::Changed(s.state, e, &changed_);
+    const bool update = from_log && static_cast<int>(changed_.size()) * 16 <= n;
     for (int i : changed_) {
       score[i] = e.models != nullptr && !e.models[i] ? kNoNode : s.Entry(i);
-      if (from_log && tree) e.best.Update(score, i);
+      if (update && tree) e.best.Update(score, i);
     }
-    if (!from_log && tree) e.best.Build(score, n);
+    if (!update && tree) e.best.Build(score, n);
   }
   TreeRanking ranking{score, &e.best, n};
   switch (s.kind) {

@@ -143,7 +143,9 @@ bool ScoreTable::Changed(const ClusterState& state, Entry& e, std::vector<int>* 
   const uint64_t* version = state.node_versions();
   uint64_t* seen = e.seen.data();
   const ChangeLog& log = state.changes();
+  // Reading more entries than there are nodes costs more than comparing every version.
   const bool from_log = e.log_id == log.id() && e.log_position >= log.begin() &&
+                        log.end() - e.log_position <= static_cast<uint64_t>(n) &&
                         (e.kind == Kind::kFeasible || e.best.size() == n);
   changed->clear();
   auto look = [&](int i) {

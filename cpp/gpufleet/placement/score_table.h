@@ -80,9 +80,9 @@ class ScoreTable {
   Entry& Scratch(const ClusterState& state, const Pod& pod, Kind kind);
 
   // The nodes whose version moved since `e` last looked, each marked seen. From the state's
-  // change log when `e` read this very log and its position is still there: true, and `e.best`
-  // may be updated node by node. Else by
-  // comparing every version: false, and `e.best` must be rebuilt (kFeasible entries keep none).
+  // change log when `e` read this very log, its position is still there and fewer entries than
+  // nodes follow it: true, and `e.best` may be updated node by node. Else by comparing every
+  // version: false, and `e.best` must be rebuilt (kFeasible entries keep none).
   static bool Changed(const ClusterState& state, Entry& e, std::vector<int>* changed);
   // Every node marked seen as of now, and the log read to its end.
   static void MarkAllSeen(const ClusterState& state, Entry& e);
