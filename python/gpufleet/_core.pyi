@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Allocation', 'BindDecision', 'Cluster', 'CycleResult', 'DeviceGrant', 'DeviceRequest', 'EngineScheduler', 'EvictDecision', 'FitResult', 'HeldCapacity', 'JobState', 'JobView', 'OpenbReplayRun', 'PlaceResult', 'Pod', 'QueueShare', 'QueueSpec', 'QueueView', 'Resources', 'SimJobs', 'SimRun', 'SimSummary', 'SimTimeseries', 'TaskView', 'VirtualFunction', 'dra_score', 'dra_solve', 'engine_callback_points', 'engine_check_config', 'engine_default_config', 'engine_plugin_switches', 'format_bytes', 'maximize_lp', 'mig_geometry', 'parse_milli', 'parse_quantity', 'parse_quantity_exact', 'parse_resource_quantity', 'place_gang', 'queue_drs', 'queue_fair_shares', 'queue_objects', 'queue_tree_check', 'registry_duplicates', 'registry_metadata', 'sim_check_policy', 'sim_run', 'simulate_queues', 'topology_domains', 'water_fill', 'wire_keys']
+__all__: list[str] = ['Allocation', 'BindDecision', 'Cluster', 'CycleResult', 'DeviceGrant', 'DeviceRequest', 'EngineScheduler', 'EvictDecision', 'FitResult', 'HeldCapacity', 'JobState', 'JobView', 'OpenbReplayRun', 'PlaceResult', 'Pod', 'QueueShare', 'QueueSpec', 'QueueView', 'Resources', 'SimJobs', 'SimRun', 'SimSummary', 'SimTimeseries', 'TaskView', 'VirtualFunction', 'engine_callback_points', 'engine_check_config', 'engine_default_config', 'engine_plugin_switches', 'format_bytes', 'maximize_lp', 'maximize_lp_centred', 'mig_geometry', 'parse_milli', 'parse_quantity', 'parse_quantity_exact', 'parse_resource_quantity', 'queue_drs', 'queue_fair_shares', 'queue_objects', 'queue_tree_check', 'registry_duplicates', 'registry_metadata', 'sim_check_policy', 'sim_run', 'simulate_queues', 'water_fill', 'wire_keys']
 class DeviceRequest:
     """
     What a pod asks of one device type: `count` devices (whole when `whole`), or a share of one: `core` percent of its compute, `memory_bytes` or `memory_ratio` percent of its memory. Read from Pod.devices.
@@ -886,7 +886,7 @@ class SimJobs:
     """
     A simulator run's per-job columns, in input order, as NumPy arrays (one property per column, each a fresh copy). Immutable.
     """
-    columns: typing.ClassVar[list] = ['first_start', 'end_time', 'queueing_delay', 'run_time', 'gpu_time', 'service', 'preemptions', 'migrations', 'max_nodes']
+    columns: typing.ClassVar[list] = ['first_start', 'end_time', 'queueing_delay', 'run_time', 'gpu_time', 'service', 'preemptions', 'migrations', 'max_nodes', 'dropped']
     def __len__(self) -> int:
         """
         Number of rows.
@@ -896,6 +896,11 @@ class SimJobs:
     def to_dict(self) -> dict:
         """
         Every column by name, as NumPy arrays in a fixed order (a DataFrame's input).
+        """
+    @property
+    def dropped(self) -> numpy.ndarray:
+        """
+        Removed unfinished (Gavel-compatible mode: a stuck multi-GPU job); its end_time is its last try.
         """
     @property
     def end_time(self) -> numpy.ndarray:
@@ -985,7 +990,7 @@ class SimSummary:
         ...
     def to_dict(self) -> dict:
         """
-        Plain data with stable snake_case keys, in a fixed order (jobs_spanning_nodes only when devices were placed).
+        Plain data with stable snake_case keys, in a fixed order (jobs_spanning_nodes only when devices were placed, dropped_jobs only in the Gavel-compatible mode).
         """
     @property
     def avg_jct(self) -> float:
@@ -996,6 +1001,11 @@ class SimSummary:
     def avg_queueing_delay(self) -> float:
         """
         Mean seconds pending.
+        """
+    @property
+    def dropped_jobs(self) -> int | None:
+        """
+        Jobs removed unfinished (not in the JCT figures); None outside the Gavel-compatible mode.
         """
     @property
     def gpu_utilization(self) -> float:
@@ -1193,6 +1203,10 @@ def maximize_lp(a: collections.abc.Sequence[collections.abc.Sequence[typing.Supp
     """
     Maximises c.x subject to a x <= b, x >= 0 with COIN-OR CLP (the solver behind gavel-lp); `a` is a list of rows (or a 2-D array). Returns (objective, x). ValueError for bad shapes, non-finite or too large entries, and infeasible or unbounded LPs; RuntimeError when max_iterations is reached.
     """
+def maximize_lp_centred(a: collections.abc.Sequence[collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]], b: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], c: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], row_weights: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex] = [], column_weights: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex] = []) -> tuple[float, numpy.typing.NDArray[numpy.float64]]:
+    """
+    Like maximize_lp, but returns the centre of the optimal face (the limit of the central path, where an interior-point solver ends; with c = 0 the analytic centre of the feasible set). Optional barrier weights per row (> 0) and per column (0: the column is free of x >= 0). ValueError also when the feasible set has no interior.
+    """
 def mig_geometry() -> list:
     """
     NVIDIA MIG geometry per GPU model (from NVIDIA's MIG user guide): profiles with their compute and memory slices, instance limits and allowed start slots.
@@ -1245,7 +1259,7 @@ def sim_check_policy(spec: str) -> None:
     """
     Raises KeyError/ValueError if the policy spec is not valid.
     """
-def sim_run(cluster: typing.Any, job_id: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], submit_time: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], num_gpu: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], duration: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], speed: typing.Any, memory_gib: typing.Any, policy: str, tiresias_compat: bool = False, restore_delay: typing.SupportsFloat | typing.SupportsIndex = 0.0, tick: typing.SupportsFloat | typing.SupportsIndex = 0.0, scheduling_interval: typing.SupportsFloat | typing.SupportsIndex = 0.0, record_timeseries: bool = True, progress: typing.Any = None, placement: str = 'binpack', seed: typing.SupportsInt | typing.SupportsIndex = 0, nodes_per_rack: typing.SupportsInt | typing.SupportsIndex = 0, racks_per_block: typing.SupportsInt | typing.SupportsIndex = 0) -> SimRun:
+def sim_run(cluster: typing.Any, job_id: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], submit_time: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], num_gpu: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], duration: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], speed: typing.Any, memory_gib: typing.Any, policy: str, tiresias_compat: bool = False, restore_delay: typing.SupportsFloat | typing.SupportsIndex = 0.0, tick: typing.SupportsFloat | typing.SupportsIndex = 0.0, scheduling_interval: typing.SupportsFloat | typing.SupportsIndex = 0.0, record_timeseries: bool = True, progress: typing.Any = None, placement: str = 'binpack', seed: typing.SupportsInt | typing.SupportsIndex = 0, gavel: typing.Any = None) -> SimRun:
     """
     Runs the job-time simulator; see gpufleet.sim.simulate for the friendly wrapper.
     """
