@@ -254,6 +254,10 @@ def simulate_pai(jobs: pd.DataFrame, policy: str = "sjf", seed: int = 42, *, num
     and ``num_cpus`` and builds nodes of 8 GPUs and 96 CPUs, as the simulator does; ``packing``
     takes nodes by id, otherwise the least utilised first."""
     name = str(policy).lower()
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, (bool, np.bool_)):
+        raise TypeError(f"seed: expected a whole number, got {seed!r:.60}")
+    if not isinstance(packing, (bool, np.bool_)):
+        raise TypeError(f"packing: expected true or false, got {packing!r:.60}")
     if name not in POLICIES:
         raise ValueError(f"unknown PAI-2020 policy {policy!r}; known: {', '.join(POLICIES)}")
     if not isinstance(num_nodes, (int, np.integer)) or num_nodes < 1:

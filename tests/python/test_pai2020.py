@@ -115,6 +115,10 @@ def test_bad_input_is_one_clear_error(tmp_path: Path, traces) -> None:
         simulate_pai(jobs, "sjx")
     with pytest.raises(ValueError, match="arrival_rate"):
         simulate_pai(jobs, "sjf", arrival_rate=0)
+    with pytest.raises(TypeError, match="packing: expected true or false"):
+        simulate_pai(jobs, "sjf", packing="yes")
+    with pytest.raises(ValueError, match="num_jobs"):
+        simulate_pai(jobs, "sjf", num_jobs=0)
     no_estimates = jobs.drop(columns=["user_dur"])
     with pytest.raises(ValueError, match="no user_dur column"):
         simulate_pai(no_estimates, "sju", num_jobs=10)
