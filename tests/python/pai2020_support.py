@@ -46,6 +46,12 @@ def write_pai_trace(path: Path, num_rows: int = 800, seed: int = 7, wide_job: bo
     return path
 
 
-if __name__ == "__main__":  # writes the trace the reference figures were recorded on
-    import sys
-    print(write_pai_trace(Path(sys.argv[1]), wide_job=sys.argv[2:] != ["--no-wide-job"]))
+if __name__ == "__main__":  # writes a trace the reference figures were recorded on
+    import argparse
+    parser = argparse.ArgumentParser(description="write the PAI-2020 test trace")
+    parser.add_argument("path", type=Path)
+    parser.add_argument("--rows", type=int, default=800)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--no-wide-job", action="store_true")
+    args = parser.parse_args()
+    print(write_pai_trace(args.path, args.rows, args.seed, wide_job=not args.no_wide_job))

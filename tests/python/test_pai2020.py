@@ -25,19 +25,22 @@ REFERENCE = json.loads((Path(__file__).parent / "data" / "pai2020_reference.json
 
 
 @pytest.fixture(scope="module")
-def traces(tmp_path_factory) -> dict[bool, pd.DataFrame]:
+def traces(tmp_path_factory) -> dict[tuple[int, int, bool], pd.DataFrame]:
+    """Each trace the reference runs were recorded on, by (rows, seed, wide job)."""
     folder = tmp_path_factory.mktemp("pai")
-    return {wide: T.load_pai2020_jobs(write_pai_trace(folder / f"pai_job_test_{wide}.csv", wide_job=wide))
-            for wide in (True, False)}
+    kinds = {(r["trace"]["num_rows"], r["trace"]["seed"], r["trace"]["wide_job"]) for r in REFERENCE["runs"]}
+    return {k: T.load_pai2020_jobs(write_pai_trace(folder / f"pai_job_{k[0]}_{k[1]}_{k[2]}.csv", *k))
+            for k in kinds}
 
 
 @pytest.mark.parametrize("run", REFERENCE["runs"], ids=lambda r: r["command"][:60])
 def test_every_policy_gives_the_pai_simulators_figures(traces, run) -> None:
     """Average JCT, waiting time and makespan to the printed digit and the same jobs done, for each
     of the five policies: on one node and on nodes of 8 GPUs (packed and balanced), with arrival
-    rates and the trace's own submit times, a draw of fewer jobs than rows and more, two repeats."""
+    rates and the trace's own submit times, a draw of fewer jobs than rows and more, two repeats, and
+    2,000 jobs on 100 GPUs (waits of over an hour, long queues)."""
     settings = dict(run["settings"])
-    jobs = traces[run["trace"]["wide_job"]]
+    jobs = traces[(run["trace"]["num_rows"], run["trace"]["seed"], run["trace"]["wide_job"])]
     for policy, want in run["figures"].items():
         got = simulate_pai(jobs, policy, **settings).summary
         assert round(got["avg_jct"], 2) == want["avg_jct"], policy
@@ -49,7 +52,7 @@ def test_every_policy_gives_the_pai_simulators_figures(traces, run) -> None:
 def test_unified_schema_runs_the_same(traces) -> None:
     """The converted frame (as gpufleet.traces.load and the sweep give it, sorted by submit time)
     keeps the file order in trace_row, so the draw and the figures are the same."""
-    raw = traces[True]
+    raw = traces[(800, 7, True)]
     jobs = T.pai2020_as_jobs(raw)
     assert list(jobs["job_id"]) != list(raw["job_id"])           # reordered by submit time
     for policy in ("sjf", "sjgg"):
@@ -63,7 +66,7 @@ def test_preparation_draws_like_python_random(traces) -> None:
     """The draw is Python's random.shuffle seeded by the seed over the first 10 x num_jobs + 1 rows;
     the arrivals are num_jobs // rate batches, interval seconds apart, in (submit, job id) order."""
     import random
-    jobs = traces[True]
+    jobs = traces[(800, 7, True)]
     drawn = prepare_pai_jobs(jobs, num_jobs=30, arrival_rate=7, interval=60, seed=5)[0]
     rows = list(range(301))
     random.Random(5).shuffle(rows)
@@ -110,7 +113,7 @@ def test_bad_input_is_one_clear_error(tmp_path: Path, traces) -> None:
     bad.write_text("job_id,duration,num_gpu,num_inst\n1,10,1,0\n")
     with pytest.raises(T.TraceError, match="num_inst"):
         T.load_pai2020_jobs(bad)
-    jobs = traces[True]
+    jobs = traces[(800, 7, True)]
     with pytest.raises(ValueError, match="unknown PAI-2020 policy 'sjx'"):
         simulate_pai(jobs, "sjx")
     with pytest.raises(ValueError, match="arrival_rate"):
