@@ -113,6 +113,9 @@ def test_bad_input_is_one_clear_error(tmp_path: Path, traces) -> None:
     bad.write_text("job_id,duration,num_gpu,num_inst\n1,10,1,0\n")
     with pytest.raises(T.TraceError, match="num_inst"):
         T.load_pai2020_jobs(bad)
+    bad.write_text("job_id,duration,num_gpu,num_inst\n1,10,1,1e12\n")
+    with pytest.raises(T.TraceError, match="num_inst.*out of range"):
+        T.load_pai2020_jobs(bad)
     jobs = traces[(800, 7, True)]
     with pytest.raises(ValueError, match="unknown PAI-2020 policy 'sjx'"):
         simulate_pai(jobs, "sjx")

@@ -30,7 +30,7 @@ from pathlib import Path
 import pandas as pd
 
 from ._fields import FirstSeen, PathLike, Row, csv_header, csv_rows, make_frame
-from .limits import MAX_COUNT, MAX_GPUS, MAX_SECONDS
+from .limits import MAX_GPUS, MAX_SECONDS
 from .registry import TraceFormat, header_columns, register
 from .schema import finish_jobs
 
@@ -65,7 +65,7 @@ def load_pai2020_jobs(path: PathLike) -> pd.DataFrame:
     for index, row in enumerate(csv_rows(path, required=("job_id", "duration"), optional=optional)):
         job_id = row.integer("job_id")
         ids.add(row, "job_id", job_id)
-        inst = _optional(row, "num_inst", 1.0, MAX_COUNT)
+        inst = _optional(row, "num_inst", 1.0, float(MAX_GPUS))   # a gang of at most a million
         if round(inst) < 1:
             row.fail("num_inst", f"{inst:g} instances: a job needs at least one")
         values = {
