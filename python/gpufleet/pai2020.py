@@ -97,8 +97,10 @@ def prepare_pai_jobs(jobs: pd.DataFrame, num_jobs: int = 20000, arrival_rate: in
     ``arrival_rate=None`` keeps the trace's submit times (the simulator's -1)."""
     if not isinstance(num_jobs, (int, np.integer)) or num_jobs < 1:
         raise ValueError(f"num_jobs: expected a whole number >= 1, got {num_jobs!r}")
-    if arrival_rate is not None and (not isinstance(arrival_rate, (int, np.integer)) or arrival_rate < 1):
-        raise ValueError(f"arrival_rate: expected jobs per interval >= 1 or None, got {arrival_rate!r}")
+    if arrival_rate is not None and (not isinstance(arrival_rate, (int, np.integer)) or arrival_rate == 0):
+        raise ValueError(f"arrival_rate: expected jobs per interval >= 1, or -1 or None, got {arrival_rate!r}")
+    if arrival_rate is not None and arrival_rate < 0:
+        arrival_rate = None  # the simulator's -1: the trace's own submit times
     if not isinstance(interval, (int, np.integer)) or interval < 0:
         raise ValueError(f"interval: expected whole seconds >= 0, got {interval!r}")
     if not isinstance(repeat, (int, np.integer)) or repeat < 1:

@@ -76,6 +76,7 @@ def test_preparation_draws_like_python_random(traces) -> None:
     assert list(zip(submit, drawn["job_id"])) == sorted(zip(submit, drawn["job_id"]))
     kept = prepare_pai_jobs(jobs, num_jobs=30, arrival_rate=None, seed=5)[0]
     assert list(kept["arrival"]) == list(np.round(jobs.set_index("job_id").loc[kept["job_id"], "submit_time"]))
+    pd.testing.assert_frame_equal(prepare_pai_jobs(jobs, num_jobs=30, arrival_rate=-1, seed=5)[0], kept)
 
 
 def test_backfill_and_order_on_a_hand_made_trace(tmp_path: Path) -> None:
