@@ -94,7 +94,7 @@ def prepare_pai_jobs(jobs: pd.DataFrame, num_jobs: int = 20000, arrival_rate: in
     """The simulator's trace preparation: per repetition, the drawn jobs (file columns plus
     ``arrival``, the submit time the run uses), in the order the simulator holds them.
 
-    ``arrival_rate=None`` keeps the trace's submit times (the simulator's -1)."""
+    ``arrival_rate=None``, or any negative rate (the simulator's -1), keeps the trace's submit times."""
     if not isinstance(num_jobs, (int, np.integer)) or num_jobs < 1:
         raise ValueError(f"num_jobs: expected a whole number >= 1, got {num_jobs!r}")
     if arrival_rate is not None and (not isinstance(arrival_rate, (int, np.integer)) or arrival_rate == 0):
