@@ -137,6 +137,11 @@ def run(args: argparse.Namespace) -> int:
     if not args.trace or not args.policy:
         print("gpufleet sweep: --trace and --policy are required (or --list-formats)", file=sys.stderr)
         return 2
+    from gpufleet._extras import require
+    if args.plot:   # before any experiment runs
+        require("matplotlib", "plot", "--plot")
+    if args.ray:
+        require("ray", "ray", "--ray")
     from gpufleet.sweep import summarize, sweep
     seeds = args.seed if args.seed is not None else range(3 if args.seeds is None else args.seeds)
     named = [*named_files(args), args.published]
