@@ -20,13 +20,8 @@ try:
         parse_milli,
         parse_quantity,
     )
-    from gpufleet import replay
-    from gpufleet.engine import CycleResult, Engine, register_plugin
-    from gpufleet.replay import ReplayResult, replay_many, replay_openb
-    from gpufleet.scenario import Scenario, load_scenario
-    from gpufleet.sim import SimResult, simulate
+    # Imported here, not on first use: the function `sweep` must shadow the subpackage's name.
     from gpufleet.sweep import SweepError, sweep
-    from gpufleet.registries import strategies, strategy_description
 except ModuleNotFoundError as e:
     if e.name != "gpufleet._core":
         raise
@@ -62,8 +57,23 @@ __all__ = [
 ]
 
 
+# The other names load their module on first use, so that a command imports only what it runs.
+_LAZY = {
+    "replay": "replay", "ReplayResult": "replay", "replay_many": "replay", "replay_openb": "replay",
+    "CycleResult": "engine", "Engine": "engine", "register_plugin": "engine",
+    "Scenario": "scenario", "load_scenario": "scenario", "SimResult": "sim", "simulate": "sim",
+    "strategies": "registries", "strategy_description": "registries",
+}
+
+
 def __getattr__(name: str) -> object:
-    # Only reached when a name is missing, i.e. when the extension could not be imported.
+    # Reached for a name not yet bound: one of _LAZY, or any name when the extension is missing.
+    if _core_error is None and name in _LAZY:
+        import importlib
+        module = importlib.import_module(f"gpufleet.{_LAZY[name]}")
+        value = module if name == _LAZY[name] else getattr(module, name)
+        globals()[name] = value
+        return value
     if _core_error is not None and name in __all__:
         raise ImportError(
             f"gpufleet.{name} needs the native extension gpufleet._core, which is not built here "

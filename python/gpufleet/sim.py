@@ -501,4 +501,4 @@ def gain(runs: pd.DataFrame, baseline: str, policy: str, metric: str = "avg_jct"
 
 
 __all__ = ["GAVEL_COMPAT_OPTIONS", "SimResult", "cluster_spec", "compare", "gain", "policy_description", "policy_names", "policy_spec",
-           "simulate"]
+           "simulate", "simulate_summary"]

@@ -11,8 +11,6 @@ import sys
 from gpufleet._core import DeviceGrant, format_bytes
 from gpufleet.commands._bounds import CYCLES_MAX, count
 from gpufleet.commands._output import add_output_options, emit, is_document, table
-from gpufleet.engine import engine_from_scenario, load_config
-from gpufleet.scenario import ScenarioError, read_scenario_file
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -61,6 +59,9 @@ def _memory(b: float) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``gpufleet cycle``; returns 0, 1 (invalid scenario) or 2 (usage, bad configuration)."""
+    # Imported when the command runs, so that another command's start does not load them.
+    from gpufleet.engine import engine_from_scenario, load_config
+    from gpufleet.scenario import ScenarioError, read_scenario_file
     if args.list_plugins or args.list_actions:
         from gpufleet.commands._output import print_listing
         kinds = ({"plugins": ""} if args.list_plugins else {}) | ({"actions": ""} if args.list_actions else {})

@@ -9,8 +9,6 @@ import sys
 
 from gpufleet.commands._output import add_output_options, emit, is_document
 from gpufleet.registries import check_strategy, strategies
-from gpufleet.report import placement_table, usage_table
-from gpufleet.scenario import ScenarioError, load_scenario
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,6 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``gpufleet place``; returns 0, 1 (invalid scenario) or 2 (usage, unknown strategy)."""
+    # Imported when the command runs, so that another command's start does not load them.
+    from gpufleet.report import placement_table, usage_table
+    from gpufleet.scenario import ScenarioError, load_scenario
     if args.list_strategies:
         from gpufleet.commands._output import print_listing
         print_listing({"strategies": ""}, args.output)
@@ -70,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _is_dra(path: str) -> bool:
     from gpufleet.documents import read_document
+    from gpufleet.scenario import ScenarioError
     from gpufleet.dra.report import is_dra_scenario
     try:
         return is_dra_scenario(read_document(path))
