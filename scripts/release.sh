@@ -12,7 +12,8 @@
 # Output in dist/. scripts/test.sh runs it; docs/release.md has the release steps around it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ -x .venv/bin/python ] || bash scripts/setup.sh
+# auditwheel comes with the dev extra, which a .venv set up by scripts/run.sh (plot only) lacks.
+[ -x .venv/bin/auditwheel ] || bash scripts/setup.sh
 PY="$PWD/.venv/bin/python"
 export PATH="$PWD/.venv/bin:$PATH"
 rm -rf dist && mkdir -p dist/raw

@@ -2,7 +2,9 @@
 # Installs whatever is missing for gpufleet on a Debian/Ubuntu machine, and nothing twice:
 #   1. system packages (compiler, Abseil, GoogleTest, Google Benchmark, nlohmann-json, COIN-OR CLP)
 #      when root;
-#   2. a virtual environment in .venv with the Python build and test dependencies;
+#   2. a virtual environment in .venv with the Python build dependencies and the extras of
+#      GPUFLEET_EXTRAS (space-separated; default every extra, which scripts/test.sh needs;
+#      scripts/run.sh asks for "plot" only);
 #   3. gpufleet itself, editable, compiled by scikit-build-core (incremental after the first time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,18 +45,37 @@ if [ ! -x .venv/bin/python ]; then
 fi
 PY=.venv/bin/python
 
-# Dependencies are installed again only when pyproject.toml changes.
-stamp=.venv/.gpufleet-deps-$(sha1sum pyproject.toml | cut -c1-12)
-if [ ! -f "$stamp" ]; then
-  echo "setup: installing Python dependencies"
+# Dependencies are installed again only when pyproject.toml changes or an extra is asked for that
+# no earlier install of this pyproject.toml covered (the stamp's name lists the extras it has).
+extras=${GPUFLEET_EXTRAS-plot k8s node ray test dev dra}
+hash=$(sha1sum pyproject.toml | cut -c1-12)
+covered() {
+  local s got e
+  [ -f .venv/.gpufleet-deps-"$hash" ] && return 0   # the stamp of every extra, before they were chosen
+  for s in .venv/.gpufleet-deps-"$hash"-*; do
+    [ -f "$s" ] || continue
+    got=",${s##*-},"
+    for e in $extras; do
+      case "$got" in *",$e,"*) ;; *) continue 2 ;; esac
+    done
+    return 0
+  done
+  return 1
+}
+stamp=.venv/.gpufleet-deps-$hash-$(echo $extras | tr ' ' ',')
+if ! covered; then
+  echo "setup: installing Python dependencies (extras: ${extras:-none})"
   $PY -m pip install -q --upgrade pip
   $PY -m pip install -q "scikit-build-core>=1.1" "pybind11>=3.0" "cmake>=3.24" "ninja>=1.11"
-  $PY - <<'PYEOF' > .venv/requirements.txt
-import tomllib
+  GPUFLEET_EXTRAS="$extras" $PY - <<'PYEOF' > .venv/requirements.txt
+import os, sys, tomllib
 p = tomllib.load(open("pyproject.toml", "rb"))["project"]
 deps = list(p["dependencies"])
-for extra in ("plot", "k8s", "node", "ray", "test", "dev", "dra"):
-    deps += p.get("optional-dependencies", {}).get(extra, [])
+known = p.get("optional-dependencies", {})
+for extra in os.environ["GPUFLEET_EXTRAS"].split():
+    if extra not in known:
+        sys.exit(f"setup: GPUFLEET_EXTRAS: no extra {extra!r} in pyproject.toml (known: {' '.join(known)})")
+    deps += known[extra]
 print("\n".join(sorted(set(deps))))
 PYEOF
   $PY -m pip install -q -r .venv/requirements.txt
