@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from gpufleet import Cluster, Pod, _core, replay
+from gpufleet._core import extender
 from gpufleet.engine import Engine, water_fill
 from gpufleet.traces import synthetic_openb
 
@@ -163,9 +164,9 @@ def test_integers_past_the_c_range_are_one_line_errors_naming_the_argument():
     c, a = gpushare_allocation()
     pod = Pod("q", {"nvidia.com/gpu": "1"})
     for call, message in (
-            (lambda: c.host_priorities(pod, ["n"], "binpack", 2**40),
+            (lambda: extender.host_priorities(c, pod, ["n"], "binpack", 2**40),
              "max_priority: 1099511627776 is out of range: 1 to 2147483647"),
-            (lambda: c.host_priorities(pod, ["n"], "binpack", 1.5),
+            (lambda: extender.host_priorities(c, pod, ["n"], "binpack", 1.5),
              "max_priority: expected a whole number, got float"),
             (lambda: Pod("q", {}, priority=2**40), "priority"),
             (lambda: c.set_device_health("n", 2**40, False), "minor: 1099511627776 is out of range"),
@@ -178,7 +179,7 @@ def test_integers_past_the_c_range_are_one_line_errors_naming_the_argument():
         with pytest.raises((ValueError, TypeError)) as info:
             call()
         assert message in str(info.value) and "\n" not in str(info.value), str(info.value)
-    assert c.host_priorities(pod, ["n"], "binpack", np.int64(10))[0]["Host"] == "n"
+    assert extender.host_priorities(c, pod, ["n"], "binpack", np.int64(10))[0]["Host"] == "n"
     assert _core.format_bytes(np.int64(1 << 30)) == "1Gi"
 
 

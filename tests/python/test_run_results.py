@@ -68,11 +68,13 @@ def test_simulate_frames_hold_the_bound_columns():
 
 def test_replay_run_is_a_bound_value_with_a_column_per_series():
     nodes, pods = synthetic_openb(12, 120, seed=4)
-    raw = _core._replay_openb(
-        [str(n) for n in nodes["name"]], nodes["cpu_milli"].tolist(), nodes["memory_mib"].tolist(),
-        nodes["num_gpu"].tolist(), [str(m) for m in nodes["model"]], [str(n) for n in pods["name"]],
-        pods["cpu_milli"].tolist(), pods["memory_mib"].tolist(), pods["num_gpu"].tolist(),
-        pods["gpu_milli"].tolist(), [[] for _ in range(len(pods))], "bestfit", None, 1, 1.3, 0.95, "seeded")
+    node_columns = {c: nodes[c].tolist() for c in ("cpu_milli", "memory_mib", "num_gpu")}
+    node_columns |= {"name": [str(n) for n in nodes["name"]], "model": [str(m) for m in nodes["model"]]}
+    pod_columns = {c: pods[c].tolist() for c in ("cpu_milli", "memory_mib", "num_gpu", "gpu_milli")}
+    pod_columns |= {"name": [str(n) for n in pods["name"]], "gpu_spec": [[] for _ in range(len(pods))]}
+    options = _core.replay.ReplayOptions(policy="bestfit", seed=1)
+    assert (options.stop_at, options.coverage, options.ties, options.params) == (1.3, 0.95, "seeded", {})
+    raw = _core.replay._replay_openb(node_columns, pod_columns, options)
     d = raw.to_dict()
     assert list(d) == [*_core.OpenbReplayRun.columns, "gpu_capacity", "workload"]
     n = len(raw)

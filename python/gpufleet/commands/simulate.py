@@ -152,8 +152,7 @@ def run(args: argparse.Namespace) -> int:
                           tiresias_compat=args.tiresias_compat, restore_delay=args.restore_delay,
                           placement=placement)
     except (KeyError, ValueError, OSError) as e:
-        msg = e.args[0] if isinstance(e, KeyError) and e.args else e
-        print(f"gpufleet simulate: {one_line(msg)}", file=sys.stderr)
+        print(f"gpufleet simulate: {one_line(e)}", file=sys.stderr)
         return 1
     if args.jobs_csv:
         try:

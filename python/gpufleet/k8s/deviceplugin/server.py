@@ -250,7 +250,7 @@ class DevicePluginServer(pb_grpc.DevicePluginServicer):
         try:
             return self.table.minors_of(ids)
         except KeyError as e:
-            raise _Abort(grpc.StatusCode.INVALID_ARGUMENT, f"{self.resource_name}: {e.args[0]}") from None
+            raise _Abort(grpc.StatusCode.INVALID_ARGUMENT, f"{self.resource_name}: {e}") from None
 
     def _prefer(self, available: list[str], must: list[str], size: int) -> list[str]:
         self._minors(available + must)  # validates every id
