@@ -117,7 +117,8 @@ void BM_PlaceBaseline(benchmark::State& state) {
     placed = 0;
     state.ResumeTiming();
     for (const Job& j : jobs)
-      for (const Pod& p : j.tasks) placed += placer.Place(cs, {.pod = p, .strategy = **strategy}).ok();
+      for (const Pod& p : j.tasks)
+        placed += placer.Place(cs, {.pod = p, .strategy = **strategy}).ok();
   }
   state.counters["binds"] = static_cast<double>(placed);
 }

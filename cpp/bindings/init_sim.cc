@@ -17,6 +17,7 @@
 #include "bindings/py_ints.h"
 #include "bindings/py_json.h"
 #include "bindings/status_cast.h"
+#include "gpufleet/policies/lp_centre.h"
 #include "gpufleet/policies/lp_solver.h"
 #include "gpufleet/sim/simulator.h"
 
@@ -39,6 +40,7 @@ struct SimRun {
   std::vector<std::string> models;
   int64_t total_gpus = 0;
   bool devices_placed = false;  // a placement strategy gave every start real devices
+  bool gavel_compat = false;
 };
 
 // The per-job table and the time series, as views that keep their run alive.
@@ -52,6 +54,7 @@ struct SimTimeseries {
 struct SimSummary {
   sim::Summary values;
   bool devices_placed = false;
+  bool gavel_compat = false;  // dropped_jobs is only defined then
 };
 
 // One column per row type: its name, its help and how to build it. A new column is one line.
@@ -90,6 +93,8 @@ const ColumnDef<Job> kJobColumns[] = {
      [](const std::vector<Job>& J) { return Column<int64_t>(J, [](const Job& j) { return j.migrations; }); }},
     {"max_nodes", "Most nodes the job's GPUs spanned in one start (0 without device placement).",
      [](const std::vector<Job>& J) { return Column<int64_t>(J, [](const Job& j) { return j.max_nodes; }); }},
+    {"dropped", "Removed unfinished (Gavel-compatible mode: a stuck multi-GPU job); its end_time is its last try.",
+     [](const std::vector<Job>& J) { return Column<bool>(J, [](const Job& j) { return j.dropped; }); }},
 };
 
 using sim::TimeSample;
@@ -150,6 +155,7 @@ py::dict SummaryDict(const SimSummary& s) {
   d["preemptions"] = S.preemptions;
   d["migrations"] = S.migrations;
   if (s.devices_placed) d["jobs_spanning_nodes"] = S.jobs_spanning_nodes;
+  if (s.gavel_compat) d["dropped_jobs"] = S.dropped_jobs;
   d["gpu_utilization"] = S.gpu_utilization;
   return d;
 }
@@ -195,9 +201,16 @@ void BindResults(py::module_& m) {
           "Jobs whose GPUs were ever on more than one node; None when no devices were placed.")
       .def_property_readonly("gpu_utilization", [](const SimSummary& s) { return s.values.gpu_utilization; },
                              "Busy GPU-seconds / (GPUs x makespan).")
+      .def_property_readonly(
+          "dropped_jobs",
+          [](const SimSummary& s) -> std::optional<int64_t> {
+            if (!s.gavel_compat) return std::nullopt;
+            return s.values.dropped_jobs;
+          },
+          "Jobs removed unfinished (not in the JCT figures); None outside the Gavel-compatible mode.")
       .def("to_dict", &SummaryDict,
            "Plain data with stable snake_case keys, in a fixed order (jobs_spanning_nodes only when "
-           "devices were placed).")
+           "devices were placed, dropped_jobs only in the Gavel-compatible mode).")
       .def("__repr__", [](const SimSummary& s) {
         return absl::StrFormat("SimSummary(num_jobs=%d, avg_jct=%g, makespan=%g, gpu_utilization=%g)",
                                s.values.num_jobs, s.values.avg_jct, s.values.makespan,
@@ -213,7 +226,9 @@ void BindResults(py::module_& m) {
       .def_property_readonly("timeseries", [](const std::shared_ptr<SimRun>& r) { return SimTimeseries{r}; },
                              "State after each scheduling point (SimTimeseries).")
       .def_property_readonly("summary",
-                             [](const SimRun& r) { return SimSummary{r.result.summary, r.devices_placed}; },
+                             [](const SimRun& r) {
+                               return SimSummary{r.result.summary, r.devices_placed, r.gavel_compat};
+                             },
                              "The run's totals (SimSummary).")
       .def_readonly("models", &SimRun::models, "The pool's GPU model names, in its order.")
       .def_readonly("total_gpus", &SimRun::total_gpus, "GPUs in the pool.")
@@ -225,7 +240,8 @@ void BindResults(py::module_& m) {
             py::dict d;
             d["jobs"] = py::cast(SimJobs{r}).attr("to_dict")();
             d["timeseries"] = py::cast(SimTimeseries{r}).attr("to_dict")();
-            d["summary"] = SummaryDict(SimSummary{r->result.summary, r->devices_placed});
+            d["summary"] =
+                SummaryDict(SimSummary{r->result.summary, r->devices_placed, r->gavel_compat});
             d["models"] = r->models;
             d["total_gpus"] = r->total_gpus;
             d["scheduling_points"] = r->result.scheduling_points;
@@ -245,7 +261,7 @@ std::shared_ptr<SimRun> Simulate(const py::object& cluster, Arr<int64_t> job_id,
                   double restore_delay, double tick, double scheduling_interval,
                   bool record_timeseries, py::object progress,
                   const std::string& placement, int64_t seed, int nodes_per_rack,
-                  int racks_per_block) {
+                  int racks_per_block, py::object gavel) {
   GpuPool pool = Unwrap(GpuPool::FromJson(PyToJson(cluster)));
   const size_t n = job_id.size();
   if (submit_time.size() != static_cast<py::ssize_t>(n) ||
@@ -298,6 +314,28 @@ std::shared_ptr<SimRun> Simulate(const py::object& cluster, Arr<int64_t> job_id,
   o.seed = static_cast<uint64_t>(seed);
   o.nodes_per_rack = nodes_per_rack;
   o.racks_per_block = racks_per_block;
+  if (!gavel.is_none()) {
+    // {"drop_stuck_jobs": bool, "charge_idle_gaps": bool, "fifo_stale_type": bool,
+    //  "reference_model": name or None}; missing keys keep GavelCompat's defaults.
+    py::dict g = gavel.cast<py::dict>();
+    o.gavel.enabled = true;
+    for (auto item : g) {
+      const std::string key = item.first.cast<std::string>();
+      if (key == "drop_stuck_jobs")
+        o.gavel.drop_stuck_jobs = item.second.cast<bool>();
+      else if (key == "charge_idle_gaps")
+        o.gavel.charge_idle_gaps = item.second.cast<bool>();
+      else if (key == "fifo_stale_type")
+        o.gavel.fifo_stale_type = item.second.cast<bool>();
+      else if (key == "reference_model")
+        o.gavel.reference_model =
+            item.second.is_none() ? -1 : pool.Find(item.second.cast<std::string>());
+      else
+        throw py::value_error("simulate: unknown gavel_compat option '" + key +
+                              "' (drop_stuck_jobs, charge_idle_gaps, fifo_stale_type, "
+                              "reference_model)");
+    }
+  }
   if (!progress.is_none()) {
     // A borrowed handle (the argument keeps the callable alive for the call): the simulator may
     // copy and destroy this std::function without the GIL, which must not touch reference counts.
@@ -315,7 +353,8 @@ std::shared_ptr<SimRun> Simulate(const py::object& cluster, Arr<int64_t> job_id,
   run->result = Unwrap(std::move(r));
   for (int m = 0; m < pool.num_models(); ++m) run->models.push_back(pool.model(m).name);
   run->total_gpus = pool.total_gpus();
-  run->devices_placed = !placement.empty();
+  run->devices_placed = !placement.empty() && !o.gavel.enabled;
+  run->gavel_compat = o.gavel.enabled;
   return run;
 }
 
@@ -333,6 +372,7 @@ void InitSim(py::module_& m) {
         py::arg("record_timeseries") = true,
         py::arg("progress") = py::none(), py::arg("placement") = "binpack",
         py::arg("seed") = 0, py::arg("nodes_per_rack") = 0, py::arg("racks_per_block") = 0,
+        py::arg("gavel") = py::none(),
         "Runs the job-time simulator; see gpufleet.sim.simulate for the friendly wrapper.");
   // The LP solver gavel-lp uses, exposed so tests can cross-check it against another solver.
   m.def("maximize_lp",
@@ -354,6 +394,24 @@ void InitSim(py::module_& m) {
         "`a` is a list of rows (or a 2-D array). Returns (objective, x). ValueError for bad "
         "shapes, non-finite or too large entries, and infeasible or unbounded LPs; RuntimeError "
         "when max_iterations is reached.");
+  m.def("maximize_lp_centred",
+        [](const std::vector<std::vector<double>>& a, const std::vector<double>& b,
+           const std::vector<double>& c, std::vector<double> row_weights,
+           std::vector<double> column_weights) {
+          absl::StatusOr<jobtime::LpSolution> r;
+          {
+            py::gil_scoped_release release;
+            r = jobtime::MaximizeLpCentred(a, b, c, {std::move(row_weights), std::move(column_weights)});
+          }
+          jobtime::LpSolution s = Unwrap(std::move(r));
+          return std::make_pair(s.objective, py::array_t<double>(s.x.size(), s.x.data()));
+        },
+        py::arg("a"), py::arg("b"), py::arg("c"), py::arg("row_weights") = std::vector<double>(),
+        py::arg("column_weights") = std::vector<double>(),
+        "Like maximize_lp, but returns the centre of the optimal face (the limit of the central "
+        "path, where an interior-point solver ends; with c = 0 the analytic centre of the feasible "
+        "set). Optional barrier weights per row (> 0) and per column (0: the column is free of x "
+        ">= 0). ValueError also when the feasible set has no interior.");
 }
 
 }  // namespace gpufleet::bindings

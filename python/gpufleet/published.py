@@ -7,6 +7,11 @@ traces: what the studies we reproduce reported, to set our measurements beside.
   default-trace means (:data:`FGD_DEFAULT_ALLOC_AT_100`). :func:`fgd_alloc` reads both.
 * Tiresias (Gu et al., NSDI 2019): its simulator's average JCTs on ``60_job.csv`` with 8 GPUs
   (:data:`TIRESIAS_60_JOB_AVG_JCT`).
+* Gavel (Narayanan et al., OSDI 2020): its own simulator's average JCT and makespan per trace,
+  cluster, policy, seed and LP solver, from a reference file of runs
+  (tests/python/data/gavel_reference/reference.json in the repository); :func:`gavel_runs`
+  reads it, :data:`GAVEL_POLICY_NAMES` names the policy that reproduces each of Gavel's in the
+  simulator's Gavel-compatible mode (:mod:`gpufleet.gavel_fidelity` runs them side by side).
 
 Another study's tables belong here too, as a constant or a reader beside these, each with its
 source; the replay, the sweep, the benchmarks and the notebooks read them from here.
@@ -20,7 +25,8 @@ from gpufleet._lazy import lazy
 
 pd = lazy("pandas")
 
-__all__ = ["FGD_DEFAULT_ALLOC_AT_100", "FGD_POLICY_NAMES", "TIRESIAS_60_JOB_AVG_JCT", "fgd_alloc"]
+__all__ = ["FGD_DEFAULT_ALLOC_AT_100", "FGD_POLICY_NAMES", "GAVEL_POLICY_NAMES", "GAVEL_UNREPRODUCED",
+           "TIRESIAS_60_JOB_AVG_JCT", "fgd_alloc", "gavel_runs"]
 
 #: The FGD study's policy folders (``sc_policy`` in its result tables) -> registered placement
 #: strategies, in the paper's order.
@@ -39,6 +45,26 @@ FGD_DEFAULT_ALLOC_AT_100: dict[str, float] = {
 #: Average JCT (s) of Tiresias's own simulator on its ``60_job.csv`` with 8 GPUs and ``count``
 #: placement (Tiresias repository, ``simulator/``), by this package's policy names.
 TIRESIAS_60_JOB_AVG_JCT: dict[str, float] = {"fifo": 1556.5, "dlas-gpu": 715.3, "srtf": 519.9}
+
+#: Gavel's policies (its trace driver's ``-p`` names) -> the registered policy that reproduces each
+#: in the simulator's Gavel-compatible mode (``gavel_compat=True``; docs/simulator.md).
+GAVEL_POLICY_NAMES: dict[str, str] = {
+    "max_min_fairness_perf": "gavel-lp", "max_min_fairness": "gavel-lp(aware=false)",
+    "finish_time_fairness_perf": "gavel-ftf", "finish_time_fairness": "gavel-ftf(aware=false)",
+    "min_total_duration_perf": "gavel-makespan", "min_total_duration": "gavel-makespan(aware=false)",
+    "max_sum_throughput_perf": "gavel-throughput",
+    "fifo_perf": "gavel-fifo", "fifo": "gavel-fifo(aware=false)",
+}
+
+#: Gavel's policies with no counterpart here, and why. (Gavel's own packed LP policies also crash on
+#: every trace with mixed scale factors: a reshape in its policy.py assumes equal pair counts.)
+GAVEL_UNREPRODUCED: dict[str, str] = {
+    p: "space sharing (two jobs packed on one GPU) is not simulated"
+    for p in ("fifo_packed", "max_min_fairness_packed", "finish_time_fairness_packed", "min_total_duration_packed")
+}
+
+_GAVEL_RUN_COLUMNS = ("trace", "cluster", "policy", "seed", "solver", "status", "avg_jct_s", "makespan_s",
+                      "dropped_jobs", "command")
 
 _TRACE_PREFIX = "openb_pod_list_"
 
@@ -75,3 +101,30 @@ def fgd_alloc(path: str | os.PathLike | None = None, arrived: int = 100) -> Any:
         "value": pd.to_numeric(table[column], errors="raise")})
     out = table.groupby(["trace", "policy"], sort=True)["value"].agg(mean="mean", std="std", seeds="count")
     return out.reset_index()
+
+
+def gavel_runs(path: str | os.PathLike) -> Any:
+    """Gavel's own simulator's figures: one row per run of a reference file (``{"gavel": {...},
+    "traces": {...}, "runs": [...]}``, such as tests/python/data/gavel_reference/reference.json),
+    columns ``trace``, ``cluster`` (its ``-c v100:p100:k80``), ``policy`` (Gavel's name),
+    ``seed``, ``solver``, ``status`` (``ok``, ``crash`` or ``timeout``), ``avg_jct_s`` (Gavel's
+    average over the jobs it did not drop), ``makespan_s``, ``dropped_jobs`` (a tuple of job
+    rows), ``command``, and ``gpufleet_policy`` (:data:`GAVEL_POLICY_NAMES`, None where
+    :data:`GAVEL_UNREPRODUCED`). ``attrs`` holds the file's ``gavel`` (commit, versions) and
+    ``traces`` entries. ValueError names a run that lacks a column."""
+    import json
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    rows = []
+    for k, run in enumerate(doc.get("runs", [])):
+        missing = [c for c in ("trace", "cluster", "policy", "seed", "solver", "status", "command") if c not in run]
+        if missing:
+            raise ValueError(f"{path}: run {k} lacks {', '.join(missing)}")
+        row = {c: run.get(c) for c in _GAVEL_RUN_COLUMNS}
+        row["dropped_jobs"] = tuple(run.get("dropped_jobs") or ())
+        row["gpufleet_policy"] = GAVEL_POLICY_NAMES.get(run["policy"])
+        rows.append(row)
+    out = pd.DataFrame(rows, columns=[*_GAVEL_RUN_COLUMNS, "gpufleet_policy"])
+    out.attrs["gavel"] = doc.get("gavel", {})
+    out.attrs["traces"] = doc.get("traces", {})
+    return out

@@ -122,6 +122,37 @@ def _speeds(jobs: pd.DataFrame, models: list[str]) -> np.ndarray | None:
     return np.nan_to_num(speed, nan=0.0, posinf=0.0)
 
 
+GAVEL_COMPAT_OPTIONS = ("drop_stuck_jobs", "charge_idle_gaps", "fifo_stale_type")
+
+
+def _gavel_options(gavel_compat: bool | Mapping[str, bool]) -> dict[str, bool] | None:
+    """``gavel_compat`` as the native options: None when off; True keeps every reproduced bug, a
+    mapping sets some of them (:data:`GAVEL_COMPAT_OPTIONS`, docs/simulator.md)."""
+    if isinstance(gavel_compat, Mapping):
+        unknown = sorted(set(gavel_compat) - set(GAVEL_COMPAT_OPTIONS))
+        if unknown:
+            raise ValueError(f"gavel_compat: unknown option(s) {unknown} (known: {list(GAVEL_COMPAT_OPTIONS)})")
+        return {k: _flag(f"gavel_compat.{k}", v) for k, v in gavel_compat.items()}
+    return {} if _flag("gavel_compat", gavel_compat) else None
+
+
+def _gavel_steps(jobs: pd.DataFrame, models: list[str]) -> tuple[np.ndarray, np.ndarray, str | None]:
+    """Gavel counts work in steps: per job its total steps and steps/s on each model (the
+    ``total_iterations`` and ``throughput_<model>`` columns of a Gavel trace, as
+    :func:`gpufleet.traces.gavel_as_jobs` gives them), and the reference model when the cluster has it."""
+    have = {c[len(THROUGHPUT_PREFIX):].lower(): c for c in jobs.columns if c.startswith(THROUGHPUT_PREFIX)}
+    missing = [m for m in models if m.lower() not in have]
+    if "total_iterations" not in jobs.columns or missing:
+        raise ValueError("gavel_compat needs Gavel's steps: a total_iterations column and a throughput_<model> "
+                         f"column for every GPU model (missing: {missing or ['total_iterations']}); load the trace "
+                         "with gpufleet.traces.gavel_as_jobs")
+    steps = jobs["total_iterations"].to_numpy(dtype=np.float64)
+    rates = np.stack([jobs[have[m.lower()]].to_numpy(dtype=np.float64) for m in models], axis=1)
+    ref = str(jobs.attrs.get("reference_model", "")).lower()
+    reference = next((m for m in models if m.lower() == ref), None)
+    return steps, rates, reference
+
+
 @dataclass
 class SimResult:
     """Outcome of :func:`simulate`: ``jobs`` (one row per job: the input columns plus
@@ -202,7 +233,8 @@ def _seed(value: Any) -> int:
 
 
 def simulate(jobs: pd.DataFrame, cluster: ClusterLike, policy: str | Mapping[str, Any] = "fifo",
-             seed: int = 0, *, tiresias_compat: bool = False, restore_delay: float = 0.0,
+             seed: int = 0, *, tiresias_compat: bool = False,
+             gavel_compat: bool | Mapping[str, bool] = False, restore_delay: float = 0.0,
              tick: float = 0.0, scheduling_interval: float = 0.0, record_timeseries: bool = True, progress: bool | None = None,
              memory_gib: np.ndarray | Sequence[float] | None = None, placement: str | None = "binpack",
              racks: tuple[int, int] | None = None, **policy_params: Any) -> SimResult:
@@ -221,6 +253,14 @@ def simulate(jobs: pd.DataFrame, cluster: ClusterLike, policy: str | Mapping[str
       schedule every ``tick`` seconds; ``scheduling_interval``: schedule only on multiples
       of this many seconds instead of on every arrival/completion (big traces: far fewer
       scheduling points, at most that much added latency).
+    * ``gavel_compat``: reproduce Gavel's simulator (its rounds of micro-tasks counted in steps,
+      for the ``gavel-*`` policies; docs/simulator.md, "Gavel-compatible mode"). The jobs need
+      Gavel's steps (:func:`gpufleet.traces.gavel_as_jobs`); the summary gains ``dropped_jobs``
+      and the jobs' ``dropped`` column may hold True (Gavel drops stuck multi-GPU jobs; they are
+      left out of the JCT figures, their ``jct`` is NaN). ``True`` reproduces every bug the docs list; a mapping such as
+      ``{"drop_stuck_jobs": False}`` corrects some (:data:`GAVEL_COMPAT_OPTIONS`). No devices
+      are placed, the seed keeps equal submit times in trace order, and restore_delay, tick and
+      scheduling_interval must stay 0.
     * ``seed``: the run is deterministic given the seed, which is recorded in the summary. It
       seeds the model draw of the heterogeneity-agnostic policies (a job lands on a model with
       room at random, in proportion to its free GPUs, whatever order the cluster lists the
@@ -252,14 +292,20 @@ def simulate(jobs: pd.DataFrame, cluster: ClusterLike, policy: str | Mapping[str
     required = {"job_id", "submit_time", "num_gpu", "duration"}
     if missing := required - set(jobs.columns):
         raise ValueError(f"jobs lack columns {sorted(missing)} (unified job schema, docs/traces.md)")
+    gavel = _gavel_options(gavel_compat)
     frame = jobs.reset_index(drop=True)
     order = np.arange(len(frame))
-    if seed:
+    if seed and gavel is None:
         # Seeded tie-break among equal submit times; the trace order is otherwise kept.
         rng = np.random.default_rng(seed)
         order = np.lexsort((rng.permutation(len(frame)), frame["submit_time"].to_numpy()))
         frame = frame.iloc[order].reset_index(drop=True)
-    speed = _speeds(frame, [m["name"] for m in models])
+    durations = frame["duration"].to_numpy(np.float64)
+    if gavel is None:
+        speed = _speeds(frame, [m["name"] for m in models])
+    else:
+        durations, speed, gavel["reference_model"] = _gavel_steps(frame, [m["name"] for m in models])
+        placement = None
     mem = None if memory_gib is None else np.asarray(memory_gib, dtype=np.float64)[order]
     bar = None
     callback = None
@@ -271,10 +317,10 @@ def simulate(jobs: pd.DataFrame, cluster: ClusterLike, policy: str | Mapping[str
             bar.update(done - bar.n)
     try:
         raw = _core.sim_run(models, frame["job_id"].to_numpy(np.int64), frame["submit_time"].to_numpy(np.float64),
-                            frame["num_gpu"].to_numpy(np.int64), frame["duration"].to_numpy(np.float64), speed, mem,
+                            frame["num_gpu"].to_numpy(np.int64), durations, speed, mem,
                             spec, tiresias_compat, restore_delay, tick, scheduling_interval,
                             record_timeseries, callback, placement or "", seed,
-                            *((int(racks[0]), int(racks[1])) if racks else (0, 0)))
+                            *((int(racks[0]), int(racks[1])) if racks else (0, 0)), gavel)
     finally:
         if bar is not None:
             bar.close()
@@ -282,6 +328,7 @@ def simulate(jobs: pd.DataFrame, cluster: ClusterLike, policy: str | Mapping[str
     for k, v in raw.jobs.to_dict().items():
         out[k] = v
     out["jct"] = out["end_time"] - out["submit_time"]
+    out.loc[out["dropped"], "jct"] = np.nan  # Gavel-compatible mode only: no completion
     total = int(raw.total_gpus)
     ts = pd.DataFrame(raw.timeseries.to_dict())
     for c in ("running_jobs", "pending_jobs", "busy_gpus"):
@@ -290,9 +337,12 @@ def simulate(jobs: pd.DataFrame, cluster: ClusterLike, policy: str | Mapping[str
     summary: dict[str, Any] = raw.summary.to_dict()
     if record_timeseries and len(ts) and len(out):
         rho = _finish_time_fairness(out, ts, total)
+        if gavel is not None:
+            rho[out["dropped"].to_numpy()] = np.nan  # no finish, no finish-time fairness
         out["ftf_rho"] = rho
-        summary["finish_time_fairness"] = float(rho.max())
-        summary["avg_finish_time_fairness"] = float(rho.mean())
+        if not np.isnan(rho).all():
+            summary["finish_time_fairness"] = float(np.nanmax(rho))
+            summary["avg_finish_time_fairness"] = float(np.nanmean(rho))
     summary.update(policy=spec, num_gpus=total, seed=int(seed), scheduling_points=int(raw.scheduling_points))
     return SimResult(jobs=out, timeseries=ts, summary=summary, policy=spec, cluster=models)
 
@@ -392,5 +442,5 @@ def gain(runs: pd.DataFrame, baseline: str, policy: str, metric: str = "avg_jct"
             "min": float(ratio.min()), "max": float(ratio.max())}
 
 
-__all__ = ["SimResult", "cluster_spec", "compare", "gain", "policy_description", "policy_names", "policy_spec",
+__all__ = ["GAVEL_COMPAT_OPTIONS", "SimResult", "cluster_spec", "compare", "gain", "policy_description", "policy_names", "policy_spec",
            "simulate"]

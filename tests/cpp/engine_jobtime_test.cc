@@ -15,6 +15,7 @@
 #include "gpufleet/placement/strategy.h"
 #include "gpufleet/sim/simulator.h"
 #include "gtest/gtest.h"
+#include "test_util.h"
 
 namespace gpufleet::engine {
 namespace {
@@ -397,7 +398,8 @@ TEST(EngineJobtimeTest, SharedAndCpuJobsAreLeftToOtherActions) {
                            {"requests", {{"koordinator.sh/gpu-core", 50},
                                          {"koordinator.sh/gpu-memory-ratio", 50}}}})
                   .value();
-  ASSERT_TRUE(test::PlaceWith(Placer(), alone->cluster(), other, *MakeStrategy("binpack").value()).ok());
+  auto binpack = MakeStrategy("binpack").value();
+  ASSERT_TRUE(test::PlaceWith(Placer(), alone->cluster(), other, *binpack).ok());
   Submit(*alone, GpuJob("first", 1, 1));
   Submit(*alone, GpuJob("second", 1, 1));
   r = alone->RunCycleAt(0);

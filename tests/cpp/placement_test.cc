@@ -409,7 +409,8 @@ TEST(PlacementTest, PlaceRestrictedToCandidates) {
         R"({"name":"%s","cpu":"8","memory":"8Gi","gpus":{"count":1,"memory":"16Gi"}})", n)));
   auto binpack = test::StrategyOrDie("binpack");
   std::vector<int> only_c = {2};
-  Placement r = test::PlaceWith(Placer(), c.state(), MakePod(GpuPod("p", 1)), *binpack, true, &only_c);
+  Placement r =
+      test::PlaceWith(Placer(), c.state(), MakePod(GpuPod("p", 1)), *binpack, true, &only_c);
   ASSERT_TRUE(r.ok()) << r.reason;
   EXPECT_EQ(r.allocation.node, "c");
   r = test::PlaceWith(Placer(), c.state(), MakePod(GpuPod("q", 1)), *binpack, true, &only_c);

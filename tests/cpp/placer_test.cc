@@ -110,7 +110,8 @@ void RunAgainstReference(const std::string& spec, uint32_t seed) {
       Placement a = test::PlaceWith(cached_placer, cached, pod, *strategy);
       Placement b = test::PlaceWith(scanning_placer, scanned, pod, *strategy, true, nullptr,
                                     /*use_cache=*/false);
-      Placement c = numbered_placer.Place(numbered, {.pod = pod, .strategy = *strategy, .shape = shape});
+      Placement c =
+          numbered_placer.Place(numbered, {.pod = pod, .strategy = *strategy, .shape = shape});
       for (const Placement* r : {&a, &b, &c}) {
         ASSERT_EQ(r->ok(), expect >= 0) << "step " << step << ": " << r->reason;
         if (r->ok()) {
@@ -219,9 +220,8 @@ TEST(PlacerTest, SummariesFollowEveryMutation) {
   EXPECT_EQ(m.tainted, 1);
   Placer placer;
   auto binpack = test::StrategyOrDie("binpack");
-  ASSERT_TRUE(test::PlaceWith(placer, s, MakePod(R"({"name":"p","requests":{"nvidia.com/gpu":"1","cpu":"2"}})"),
-                           *binpack)
-                  .ok());
+  const Pod p = MakePod(R"({"name":"p","requests":{"nvidia.com/gpu":"1","cpu":"2"}})");
+  ASSERT_TRUE(test::PlaceWith(placer, s, p, *binpack).ok());
   EXPECT_EQ(m.whole_free[0], 1.0);
   EXPECT_EQ(m.free_cpu[0], 6000.0);
   ASSERT_OK(s.SetDeviceHealth("a", "gpu", 1, false));
@@ -292,7 +292,8 @@ TEST(PlacerTest, ChangeLogNamesChangedNodesAndRestartsWhenIndicesShift) {
   const uint64_t from = s.changes().end();
   Placer placer;
   auto binpack = test::StrategyOrDie("binpack");
-  Placement r = test::PlaceWith(placer, s, MakePod(R"({"name":"p","requests":{"cpu":"1"}})"), *binpack);
+  Placement r =
+      test::PlaceWith(placer, s, MakePod(R"({"name":"p","requests":{"cpu":"1"}})"), *binpack);
   ASSERT_TRUE(r.ok());
   const int node = s.FindNode(r.allocation.node);
   ASSERT_GT(s.changes().end(), from);

@@ -100,22 +100,23 @@ TEST_P(StrategyConformance, PlacesWhatFitsAndRefusesWhatFitsNowhere) {
                                "gpus":{"count":4,"model":"A100","memory":"80Gi"}})"})
     ASSERT_TRUE(IsOk(c.AddNode(MakeNode(node))));
   for (int i = 0; i < 3; ++i) {
-    Placement r = test::PlaceWith(placer, c, MakePod(absl::StrFormat(
-                                R"({"name":"fits-%d","requests":{"cpu":"2","nvidia.com/gpu":2}})", i)),
-                            *strategy);
+    const Pod pod = MakePod(absl::StrFormat(
+        R"({"name":"fits-%d","requests":{"cpu":"2","nvidia.com/gpu":2}})", i));
+    Placement r = test::PlaceWith(placer, c, pod, *strategy);
     ASSERT_TRUE(r.ok()) << r.reason;
     EXPECT_EQ(r.allocation.devices.size(), 2u);
     ASSERT_TRUE(IsOk(c.CheckInvariants()));
   }
-  Placement none = test::PlaceWith(placer,
-      c, MakePod(R"({"name":"too-big","requests":{"cpu":"2","nvidia.com/gpu":5}})"), *strategy);
+  Placement none = test::PlaceWith(
+      placer, c, MakePod(R"({"name":"too-big","requests":{"cpu":"2","nvidia.com/gpu":5}})"),
+      *strategy);
   EXPECT_FALSE(none.ok());
   EXPECT_FALSE(none.reason.empty());
   // The last two free GPUs are on one node; a 2-GPU pod still fits, a third does not.
-  EXPECT_TRUE(test::PlaceWith(placer, c, MakePod(R"({"name":"last","requests":{"cpu":"2","nvidia.com/gpu":2}})"),
-                      *strategy).ok());
-  EXPECT_FALSE(test::PlaceWith(placer, c, MakePod(R"({"name":"over","requests":{"cpu":"2","nvidia.com/gpu":1}})"),
-                       *strategy).ok());
+  const Pod last = MakePod(R"({"name":"last","requests":{"cpu":"2","nvidia.com/gpu":2}})");
+  const Pod over = MakePod(R"({"name":"over","requests":{"cpu":"2","nvidia.com/gpu":1}})");
+  EXPECT_TRUE(test::PlaceWith(placer, c, last, *strategy).ok());
+  EXPECT_FALSE(test::PlaceWith(placer, c, over, *strategy).ok());
   EXPECT_TRUE(IsOk(c.CheckInvariants()));
 }
 

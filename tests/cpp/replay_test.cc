@@ -151,7 +151,8 @@ TEST(ReplayStrategies, RandomIsSeededAndFeasible) {
     auto s = Strategy(spec);
     std::vector<std::string> nodes;
     for (int i = 0; i < 10; ++i) {
-      Placement r = Placer().Place(c, {.pod = MakePod("p" + std::to_string(i), 1000, 1, 200), .strategy = *s});
+      const Pod pod = MakePod("p" + std::to_string(i), 1000, 1, 200);
+      Placement r = Placer().Place(c, {.pod = pod, .strategy = *s});
       EXPECT_TRUE(r.ok());
       EXPECT_NE(r.allocation.node, "tiny");
       nodes.push_back(r.allocation.node);
@@ -214,7 +215,9 @@ TEST(Fgd, ChoosesTheGpuThatLeavesLeastFragmentation) {
     ClusterState c2 = MakeCluster({{"n", 64000, 65536, 2, "T4"}});
     Occupy(c2, "old", "n", 1, 40);
     auto bestfit = Strategy("bestfit");
-    EXPECT_EQ(Minors(Placer().Place(c2, {.pod = MakePod("p", 1000, 1, 500), .strategy = *bestfit}).allocation), std::vector<int>{1});
+    const Pod again = MakePod("p", 1000, 1, 500);
+    EXPECT_EQ(Minors(Placer().Place(c2, {.pod = again, .strategy = *bestfit}).allocation),
+              std::vector<int>{1});
   }
 }
 
@@ -441,8 +444,10 @@ TEST(PlacerNumberedShapes, StartsAfreshForAnotherStateOrStrategy) {
     ClusterState& state = k % 2 == 0 ? a : b;
     const PlacementStrategy& strategy = k % 3 == 0 ? *s2 : *s1;
     Pod pod = MakePod("b" + std::to_string(k), 2000, 1, 300 + 100 * (k % 4));
-    const Placement want = scan.Choose(state, {.pod = pod, .strategy = strategy, .use_cache = false});
-    const Placement got = numbered.Choose(state, {.pod = pod, .strategy = strategy, .shape = k % 4});
+    const Placement want =
+        scan.Choose(state, {.pod = pod, .strategy = strategy, .use_cache = false});
+    const Placement got =
+        numbered.Choose(state, {.pod = pod, .strategy = strategy, .shape = k % 4});
     ASSERT_EQ(got.ok(), want.ok()) << k;
     if (!got.ok()) continue;
     EXPECT_EQ(got.node, want.node) << k;

@@ -68,7 +68,8 @@ void RunTwin(const std::string& strategy_spec, uint32_t seed) {
     if (op < 6) {
       Pod pod = ShapedPod(shapes[rng() % shapes.size()], step);
       Placement a = test::PlaceWith(cached_placer, cached, pod, *strategy);
-      Placement b = test::PlaceWith(fresh_placer, fresh, pod, *strategy, true, nullptr, /*use_cache=*/false);
+      Placement b = test::PlaceWith(fresh_placer, fresh, pod, *strategy, true, nullptr,
+                                    /*use_cache=*/false);
       ASSERT_EQ(a.ok(), b.ok()) << "step " << step;
       if (a.ok()) {
         EXPECT_EQ(a.allocation.node, b.allocation.node) << "step " << step;
@@ -138,7 +139,8 @@ TEST(ScoreTableTest, SeededRandomStrategyDrawsTheSameWithOrWithoutTheCache) {
   for (int k = 0; k < 60; ++k) {
     Pod pod = ShapedPod(R"({"requests":{"koordinator.sh/gpu":"20"}})", k);
     Placement x = test::PlaceWith(cached_placer, cached, pod, *a);
-    Placement y = test::PlaceWith(fresh_placer, fresh, pod, *b, true, nullptr, /*use_cache=*/false);
+    Placement y =
+        test::PlaceWith(fresh_placer, fresh, pod, *b, true, nullptr, /*use_cache=*/false);
     ASSERT_EQ(x.ok(), y.ok());
     if (x.ok()) EXPECT_EQ(x.allocation.node, y.allocation.node) << "pod " << k;
   }
@@ -157,7 +159,9 @@ TEST(ScoreTableTest, ShapesAreKeyedByEverythingButTheNameOrByTheirNumber) {
   Pod c = MakePod(R"({"name":"c","requests":{"nvidia.com/gpu":"1"},"node_selector":{"k":"v"}})");
   auto find = [&](const PlacementStrategy& s, const Pod& p, int number = -1,
                   Kind kind = Kind::kSummary) -> ScoreTable::Entry& {
-    return table.Find(state, s, p, number, kind);
+    ScoreTable::Entry& e = table.Find(state, s, p, number);
+    table.Prepare(state, e, p, kind);
+    return e;
   };
   find(*binpack, a).seen[0] = 42;
   EXPECT_EQ(find(*binpack, b).seen[0], 42u) << "same shape, other name: same entry";
@@ -184,9 +188,8 @@ TEST(ScoreTableTest, EveryChangeToANodeBumpsItsVersion) {
   EXPECT_GT(v, 0u);
   auto binpack = test::StrategyOrDie("binpack");
   Placer placer;
-  ASSERT_TRUE(test::PlaceWith(placer, s, MakePod(R"({"name":"p","requests":{"nvidia.com/gpu":"1"}})"),
-                         *binpack, /*commit=*/false)
-                  .ok());
+  const Pod p = MakePod(R"({"name":"p","requests":{"nvidia.com/gpu":"1"}})");
+  ASSERT_TRUE(test::PlaceWith(placer, s, p, *binpack, /*commit=*/false).ok());
   EXPECT_GT(s.node_version(0), v);
   v = s.node_version(0);
   ASSERT_OK(s.Unreserve("p"));

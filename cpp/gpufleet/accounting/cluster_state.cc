@@ -154,27 +154,40 @@ NodeUsage ClusterState::SummaryOf(int i) const {
   u.has_nvlink = !n.nvlink_groups.empty();
   u.gpu_sharing = n.gpu_sharing;
   u.num_devices = static_cast<int32_t>(n.devices.size());
+  // Summed in locals and stored once: this runs on every reserve and release.
   NodeView v = View(i);
+  bool other_devices = false;
+  int32_t count = 0, whole_free = 0;
+  int64_t min_core = 0, min_memory = 0, core_capacity = 0, core_used = 0, memory_capacity = 0,
+          memory_used = 0, max_free_core = 0, max_free_memory = 0;
   for (int d = 0; d < v.num_devices(); ++d) {
     const Device& dev = v.device(d);
     const bool gpu = std::string_view(dev.type) == kGpu;  // fixed length: compared inline
-    if (!gpu) u.has_other_devices = true;
+    if (!gpu) other_devices = true;
     if (!gpu || !dev.healthy) continue;
-    u.gpu_min_core_capacity =
-        u.gpu_count == 0 ? dev.core : std::min(u.gpu_min_core_capacity, dev.core);
-    u.gpu_min_memory_capacity = u.gpu_count == 0
-                                    ? dev.memory_bytes
-                                    : std::min(u.gpu_min_memory_capacity, dev.memory_bytes);
-    ++u.gpu_count;
-    if (v.untouched(d)) ++u.gpu_whole_free;
-    u.gpu_core_capacity += dev.core;
-    u.gpu_core_used += v.used_core[d];
-    u.gpu_memory_capacity += dev.memory_bytes;
-    u.gpu_memory_used += v.used_memory[d];
-    u.gpu_max_free_core = std::max(u.gpu_max_free_core, v.free_core(d));
-    u.gpu_max_free_memory = std::max(u.gpu_max_free_memory, v.free_memory(d));
+    min_core = count == 0 ? dev.core : std::min(min_core, dev.core);
+    min_memory = count == 0 ? dev.memory_bytes : std::min(min_memory, dev.memory_bytes);
+    ++count;
+    if (v.untouched(d)) ++whole_free;
+    core_capacity += dev.core;
+    core_used += v.used_core[d];
+    memory_capacity += dev.memory_bytes;
+    memory_used += v.used_memory[d];
+    max_free_core = std::max(max_free_core, v.free_core(d));
+    max_free_memory = std::max(max_free_memory, v.free_memory(d));
   }
-  if (u.gpu_count > 0) u.gpu_memory_average = u.gpu_memory_capacity / u.gpu_count;
+  u.has_other_devices = other_devices;
+  u.gpu_count = count;
+  u.gpu_whole_free = whole_free;
+  u.gpu_min_core_capacity = min_core;
+  u.gpu_min_memory_capacity = min_memory;
+  u.gpu_core_capacity = core_capacity;
+  u.gpu_core_used = core_used;
+  u.gpu_memory_capacity = memory_capacity;
+  u.gpu_memory_used = memory_used;
+  u.gpu_max_free_core = max_free_core;
+  u.gpu_max_free_memory = max_free_memory;
+  if (count > 0) u.gpu_memory_average = memory_capacity / count;
   return u;
 }
 
@@ -193,7 +206,8 @@ FitResult ClusterState::FilterTotals(const Pod& pod, int node) const {
 }
 
 FitResult ClusterState::Filter(const Pod& pod, int node) const {
-  if (FitResult totals = FilterTotals(pod, node); !totals.ok()) return totals;
+  // QuickMayFit without devices says yes exactly when FilterTotals does; its reason only on a no.
+  if (!QuickMayFit(pod, nullptr, usage_[node])) return FilterTotals(pod, node);
   NodeView view = View(node);
   for (const DeviceRequest& r : pod.devices) {
     FitResult fit = FitDeviceRequest(view, pod, r, /*domains=*/nullptr);

@@ -45,7 +45,7 @@ FitResult AdmitNode(const ClusterState& state, const Pod& pod, int node, Admissi
   }
   if (domains == nullptr) return state.Filter(pod, node);
   // Filter's checks in Filter's order, keeping what the device fit found.
-  if (FitResult totals = state.FilterTotals(pod, node); !totals.ok()) return totals;
+  if (!QuickMayFit(pod, nullptr, state.usage(node))) return state.FilterTotals(pod, node);
   const NodeView view = state.View(node);
   domains->assign(pod.devices.size(), {});
   for (size_t k = 0; k < pod.devices.size(); ++k) {

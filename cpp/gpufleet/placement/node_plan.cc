@@ -54,6 +54,9 @@ Placement PlanOnNode(const ClusterState& state, const Pod& pod, int node,
   a.cpu_milli = pod.cpu_milli;
   a.memory_bytes = pod.memory_bytes;
   std::vector<int> chosen, gpus;
+  int grants = 0;
+  for (const DeviceRequest& r : pod.devices) grants += r.count;
+  a.devices.reserve(grants);
   // Requests are sorted by type, so GPUs ("gpu") are chosen before NICs ("rdma").
   for (size_t k = 0; k < pod.devices.size(); ++k) {
     const DeviceRequest& r = pod.devices[k];
@@ -68,7 +71,7 @@ Placement PlanOnNode(const ClusterState& state, const Pod& pod, int node,
     if (chosen.empty() && (!strategy.ChooseDevices(view, r, domains[k], &chosen) ||
                            static_cast<int>(chosen.size()) != r.count))
       return Placement::None(absl::StrFormat("no %s devices satisfy the request", r.type));
-    if (r.type == kGpu) gpus = chosen;
+    if (r.type == kGpu && k + 1 < pod.devices.size()) gpus = chosen;  // for the NICs after them
     for (int d : chosen) {
       const Device& dev = view.device(d);
       DeviceGrant g;
@@ -81,15 +84,6 @@ Placement PlanOnNode(const ClusterState& state, const Pod& pod, int node,
   }
   p.node = node;
   return p;
-}
-
-double ScoreOnNode(const ClusterState& state, const Pod& pod, int node,
-                   const PlacementStrategy& strategy) {
-  NodeView view = state.View(node);
-  if (!strategy.ScoreNeedsPlan()) return strategy.ScoreNode(view, pod, {});
-  Placement plan = PlanOnNode(state, pod, node, strategy, Admission::kCapacityOnly);
-  if (!plan.ok()) return 0.0;
-  return strategy.ScoreNode(view, pod, plan.allocation.devices);
 }
 
 }  // namespace gpufleet

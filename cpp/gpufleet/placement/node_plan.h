@@ -19,9 +19,14 @@ Placement PlanOnNode(const ClusterState& state, const Pod& pod, int node,
                      const PlacementStrategy& strategy, Admission admission = Admission::kFull);
 
 // The strategy's score of `node` for `pod`, in [0, 100]; the node's admission is not asked, except
-// by a strategy that scores its plan (0 where there is none).
-double ScoreOnNode(const ClusterState& state, const Pod& pod, int node,
-                   const PlacementStrategy& strategy);
+// by a strategy that scores its plan (0 where there is none). Inline: hosts ask it for every node
+// of every task (the engine's deviceshare plugin).
+inline double ScoreOnNode(const ClusterState& state, const Pod& pod, int node,
+                          const PlacementStrategy& strategy) {
+  if (!strategy.ScoreNeedsPlan()) return strategy.ScoreNode(state.View(node), pod, {});
+  const Placement plan = PlanOnNode(state, pod, node, strategy, Admission::kCapacityOnly);
+  return plan.ok() ? strategy.ScoreNode(state.View(node), pod, plan.allocation.devices) : 0.0;
+}
 
 }  // namespace gpufleet
 

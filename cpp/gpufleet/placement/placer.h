@@ -31,6 +31,8 @@
 
 namespace gpufleet {
 
+struct QueryScoring;
+
 class Placer {
  public:
   // The node for `q.pod` with its planned devices, or why none. Changes nothing in `state`.
@@ -43,6 +45,10 @@ class Placer {
 
  private:
   Placement ChooseByStrategy(const ClusterState& state, const PlacementQuery& q);
+  // The two routes without candidates; each returns the node (-1: none) and may leave the
+  // winner's plan in `planned`. QueryScoring (placer.cc): how this query's scores are found.
+  int FullScan(const QueryScoring& s, Placement* planned);
+  int CachedScan(const QueryScoring& s, ScoreTable::Entry& e, Placement* planned);
   Placement ChooseByTerms(const ClusterState& state, const PlacementQuery& q);
   // Node classes of the last state the terms route served, kept current through its change log.
   const NodeClasses& ClassesFor(const ClusterState& state);

@@ -13,8 +13,15 @@ namespace {
 // whole struct (with the name made equal) keeps that true when Pod gains a field.
 bool SameShape(Pod& shape, const Pod& pod) {
   if (shape.cpu_milli != pod.cpu_milli || shape.memory_bytes != pod.memory_bytes ||
-      shape.devices != pod.devices)
+      shape.devices.size() != pod.devices.size())
     return false;
+  // The numbers first: most shapes differ there, and comparing them calls no memcmp.
+  for (size_t k = 0; k < pod.devices.size(); ++k) {
+    const DeviceRequest &a = shape.devices[k], &b = pod.devices[k];
+    if (a.count != b.count || a.core != b.core || a.memory_bytes != b.memory_bytes ||
+        a.memory_ratio != b.memory_ratio)
+      return false;
+  }
   shape.name = pod.name;
   return shape == pod;
 }
@@ -70,7 +77,7 @@ const uint8_t* ScoreTable::ModelMask(const ClusterState& state, const Pod& pod) 
 }
 
 ScoreTable::Entry& ScoreTable::Find(const ClusterState& state, const PlacementStrategy& strategy,
-                                    const Pod& pod, int number, Kind kind) {
+                                    const Pod& pod, int number) {
   const int n = state.num_nodes();
   ++clock_;
   Entry* found = nullptr;
@@ -78,8 +85,9 @@ ScoreTable::Entry& ScoreTable::Find(const ClusterState& state, const PlacementSt
     if (static_cast<size_t>(number) >= numbered_.size()) numbered_.resize(number + 1);
     found = &numbered_[number];
     if (found->strategy_id != strategy.instance_id()) {
-      Reset(*found, kind, n);
+      Reset(*found, found->kind, n);
       found->strategy_id = strategy.instance_id();
+      found->request.reset();
     }
   } else {
     for (Entry& e : recent_) {
@@ -97,13 +105,18 @@ ScoreTable::Entry& ScoreTable::Find(const ClusterState& state, const PlacementSt
                                      return a.last_use < b.last_use;
                                    });
       }
-      Reset(*found, kind, n);
+      Reset(*found, found->kind, n);
       found->strategy_id = strategy.instance_id();
       found->shape = pod;
+      found->request.reset();
     }
   }
-  Entry& e = *found;
-  e.last_use = clock_;
+  found->last_use = clock_;
+  return *found;
+}
+
+void ScoreTable::Prepare(const ClusterState& state, Entry& e, const Pod& pod, Kind kind) {
+  const int n = state.num_nodes();
   if (e.kind != kind) Reset(e, kind, n);
   // New nodes start unseen (version 0 is never a node's version).
   e.score.resize(n, kNoNode);
@@ -113,7 +126,6 @@ ScoreTable::Entry& ScoreTable::Find(const ClusterState& state, const PlacementSt
     e.models = ModelMask(state, pod);
     e.models_generation = masks_generation_;
   }
-  return e;
 }
 
 ScoreTable::Entry& ScoreTable::Scratch(const ClusterState& state, const Pod& pod, Kind kind) {
@@ -131,7 +143,9 @@ bool ScoreTable::Changed(const ClusterState& state, Entry& e, std::vector<int>* 
   const uint64_t* version = state.node_versions();
   uint64_t* seen = e.seen.data();
   const ChangeLog& log = state.changes();
+  // Reading more entries than there are nodes costs more than comparing every version.
   const bool from_log = e.log_id == log.id() && e.log_position >= log.begin() &&
+                        log.end() - e.log_position <= static_cast<uint64_t>(n) &&
                         (e.kind == Kind::kFeasible || e.best.size() == n);
   changed->clear();
   auto look = [&](int i) {

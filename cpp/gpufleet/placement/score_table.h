@@ -15,6 +15,7 @@
 #define GPUFLEET_PLACEMENT_SCORE_TABLE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "gpufleet/core/pod.h"
 #include "gpufleet/placement/best_score_tree.h"
 #include "gpufleet/placement/strategy.h"
+#include "gpufleet/placement/summary_scan.h"
 
 namespace gpufleet {
 
@@ -43,6 +45,9 @@ class ScoreTable {
     // Per node: 0 where too few GPUs are of a model the pod accepts (never worth asking); null
     // when the pod accepts any model.
     const uint8_t* models = nullptr;
+
+    // What the shape asks in the summaries' terms, worked out on first use.
+    std::optional<SummaryRequest> request;
 
     // The key, and where this entry stopped reading a state's ChangeLog (log id 0: none yet).
     uint64_t strategy_id = 0;
@@ -65,17 +70,19 @@ class ScoreTable {
   ScoreTable& operator=(ScoreTable&&) = default;
 
   // The entry for `pod`'s shape under `strategy`: by the caller's `number` when >= 0 (pods given
-  // one number must agree on everything but their names), else by comparing pods. Sized to the
-  // state's nodes (new nodes unseen). An entry of another kind is emptied first.
+  // one number must agree on everything but their names), else by comparing pods.
   Entry& Find(const ClusterState& state, const PlacementStrategy& strategy, const Pod& pod,
-              int number, Kind kind);
+              int number);
+  // Ready for scores of `kind` over the state's nodes: an entry of another kind is emptied,
+  // new nodes start unseen, and the model mask follows the node set.
+  void Prepare(const ClusterState& state, Entry& e, const Pod& pod, Kind kind);
   // An entry that remembers nothing: every node unseen.
   Entry& Scratch(const ClusterState& state, const Pod& pod, Kind kind);
 
   // The nodes whose version moved since `e` last looked, each marked seen. From the state's
-  // change log when `e` read this very log and its position is still there: true, and `e.best`
-  // may be updated node by node. Else by
-  // comparing every version: false, and `e.best` must be rebuilt (kFeasible entries keep none).
+  // change log when `e` read this very log, its position is still there and fewer entries than
+  // nodes follow it: true, and `e.best` may be updated node by node. Else by comparing every
+  // version: false, and `e.best` must be rebuilt (kFeasible entries keep none).
   static bool Changed(const ClusterState& state, Entry& e, std::vector<int>* changed);
   // Every node marked seen as of now, and the log read to its end.
   static void MarkAllSeen(const ClusterState& state, Entry& e);

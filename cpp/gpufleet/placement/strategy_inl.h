@@ -26,7 +26,8 @@ bool ChooseByOrder(const NodeView& node, int count, const std::vector<std::vecto
   for (const auto& domain : domains) {
     if (static_cast<int>(domain.size()) < count) continue;
     pick.assign(domain.begin(), domain.end());
-    std::stable_sort(pick.begin(), pick.end(), [&](int a, int b) {
+    // A total order (minors are unique on a node), so only the first `count` need sorting.
+    std::partial_sort(pick.begin(), pick.begin() + count, pick.end(), [&](int a, int b) {
       if (better(a, b)) return true;
       if (better(b, a)) return false;
       return node.device(a).minor < node.device(b).minor;
@@ -35,7 +36,7 @@ bool ChooseByOrder(const NodeView& node, int count, const std::vector<std::vecto
     std::sort(pick.begin(), pick.end());
     if (!found || domain_better(pick, *chosen) ||
         (!domain_better(*chosen, pick) && LowerMinors(node, pick, *chosen))) {
-      *chosen = pick;
+      chosen->swap(pick);  // `pick` is refilled from the next domain
       found = true;
     }
   }

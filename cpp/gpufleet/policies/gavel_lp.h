@@ -24,11 +24,20 @@ struct MaxMinShares {
 // maximise t  s.t.  t <= sum_j speed_kj / equal_k * x_kj  (each class k),
 //                   sum_j x_kj <= 1,  sum_k jobs_k * gpus_k * x_kj <= capacity_j,  x >= 0,
 // where equal_k is the class's throughput under an equal share of the cluster: time share
-// min(1, G / (all jobs x gpus_k)) spread over the models by their GPU counts. InvalidArgument
-// for classes whose speeds do not match the models or an empty problem; the LP solver's errors
-// otherwise.
+// min(1, G / (all jobs x gpus_k)) spread over the models by their GPU counts. `centred`: the
+// centre of the optimal face (lp_centre.h) instead of CLP's vertex. InvalidArgument for classes
+// whose speeds do not match the models or an empty problem; the LP solver's errors otherwise.
 absl::StatusOr<MaxMinShares> SolveMaxMinShares(const std::vector<ShareClass>& classes,
-                               const std::vector<int>& capacity);
+                                               const std::vector<int>& capacity,
+                                               bool centred = false);
+
+// Gavel's own form of the LP (max_min_fairness.py, MaxMinFairnessPolicyWithPerf, priority weights
+// 1): maximise t s.t. t <= gpus_k sum_j speed_kj x_kj / proportional_k, where proportional_k =
+// sum_j speed_kj capacity_j / G (its "proportional" share, whatever the number of jobs), with an
+// x_kj for every model, also where the class cannot run, and t free; at the centre of the optimal
+// face, where Gavel's interior-point solver (ECOS) ends. Errors as SolveMaxMinShares.
+absl::StatusOr<MaxMinShares> SolveGavelMaxMin(const std::vector<ShareClass>& classes,
+                                              const std::vector<int>& capacity);
 
 }  // namespace gpufleet::jobtime
 

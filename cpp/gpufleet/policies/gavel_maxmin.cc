@@ -1,15 +1,19 @@
 // Gavel-style max-min fairness over rounds (Narayanan et al., "Heterogeneity-Aware Cluster
 // Scheduling Policies for Deep Learning Workloads", OSDI 2020). Gavel solves an LP for allocation
 // fractions X[job][model] maximising the minimum normalised throughput and realises it with
-// round-based priorities X / rounds received. This is a native greedy approximation, not the LP:
+// round-based priorities (gavel-lp does that). This is a native greedy approximation, not the LP:
 // at each round boundary (round_duration s, 360 as in Gavel) jobs are taken in increasing order
-// of their normalised progress rate so far, until the GPUs are covered, which drives the time
-// average towards the max-min point; between rounds freed GPUs are back-filled in the same order.
-//  - aware=true: the rate is work done (reference seconds) per second in the system, and the
+// of the normalised progress they have received per second in the system, weighted by their GPU
+// count as Gavel's LP weights throughput (so a k-GPU job gets about 1/k of a 1-GPU job's time),
+// until the GPUs are covered; between rounds freed GPUs are back-filled in the same order.
+//  - aware=true: the progress is work done (reference seconds) over the job's throughput under
+//    Gavel's equal share of the cluster (its speed averaged over the models by GPU count), and the
 //    chosen jobs get models by comparative advantage (largest fastest/slowest speed ratio first,
 //    each on its fastest model with room) -- Gavel's heterogeneity-aware max-min;
-//  - aware=false: the rate is GPU time received per second, models first-fit -- the
-//    heterogeneity-agnostic baseline that Gavel compares against (LAS-like max-min).
+//  - aware=false: the progress is GPU time received, and every round draws each chosen job's model
+//    afresh (in proportion to free GPUs), so jobs move between models as under Gavel's agnostic
+//    rounds -- the heterogeneity-agnostic baseline Gavel compares against (LAS-like max-min);
+//    sticky=true keeps a running job on the model it landed on instead (gpufleet's older baseline).
 #include <algorithm>
 #include <cmath>
 
@@ -21,7 +25,8 @@ namespace {
 
 class GavelMaxMin : public JobTimePolicy {
  public:
-  GavelMaxMin(double round, bool aware) : round_(round), aware_(aware) {}
+  GavelMaxMin(double round, bool aware, bool sticky)
+      : round_(round), aware_(aware), sticky_(sticky) {}
 
   void OnArrival(int job, const JobTimeView&) override { active_.push_back(job); }
   void OnFinish(int job, const JobTimeView&) override {
@@ -35,10 +40,18 @@ class GavelMaxMin : public JobTimePolicy {
     const bool boundary = view.now >= next_round_ - 1e-9;
     if (boundary) next_round_ = std::floor(view.now / round_ + 1e-9) * round_ + round_;
     rate_.resize(view.jobs->size());
+    const GpuPool& pool = *view.pool;
     for (int i : active_) {
       const Job& j = view.job(i);
       double age = std::max(view.now - j.spec.submit_time, 1e-9);
-      rate_[i] = (aware_ ? view.WorkDone(i) : view.RunTime(i)) / age;
+      if (aware_) {
+        double equal = 0;  // throughput on an even share of every GPU
+        for (int m = 0; m < pool.num_models(); ++m)
+          equal += j.Speed(m) * pool.model(m).count / pool.total_gpus();
+        rate_[i] = j.spec.num_gpu * view.WorkDone(i) / std::max(equal, 1e-12) / age;
+      } else {
+        rate_[i] = view.GpuTime(i) / age;
+      }
     }
     std::sort(active_.begin(), active_.end(), [&](int a, int b) {
       if (rate_[a] != rate_[b]) return rate_[a] < rate_[b];
@@ -79,20 +92,25 @@ class GavelMaxMin : public JobTimePolicy {
       std::stable_sort(chosen.begin(), chosen.end(),
                        [&](int a, int b) { return advantage(a) > advantage(b); });
     }
-    // A new round re-plans models: an aware job may move to a better model (as Gavel's rounds).
-    for (int i : chosen) fill.TryPlace(i, aware_ ? ModelChoice::kFastestMove : Choice());
+    // A new round re-plans models: an aware job may move to a better model, an agnostic one
+    // lands wherever this round's draw puts it (as Gavel's rounds), unless sticky.
+    const ModelChoice boundary_choice =
+        aware_ ? ModelChoice::kFastestMove
+               : (sticky_ ? ModelChoice::kAgnostic : ModelChoice::kAgnosticMove);
+    for (int i : chosen) fill.TryPlace(i, boundary_choice);
     // Jobs squeezed out by model boundaries give way to any other job that fits.
     for (int i : active_) {
       if (fill.total_free() == 0) break;
       if (std::find(chosen.begin(), chosen.end(), i) == chosen.end()) fill.TryPlace(i, Choice());
     }
-    if (!aware_) KeepModels(view, Choice(), plan);
+    if (!aware_ && sticky_) KeepModels(view, Choice(), plan);
   }
 
  private:
   ModelChoice Choice() const { return aware_ ? ModelChoice::kFastest : ModelChoice::kAgnostic; }
   double round_;
   bool aware_;
+  bool sticky_;
   double next_round_ = 0;
   std::vector<int> active_;
   std::vector<double> rate_;
@@ -104,12 +122,15 @@ GPUFLEET_REGISTER(JobTimePolicy,
                     "(OSDI'20)",
      .params = {{.name = "round_duration", .type = ParamType::kNumber, .default_value = 360.0,
                   .help = "seconds per round", .range = {.above = 0}},
-                {"aware", ParamType::kBool, true, "heterogeneity-aware (false: agnostic)"}},
+                {"aware", ParamType::kBool, true, "heterogeneity-aware (false: agnostic)"},
+                {"sticky", ParamType::kBool, false,
+                 "agnostic only: a running job stays on the model it landed on"}},
      .traits = {.preemptive = true}},
     [](const Params& p) -> absl::StatusOr<std::unique_ptr<JobTimePolicy>> {
       ASSIGN_OR_RETURN(double r, p.Get<double>("round_duration"));
       ASSIGN_OR_RETURN(bool aware, p.Get<bool>("aware"));
-      return std::unique_ptr<JobTimePolicy>(new GavelMaxMin(r, aware));
+      ASSIGN_OR_RETURN(bool sticky, p.Get<bool>("sticky"));
+      return std::unique_ptr<JobTimePolicy>(new GavelMaxMin(r, aware, sticky));
     });
 
 }  // namespace

@@ -24,6 +24,7 @@ enum class JobState : uint8_t { kFuture, kPending, kRunning, kDone };
 struct Job {
   JobSpec spec;
   JobState state = JobState::kFuture;
+  bool dropped = false;       // removed unfinished (the Gavel-compatible mode's stuck jobs)
   int model = -1;             // model index while running
   double work_done = 0;       // reference seconds completed
   double run_time = 0;        // wall seconds holding GPUs (restore stalls included)

@@ -55,9 +55,11 @@ uint64_t AgnosticDraw(uint64_t seed, int job, double now) {
 
 int Filler::PickModel(int job, ModelChoice choice) const {
   const Job& j = view_.job(job);
-  if (choice != ModelChoice::kFastestMove && j.state == JobState::kRunning && Fits(job, j.model))
+  if (choice != ModelChoice::kFastestMove && choice != ModelChoice::kAgnosticMove &&
+      j.state == JobState::kRunning && Fits(job, j.model))
     return j.model;
-  if (choice == ModelChoice::kAgnostic) return DrawByFree(job, [](int) { return true; });
+  if (choice == ModelChoice::kAgnostic || choice == ModelChoice::kAgnosticMove)
+    return DrawByFree(job, [](int) { return true; });
   double fastest = -1;
   for (int m = 0; m < static_cast<int>(free_.size()); ++m)
     if (Fits(job, m) && j.Speed(m) > fastest) fastest = j.Speed(m);

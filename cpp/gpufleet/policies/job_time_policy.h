@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "gpufleet/core/registry.h"
+#include "gpufleet/policies/gavel_compat.h"
 #include "gpufleet/policies/gpu_pool.h"
 #include "gpufleet/policies/job.h"
 
@@ -41,6 +42,11 @@ struct JobTimeView {
   // and finishes (the simulator): a policy may then keep what it derived from jobs between
   // points. False (the engine, where other actions and updates move jobs too): re-read them.
   bool exact_host = false;
+  // Set by the simulator's Gavel-compatible mode (its rounds of micro-tasks); null otherwise.
+  const GavelCompat* gavel = nullptr;
+  // In that mode: every job has arrived and no micro-task ran in the round that just ended (Gavel
+  // then allows a re-solve at once).
+  bool gavel_idle_after_last_arrival = false;
 
   const Job& job(int i) const { return (*jobs)[i]; }
   // Seconds since the job's counters were last brought up to date (0 unless running).
@@ -90,6 +96,14 @@ class JobTimePolicy : public Registrant<PolicyTraits> {
   // Next time the policy wants a scheduling point without any event (queue demotion, round end).
   virtual double NextWakeup(const JobTimeView& view) const { return kNever; }
 
+  // The Gavel-compatible mode's rounds (JobTimeView::gavel): seconds a micro-task may last; 0 for
+  // a policy that does not run in those rounds (the simulator then refuses the mode).
+  virtual double MicroTaskSeconds() const { return 0; }
+  // In that mode, once per micro-task of the round just ended, latest finish first, before the
+  // job's OnFinish: it held `model` and is charged `charged` seconds; a failed one made no progress.
+  virtual void OnMicroTask(int job, int model, double charged, bool succeeded,
+                           const JobTimeView& view) {}
+
   // True (once) when the last plan listed only changes: running jobs it leaves out keep running
   // on their model instead of being preempted. Lets a policy answer an event in O(changes).
   bool TakeKeepUnlisted() {
@@ -118,6 +132,9 @@ enum class ModelChoice {
   // Like kFastest, but a running job is not held to its current model (round-based policies
   // that re-plan every model each round).
   kFastestMove,
+  // Like kAgnostic, but a running job is drawn afresh too: it moves between models from round to
+  // round as a round-based agnostic scheduler's jobs do.
+  kAgnosticMove,
 };
 
 // Greedy filling helper shared by the policies: tracks free GPUs per model while a plan is built.

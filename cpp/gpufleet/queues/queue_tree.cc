@@ -24,7 +24,8 @@ absl::Status CheckOwnQuota(const QueueSpec& s) {
     return QueueError(s.name,
                       absl::StrFormat("weight must be a finite number >= 0, got %g", s.weight));
   for (const auto& [r, q] : s.quota.resources) {
-    auto field = [&](const char* f) { return absl::StrCat(r, " ", f); };
+    const std::string& resource = r;  // a lambda may not capture a structured binding before C++20
+    auto field = [&](const char* f) { return absl::StrCat(resource, " ", f); };
     if (!NonNegative(q.quota)) return QueueError(s.name, field("quota must be >= 0 or unlimited"));
     if (!NonNegative(q.limit)) return QueueError(s.name, field("limit must be >= 0 or unlimited"));
     if (!NonNegative(q.guarantee) || std::isinf(q.guarantee))

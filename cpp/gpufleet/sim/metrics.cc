@@ -40,6 +40,10 @@ Summary Summarize(const std::vector<Job>& jobs, int total_gpus, double busy_gpu_
   jct.reserve(jobs.size());
   double first_submit = jobs[0].spec.submit_time, last_end = 0, queueing = 0;
   for (const Job& j : jobs) {
+    if (j.dropped) {
+      ++s.dropped_jobs;
+      continue;
+    }
     jct.push_back(j.end_time - j.spec.submit_time);
     first_submit = std::min(first_submit, j.spec.submit_time);
     last_end = std::max(last_end, j.end_time);
@@ -48,6 +52,7 @@ Summary Summarize(const std::vector<Job>& jobs, int total_gpus, double busy_gpu_
     s.migrations += j.migrations;
     s.jobs_spanning_nodes += j.max_nodes > 1;
   }
+  if (jct.empty()) return s;
   double total = 0;
   for (double v : jct) total += v;
   s.avg_jct = total / jct.size();
@@ -55,7 +60,7 @@ Summary Summarize(const std::vector<Job>& jobs, int total_gpus, double busy_gpu_
   s.p50_jct = PercentileOfSorted(jct, 50);
   s.p95_jct = PercentileOfSorted(jct, 95);
   s.p99_jct = PercentileOfSorted(jct, 99);
-  s.avg_queueing_delay = queueing / jobs.size();
+  s.avg_queueing_delay = queueing / jct.size();
   s.makespan = last_end - first_submit;
   if (s.makespan > 0 && total_gpus > 0)
     s.gpu_utilization = busy_gpu_seconds / (static_cast<double>(total_gpus) * s.makespan);

@@ -16,6 +16,7 @@ struct Summary {
   double makespan = 0;  // last completion - first submission
   int64_t preemptions = 0, migrations = 0;
   int64_t jobs_spanning_nodes = 0;  // jobs whose GPUs were ever on more than one node
+  int64_t dropped_jobs = 0;  // removed unfinished (Gavel-compatible mode); not in the JCT figures
   double gpu_utilization = 0;  // busy GPU-seconds / (GPUs x makespan)
 };
 

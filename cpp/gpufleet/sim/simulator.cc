@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "gpufleet/core/status_macros.h"
 #include "gpufleet/sim/device_ledger.h"
+#include "gpufleet/sim/gavel_rounds.h"
 
 namespace gpufleet::sim {
 
@@ -344,6 +345,19 @@ absl::StatusOr<SimResult> Simulate(const GpuPool& pool, std::vector<Job> jobs,
   for (size_t i = 0; i < jobs.size(); ++i) RETURN_IF_ERROR(ValidateJob(jobs[i].spec, i, pool));
   // Only the specs are read: every other field starts from a default record.
   for (Job& j : jobs) j = Job{std::move(j.spec)};
+  if (options.gavel.enabled) {
+    if (options.tiresias_compat)
+      return absl::InvalidArgumentError("simulate: choose tiresias_compat or gavel_compat, not both");
+    if (options.restore_delay != 0 || options.tick != 0 || options.scheduling_interval != 0)
+      return absl::InvalidArgumentError(
+          "simulate: gavel_compat runs Gavel's rounds, without restore_delay, tick or "
+          "scheduling_interval (Gavel's simulator has no checkpoint cost)");
+    if (options.gavel.max_failed_attempts < 1)
+      return absl::InvalidArgumentError("simulate: gavel max_failed_attempts must be >= 1");
+    if (options.gavel.reference_model >= pool.num_models())
+      return absl::InvalidArgumentError("simulate: gavel reference_model is not a model of the pool");
+    return SimulateGavelRounds(pool, std::move(jobs), policy, options);
+  }
   std::unique_ptr<DeviceLedger> ledger;
   if (!options.placement.empty()) {
     ASSIGN_OR_RETURN(ledger, DeviceLedger::Create(

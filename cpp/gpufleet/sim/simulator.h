@@ -29,6 +29,9 @@ struct SimOptions {
   // Reproduce Tiresias' simulator (NSDI'19 artifact): whole-second finish times and its
   // queue-jump arithmetic in dlas-gpu. See docs/simulator.md.
   bool tiresias_compat = false;
+  // Reproduce Gavel's simulator (OSDI'20 artifact): its rounds of micro-tasks, counted in steps
+  // (sim/gavel_rounds.h), for the policies that run in them; which of its bugs to keep.
+  jobtime::GavelCompat gavel;
   double restore_delay = 0;      // s without progress after a resume or a migration
   double tick = 0;               // > 0: also schedule every `tick` (>= kMinSchedulingStep) seconds
   // > 0: schedule only on multiples of this many seconds (arrivals wait and freed GPUs idle

@@ -55,6 +55,7 @@ from gpufleet._core.sim import SimRun
 from gpufleet._core.sim import SimSummary
 from gpufleet._core.sim import SimTimeseries
 from gpufleet._core.sim import maximize_lp
+from gpufleet._core.sim import maximize_lp_centred
 from gpufleet._core.sim import sim_check_policy
 from gpufleet._core.sim import sim_run
 from gpufleet._core.topology import place_gang
@@ -69,4 +70,4 @@ from . import registry
 from . import queues
 from . import topology
 from . import dra
-__all__: list[str] = ['Allocation', 'BindDecision', 'Cluster', 'CycleResult', 'DeviceGrant', 'DeviceRequest', 'EngineScheduler', 'EvictDecision', 'FitResult', 'HeldCapacity', 'JobState', 'JobView', 'OpenbReplayRun', 'PlaceResult', 'Pod', 'QueueShare', 'QueueSpec', 'QueueView', 'ReplayOptions', 'Resources', 'SimJobs', 'SimRun', 'SimSummary', 'SimTimeseries', 'TaskView', 'VirtualFunction', 'cluster', 'dra', 'dra_score', 'dra_solve', 'effective_requests', 'engine', 'engine_callback_points', 'engine_check_config', 'engine_default_config', 'engine_plugin_switches', 'extender', 'format_bytes', 'host_priorities', 'maximize_lp', 'mig_geometry', 'parse_milli', 'parse_quantity', 'parse_quantity_exact', 'parse_resource_quantity', 'partition_nodes', 'place_gang', 'quantity', 'queue_drs', 'queue_fair_shares', 'queue_objects', 'queue_tree_check', 'queues', 'registry', 'registry_duplicates', 'registry_metadata', 'replay', 'sim', 'sim_check_policy', 'sim_run', 'simulate_queues', 'topology', 'topology_domains', 'water_fill', 'wire_keys']
+__all__: list[str] = ['Allocation', 'BindDecision', 'Cluster', 'CycleResult', 'DeviceGrant', 'DeviceRequest', 'EngineScheduler', 'EvictDecision', 'FitResult', 'HeldCapacity', 'JobState', 'JobView', 'OpenbReplayRun', 'PlaceResult', 'Pod', 'QueueShare', 'QueueSpec', 'QueueView', 'ReplayOptions', 'Resources', 'SimJobs', 'SimRun', 'SimSummary', 'SimTimeseries', 'TaskView', 'VirtualFunction', 'cluster', 'dra', 'dra_score', 'dra_solve', 'effective_requests', 'engine', 'engine_callback_points', 'engine_check_config', 'engine_default_config', 'engine_plugin_switches', 'extender', 'format_bytes', 'host_priorities', 'maximize_lp', 'maximize_lp_centred', 'mig_geometry', 'parse_milli', 'parse_quantity', 'parse_quantity_exact', 'parse_resource_quantity', 'partition_nodes', 'place_gang', 'quantity', 'queue_drs', 'queue_fair_shares', 'queue_objects', 'queue_tree_check', 'queues', 'registry', 'registry_duplicates', 'registry_metadata', 'replay', 'sim', 'sim_check_policy', 'sim_run', 'simulate_queues', 'topology', 'topology_domains', 'water_fill', 'wire_keys']

@@ -6,12 +6,12 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['SimJobs', 'SimRun', 'SimSummary', 'SimTimeseries', 'maximize_lp', 'sim_check_policy', 'sim_run']
+__all__: list[str] = ['SimJobs', 'SimRun', 'SimSummary', 'SimTimeseries', 'maximize_lp', 'maximize_lp_centred', 'sim_check_policy', 'sim_run']
 class SimJobs:
     """
     A simulator run's per-job columns, in input order, as NumPy arrays (one property per column, each a fresh copy). Immutable.
     """
-    columns: typing.ClassVar[list] = ['first_start', 'end_time', 'queueing_delay', 'run_time', 'gpu_time', 'service', 'preemptions', 'migrations', 'max_nodes']
+    columns: typing.ClassVar[list] = ['first_start', 'end_time', 'queueing_delay', 'run_time', 'gpu_time', 'service', 'preemptions', 'migrations', 'max_nodes', 'dropped']
     def __len__(self) -> int:
         """
         Number of rows.
@@ -21,6 +21,11 @@ class SimJobs:
     def to_dict(self) -> dict:
         """
         Every column by name, as NumPy arrays in a fixed order (a DataFrame's input).
+        """
+    @property
+    def dropped(self) -> numpy.ndarray:
+        """
+        Removed unfinished (Gavel-compatible mode: a stuck multi-GPU job); its end_time is its last try.
         """
     @property
     def end_time(self) -> numpy.ndarray:
@@ -110,7 +115,7 @@ class SimSummary:
         ...
     def to_dict(self) -> dict:
         """
-        Plain data with stable snake_case keys, in a fixed order (jobs_spanning_nodes only when devices were placed).
+        Plain data with stable snake_case keys, in a fixed order (jobs_spanning_nodes only when devices were placed, dropped_jobs only in the Gavel-compatible mode).
         """
     @property
     def avg_jct(self) -> float:
@@ -121,6 +126,11 @@ class SimSummary:
     def avg_queueing_delay(self) -> float:
         """
         Mean seconds pending.
+        """
+    @property
+    def dropped_jobs(self) -> int | None:
+        """
+        Jobs removed unfinished (not in the JCT figures); None outside the Gavel-compatible mode.
         """
     @property
     def gpu_utilization(self) -> float:
@@ -211,11 +221,15 @@ def maximize_lp(a: collections.abc.Sequence[collections.abc.Sequence[typing.Supp
     """
     Maximises c.x subject to a x <= b, x >= 0 with COIN-OR CLP (the solver behind gavel-lp); `a` is a list of rows (or a 2-D array). Returns (objective, x). ValueError for bad shapes, non-finite or too large entries, and infeasible or unbounded LPs; RuntimeError when max_iterations is reached.
     """
+def maximize_lp_centred(a: collections.abc.Sequence[collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]], b: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], c: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], row_weights: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex] = [], column_weights: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex] = []) -> tuple[float, numpy.typing.NDArray[numpy.float64]]:
+    """
+    Like maximize_lp, but returns the centre of the optimal face (the limit of the central path, where an interior-point solver ends; with c = 0 the analytic centre of the feasible set). Optional barrier weights per row (> 0) and per column (0: the column is free of x >= 0). ValueError also when the feasible set has no interior.
+    """
 def sim_check_policy(spec: str) -> None:
     """
     Raises KeyError/ValueError if the policy spec is not valid.
     """
-def sim_run(cluster: typing.Any, job_id: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], submit_time: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], num_gpu: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], duration: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], speed: typing.Any, memory_gib: typing.Any, policy: str, tiresias_compat: bool = False, restore_delay: typing.SupportsFloat | typing.SupportsIndex = 0.0, tick: typing.SupportsFloat | typing.SupportsIndex = 0.0, scheduling_interval: typing.SupportsFloat | typing.SupportsIndex = 0.0, record_timeseries: bool = True, progress: typing.Any = None, placement: str = 'binpack', seed: typing.SupportsInt | typing.SupportsIndex = 0, nodes_per_rack: typing.SupportsInt | typing.SupportsIndex = 0, racks_per_block: typing.SupportsInt | typing.SupportsIndex = 0) -> SimRun:
+def sim_run(cluster: typing.Any, job_id: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], submit_time: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], num_gpu: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], duration: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], speed: typing.Any, memory_gib: typing.Any, policy: str, tiresias_compat: bool = False, restore_delay: typing.SupportsFloat | typing.SupportsIndex = 0.0, tick: typing.SupportsFloat | typing.SupportsIndex = 0.0, scheduling_interval: typing.SupportsFloat | typing.SupportsIndex = 0.0, record_timeseries: bool = True, progress: typing.Any = None, placement: str = 'binpack', seed: typing.SupportsInt | typing.SupportsIndex = 0, nodes_per_rack: typing.SupportsInt | typing.SupportsIndex = 0, racks_per_block: typing.SupportsInt | typing.SupportsIndex = 0, gavel: typing.Any = None) -> SimRun:
     """
     Runs the job-time simulator; see gpufleet.sim.simulate for the friendly wrapper.
     """

@@ -31,6 +31,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "parameters, and exit")
     add_trace_options(p, generated="jobs to generate (synthetic, no --trace)")
     p.add_argument("--tiresias-compat", action="store_true", help="Tiresias-simulator-compatible mode")
+    p.add_argument("--gavel-compat", action="store_true",
+                   help="Gavel-simulator-compatible mode (gavel format, gavel-* policies; docs/simulator.md)")
+    p.add_argument("--gavel-fix", action="append", default=[], metavar="BUG",
+                   choices=("drop_stuck_jobs", "charge_idle_gaps", "fifo_stale_type"),
+                   help="with --gavel-compat: correct this bug of Gavel's simulator instead of reproducing it "
+                        "(repeatable: drop_stuck_jobs, charge_idle_gaps, fifo_stale_type)")
     p.add_argument("--restore-delay", type=seconds(), default=0.0, help="checkpoint/restore delay, s")
     p.add_argument("--jobs-csv", help="also write the per-job results to this CSV")
     p.add_argument("--placement", default="binpack",
@@ -148,9 +154,13 @@ def run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 2
         placement = None if args.placement.lower() == "none" else args.placement
+        if args.gavel_fix and not args.gavel_compat:
+            print("gpufleet simulate: --gavel-fix needs --gavel-compat", file=sys.stderr)
+            return 2
+        gavel = {bug: False for bug in args.gavel_fix} if args.gavel_compat else False
         result = simulate(loaded.jobs, loaded.cluster, args.policy, seed=args.seed,
-                          tiresias_compat=args.tiresias_compat, restore_delay=args.restore_delay,
-                          placement=placement)
+                          tiresias_compat=args.tiresias_compat, gavel_compat=gavel,
+                          restore_delay=args.restore_delay, placement=placement)
     except (KeyError, ValueError, OSError) as e:
         print(f"gpufleet simulate: {one_line(e)}", file=sys.stderr)
         return 1
