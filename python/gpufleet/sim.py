@@ -316,11 +316,14 @@ def simulate(jobs: pd.DataFrame, cluster: ClusterLike, policy: str | Mapping[str
         def callback(done: int) -> None:
             bar.update(done - bar.n)
     try:
+        nodes_per_rack, racks_per_block = (int(racks[0]), int(racks[1])) if racks else (0, 0)
+        options = _core.SimOptions(spec, tiresias_compat=tiresias_compat, restore_delay=restore_delay,
+                                   tick=tick, scheduling_interval=scheduling_interval,
+                                   record_timeseries=record_timeseries, progress=callback,
+                                   placement=placement or "", seed=seed, nodes_per_rack=nodes_per_rack,
+                                   racks_per_block=racks_per_block, gavel=gavel)
         raw = _core.sim_run(models, frame["job_id"].to_numpy(np.int64), frame["submit_time"].to_numpy(np.float64),
-                            frame["num_gpu"].to_numpy(np.int64), durations, speed, mem,
-                            spec, tiresias_compat, restore_delay, tick, scheduling_interval,
-                            record_timeseries, callback, placement or "", seed,
-                            *((int(racks[0]), int(racks[1])) if racks else (0, 0)), gavel)
+                            frame["num_gpu"].to_numpy(np.int64), durations, speed, mem, options)
     finally:
         if bar is not None:
             bar.close()

@@ -203,7 +203,7 @@ def test_every_binding_that_releases_the_gil_survives_its_arguments_changing():
              lambda r: None),
             ("sim_run", lambda: _core.sim_run([{"name": "v100", "count": 4}], np.arange(3), submit,
                                                np.array([1, 2, 1]), np.array([5.0, 3.0, 1.0]), None,
-                                               None, "fifo", placement=""),
+                                               None, _core.SimOptions("fifo", placement="")),
              change_submit, lambda r: None),
         ]
 

@@ -19,7 +19,8 @@ def _sim_run(placement: str):
     jobs = _jobs()
     return _core.sim_run(sim.cluster_spec({"v100": 8, "k80": 8}), jobs["job_id"].to_numpy(np.int64),
                          jobs["submit_time"].to_numpy(np.float64), jobs["num_gpu"].to_numpy(np.int64),
-                         jobs["duration"].to_numpy(np.float64), None, None, "las", placement=placement)
+                         jobs["duration"].to_numpy(np.float64), None, None,
+                         _core.SimOptions("las", placement=placement))
 
 
 def test_sim_run_columns_and_summary_are_bound_values():
@@ -54,6 +55,23 @@ def test_sim_summary_without_devices_has_no_spanning_count():
     assert run.summary.jobs_spanning_nodes is None
     assert "jobs_spanning_nodes" not in run.summary.to_dict()
     assert np.all(run.jobs.max_nodes == 0)
+
+
+def test_sim_options_are_one_keyword_object_checked_when_made():
+    o = _core.SimOptions("las", placement="", seed=7)
+    assert (o.policy, o.placement, o.seed, o.gavel_compat) == ("las", "", 7, False)
+    assert repr(o) == "SimOptions(policy=las, placement=, seed=7)"
+    assert _core.SimOptions("fifo", gavel={"drop_stuck_jobs": False}).gavel_compat
+    with pytest.raises(TypeError):
+        _core.SimOptions("las", False)  # every setting after the policy is a keyword
+    with pytest.raises(ValueError, match="seed must be >= 0, got -1"):
+        _core.SimOptions("las", seed=-1)
+    with pytest.raises(ValueError, match="unknown gavel_compat option 'typo'"):
+        _core.SimOptions("fifo", gavel={"typo": True})
+    with pytest.raises(TypeError, match="progress must be a callable"):
+        _core.SimOptions("las", progress=3)
+    with pytest.raises(AttributeError):
+        o.seed = 1
 
 
 def test_simulate_frames_hold_the_bound_columns():

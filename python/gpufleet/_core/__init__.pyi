@@ -51,6 +51,7 @@ from gpufleet._core.replay import OpenbReplayRun
 from gpufleet._core.replay import ReplayOptions
 from gpufleet._core.replay import _replay_openb
 from gpufleet._core.sim import SimJobs
+from gpufleet._core.sim import SimOptions
 from gpufleet._core.sim import SimRun
 from gpufleet._core.sim import SimSummary
 from gpufleet._core.sim import SimTimeseries
@@ -70,4 +71,4 @@ from . import registry
 from . import queues
 from . import topology
 from . import dra
-__all__: list[str] = ['Allocation', 'BindDecision', 'Cluster', 'CycleResult', 'DeviceGrant', 'DeviceRequest', 'EngineScheduler', 'EvictDecision', 'FitResult', 'HeldCapacity', 'JobState', 'JobView', 'OpenbReplayRun', 'PlaceResult', 'Pod', 'QueueShare', 'QueueSpec', 'QueueView', 'ReplayOptions', 'Resources', 'SimJobs', 'SimRun', 'SimSummary', 'SimTimeseries', 'TaskView', 'VirtualFunction', 'cluster', 'dra', 'dra_score', 'dra_solve', 'effective_requests', 'engine', 'engine_callback_points', 'engine_check_config', 'engine_default_config', 'engine_plugin_switches', 'extender', 'format_bytes', 'host_priorities', 'maximize_lp', 'maximize_lp_centred', 'mig_geometry', 'parse_milli', 'parse_quantity', 'parse_quantity_exact', 'parse_resource_quantity', 'partition_nodes', 'place_gang', 'quantity', 'queue_drs', 'queue_fair_shares', 'queue_objects', 'queue_tree_check', 'queues', 'registry', 'registry_duplicates', 'registry_metadata', 'replay', 'sim', 'sim_check_policy', 'sim_run', 'simulate_queues', 'topology', 'topology_domains', 'water_fill', 'wire_keys']
+__all__: list[str] = ['Allocation', 'BindDecision', 'Cluster', 'CycleResult', 'DeviceGrant', 'DeviceRequest', 'EngineScheduler', 'EvictDecision', 'FitResult', 'HeldCapacity', 'JobState', 'JobView', 'OpenbReplayRun', 'PlaceResult', 'Pod', 'QueueShare', 'QueueSpec', 'QueueView', 'ReplayOptions', 'Resources', 'SimJobs', 'SimOptions', 'SimRun', 'SimSummary', 'SimTimeseries', 'TaskView', 'VirtualFunction', 'cluster', 'dra', 'dra_score', 'dra_solve', 'effective_requests', 'engine', 'engine_callback_points', 'engine_check_config', 'engine_default_config', 'engine_plugin_switches', 'extender', 'format_bytes', 'host_priorities', 'maximize_lp', 'maximize_lp_centred', 'mig_geometry', 'parse_milli', 'parse_quantity', 'parse_quantity_exact', 'parse_resource_quantity', 'partition_nodes', 'place_gang', 'quantity', 'queue_drs', 'queue_fair_shares', 'queue_objects', 'queue_tree_check', 'queues', 'registry', 'registry_duplicates', 'registry_metadata', 'replay', 'sim', 'sim_check_policy', 'sim_run', 'simulate_queues', 'topology', 'topology_domains', 'water_fill', 'wire_keys']

@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['SimJobs', 'SimRun', 'SimSummary', 'SimTimeseries', 'maximize_lp', 'maximize_lp_centred', 'sim_check_policy', 'sim_run']
+__all__: list[str] = ['SimJobs', 'SimOptions', 'SimRun', 'SimSummary', 'SimTimeseries', 'maximize_lp', 'maximize_lp_centred', 'sim_check_policy', 'sim_run']
 class SimJobs:
     """
     A simulator run's per-job columns, in input order, as NumPy arrays (one property per column, each a fresh copy). Immutable.
@@ -217,6 +217,34 @@ class SimRun:
         """
         GPUs in the pool.
         """
+class SimOptions:
+    """
+    The settings of one simulator run (gpufleet.sim.simulate documents each), given by keyword and checked when made; immutable. sim_run takes it after the job columns.
+    """
+    def __init__(self, policy: str, *, tiresias_compat: bool = False, restore_delay: typing.SupportsFloat | typing.SupportsIndex = 0.0, tick: typing.SupportsFloat | typing.SupportsIndex = 0.0, scheduling_interval: typing.SupportsFloat | typing.SupportsIndex = 0.0, record_timeseries: bool = True, progress: typing.Any = None, placement: str = 'binpack', seed: typing.SupportsInt | typing.SupportsIndex = 0, nodes_per_rack: typing.SupportsInt | typing.SupportsIndex = 0, racks_per_block: typing.SupportsInt | typing.SupportsIndex = 0, gavel: typing.Any = None) -> None:
+        ...
+    def __repr__(self) -> str:
+        ...
+    @property
+    def gavel_compat(self) -> bool:
+        """
+        Whether Gavel's simulator is reproduced (gavel= was given).
+        """
+    @property
+    def placement(self) -> str:
+        """
+        The placement strategy giving starts real devices; "" counts GPUs only.
+        """
+    @property
+    def policy(self) -> str:
+        """
+        The policy spec, e.g. "las" or "fifo(x=1)".
+        """
+    @property
+    def seed(self) -> int:
+        """
+        Seeds the agnostic policies' model draw.
+        """
 def maximize_lp(a: collections.abc.Sequence[collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]], b: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], c: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], max_iterations: typing.Any = 100000) -> tuple[float, numpy.typing.NDArray[numpy.float64]]:
     """
     Maximises c.x subject to a x <= b, x >= 0 with COIN-OR CLP (the solver behind gavel-lp); `a` is a list of rows (or a 2-D array). Returns (objective, x). ValueError for bad shapes, non-finite or too large entries, and infeasible or unbounded LPs; RuntimeError when max_iterations is reached.
@@ -229,7 +257,7 @@ def sim_check_policy(spec: str) -> None:
     """
     Raises KeyError/ValueError if the policy spec is not valid.
     """
-def sim_run(cluster: typing.Any, job_id: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], submit_time: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], num_gpu: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], duration: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], speed: typing.Any, memory_gib: typing.Any, policy: str, tiresias_compat: bool = False, restore_delay: typing.SupportsFloat | typing.SupportsIndex = 0.0, tick: typing.SupportsFloat | typing.SupportsIndex = 0.0, scheduling_interval: typing.SupportsFloat | typing.SupportsIndex = 0.0, record_timeseries: bool = True, progress: typing.Any = None, placement: str = 'binpack', seed: typing.SupportsInt | typing.SupportsIndex = 0, nodes_per_rack: typing.SupportsInt | typing.SupportsIndex = 0, racks_per_block: typing.SupportsInt | typing.SupportsIndex = 0, gavel: typing.Any = None) -> SimRun:
+def sim_run(cluster: typing.Any, job_id: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], submit_time: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], num_gpu: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], duration: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], speed: typing.Any, memory_gib: typing.Any, options: SimOptions) -> SimRun:
     """
-    Runs the job-time simulator; see gpufleet.sim.simulate for the friendly wrapper.
+    Runs the job-time simulator over the job columns with the run's SimOptions; see gpufleet.sim.simulate for the friendly wrapper.
     """
