@@ -20,6 +20,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from gpufleet import _core, registries
 from gpufleet._lazy import lazy
+from gpufleet.errors import NotFoundError
 
 # Imported by the first call that needs them: `import gpufleet` stays fast.
 np = lazy("numpy")
@@ -435,9 +436,9 @@ def gain(runs: pd.DataFrame, baseline: str, policy: str, metric: str = "avg_jct"
     have = list(runs.index.get_level_values("policy").unique())
     for p in (baseline, policy):
         if p not in have:
-            raise KeyError(f"gain: policy {p!r} not among the runs {have}")
+            raise NotFoundError(f"gain: policy {p!r} not among the runs {have}")
     if metric not in runs.columns:
-        raise KeyError(f"gain: no metric {metric!r} (have {sorted(runs.columns)})")
+        raise NotFoundError(f"gain: no metric {metric!r} (have {sorted(runs.columns)})")
     ratio = (runs.loc[baseline, metric] / runs.loc[policy, metric]).dropna()
     if ratio.empty:
         raise ValueError(f"gain: {baseline!r} and {policy!r} share no seed")

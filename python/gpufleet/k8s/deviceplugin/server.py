@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import grpc
 
+from gpufleet.errors import NotFoundError
 from gpufleet.node.annotations import MIB, DeviceGrant
 from gpufleet.k8s.deviceplugin import api_pb2 as pb
 from gpufleet.k8s.deviceplugin import api_pb2_grpc as pb_grpc
@@ -162,7 +163,7 @@ class DevicePluginServer(pb_grpc.DevicePluginServicer):
         """Marks a GPU (and all its shared IDs) healthy or not; open ListAndWatch streams get the
         new list."""
         if minor not in self._health:
-            raise KeyError(f"unknown GPU minor {minor}")
+            raise NotFoundError(f"unknown GPU minor {minor}")
         with self._cond:
             if self._health[minor] == healthy:
                 return
