@@ -9,6 +9,7 @@ import pkgutil
 import sys
 
 import gpufleet.commands
+from gpufleet._extras import MissingExtra
 
 
 class OneLineErrors(argparse.ArgumentParser):
@@ -67,6 +68,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
+    except MissingExtra as e:
+        # An optional dependency the command needs: one line naming the extra, not a traceback.
+        print(f"gpufleet {args.command}: {e}", file=sys.stderr)
+        return 2
     except BrokenPipeError:
         # `gpufleet ... -o wide | head`: the reader is gone; stop quietly, as Unix tools do, and
         # point stdout at /dev/null so the interpreter's final flush does not fail again.

@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from gpufleet._extras import require
 from gpufleet.errors import NotFoundError
 
 # Most labelled ticks on a log axis; the densest candidate set that fits is used.
@@ -29,7 +30,7 @@ _TIME_UNITS = ((1e-6, "µs", 1e-3), (1e-3, "ms", 1.0), (1.0, "s", 60.0), (60.0, 
 
 def _axes(ax):
     if ax is None:
-        import matplotlib.pyplot as plt
+        plt = require("matplotlib.pyplot", "plot", "gpufleet.plots")
         _, ax = plt.subplots(figsize=(6, 4))
     return ax
 
@@ -138,6 +139,7 @@ def format_number(v: float, unit: str = "") -> str:
 
 
 def _set_log_ticks(ax, axis: str, levels: list[list[float]], label: Callable[[float], str]) -> None:
+    require("matplotlib", "plot", "gpufleet.plots")
     from matplotlib import rcParams
     from matplotlib.font_manager import FontProperties
     from matplotlib.ticker import FuncFormatter, Locator, NullFormatter

@@ -12,6 +12,11 @@ traces: what the studies we reproduce reported, to set our measurements beside.
   (tests/python/data/gavel_reference/reference.json in the repository); :func:`gavel_runs`
   reads it, :data:`GAVEL_POLICY_NAMES` names the policy that reproduces each of Gavel's in the
   simulator's Gavel-compatible mode (:mod:`gpufleet.gavel_fidelity` runs them side by side).
+* Alibaba PAI-2020 (Weng et al., "MLaaS in the Wild", NSDI 2022): its simulator's table
+  (github.com/alibaba/clusterdata, ``cluster-trace-gpu-v2020/simulator/README.md``: average JCT,
+  waiting time and makespan of five policies on 20,000 jobs of
+  ``pai_job_duration_estimate_100K.csv``, 6,500 GPUs, seed 42), :data:`PAI2020_README`, with the
+  settings it was run with, :data:`PAI2020_README_SETTINGS` (:mod:`gpufleet.pai2020` reproduces it).
 
 Another study's tables belong here too, as a constant or a reader beside these, each with its
 source; the replay, the sweep, the benchmarks and the notebooks read them from here.
@@ -26,7 +31,26 @@ from gpufleet._lazy import lazy
 pd = lazy("pandas")
 
 __all__ = ["FGD_DEFAULT_ALLOC_AT_100", "FGD_POLICY_NAMES", "GAVEL_POLICY_NAMES", "GAVEL_UNREPRODUCED",
-           "TIRESIAS_60_JOB_AVG_JCT", "fgd_alloc", "gavel_runs"]
+           "PAI2020_README", "PAI2020_README_SETTINGS", "PAI2020_TRACE", "TIRESIAS_60_JOB_AVG_JCT", "fgd_alloc",
+           "gavel_runs"]
+
+#: The trace file of the PAI-2020 simulator's table (its folder ``traces/pai``).
+PAI2020_TRACE = "pai_job_duration_estimate_100K.csv"
+
+#: The PAI-2020 simulator's README table (its log ``0228-...-6500g_1n_h0_0p_3sn_0gt-1000ar-20000j-1x-42r``):
+#: policy -> average JCT (s), average waiting time (s) and makespan (s); 20,000 jobs done in each.
+PAI2020_README: dict[str, dict[str, float]] = {
+    "sjf": {"avg_jct": 5988.61, "avg_queueing_delay": 949.91, "makespan": 535706.0},
+    "sju": {"avg_jct": 6278.33, "avg_queueing_delay": 1239.62, "makespan": 535706.0},
+    "sjg": {"avg_jct": 6071.01, "avg_queueing_delay": 1032.31, "makespan": 535706.0},
+    "sjgg": {"avg_jct": 6001.94, "avg_queueing_delay": 963.23, "makespan": 535706.0},
+    "fifo": {"avg_jct": 7918.47, "avg_queueing_delay": 2879.77, "makespan": 535706.0},
+}
+
+#: How that table was run (``run_simulator.py`` defaults), as :func:`gpufleet.pai2020.simulate_pai`
+#: takes them; they are also that function's defaults.
+PAI2020_README_SETTINGS: dict[str, Any] = {"seed": 42, "num_jobs": 20000, "arrival_rate": 1000, "interval": 60,
+                                           "num_gpus": 6500, "num_nodes": 1, "packing": False, "repeat": 1}
 
 #: The FGD study's policy folders (``sc_policy`` in its result tables) -> registered placement
 #: strategies, in the paper's order.

@@ -227,7 +227,8 @@ def load_published(path: Any, arrived: int = 100) -> pd.DataFrame:
 
 def plot_alloc(results: dict[str, ReplayResult], ax=None, upto: float = 1.3):
     """GPU allocation ratio (%) against arrived GPU workload (%) per policy, with the diagonal."""
-    import matplotlib.pyplot as plt
+    from gpufleet._extras import require
+    plt = require("matplotlib.pyplot", "plot", "gpufleet.replay.plot_alloc")
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 4))
     for name, res in results.items():

@@ -102,7 +102,7 @@ def test_ray_gives_the_pool_results(traces):
 
 def test_missing_ray_is_a_clear_error(traces, monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
-    with pytest.raises(S.SweepError, match=r"needs Ray.*gpufleet\[ray\]"):
+    with pytest.raises(S.SweepError, match=r"needs ray.*gpufleet\[ray\].*executor='process'"):
         S.sweep([traces["openb"]], ["fgd"], seeds=[0], executor="ray", results_dir=tmp_path / "r",
                 progress=False)
     assert not (tmp_path / "r").exists()

@@ -6,6 +6,8 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+import pytest
+import yaml
 from gpufleet.k8s import keys
 from gpufleet.k8s.extender.app import create_app
 from gpufleet.k8s.extender.state import ExtenderState
@@ -80,3 +82,62 @@ def test_pods_outside_gangs_are_placed_as_before():
     out = filter_(client, kpod("solo", 8))
     assert sorted(out["NodeNames"]) == NODES
     assert st.gangs is not None and st.gangs._plans == {}
+
+
+def _scenario(tmp_path) -> str:
+    cluster = rack_cluster(blocks=1, racks=2, nodes_per_rack=2)
+    path = tmp_path / "racks.yaml"
+    path.write_text(yaml.safe_dump({"nodes": [cluster.node(n) for n in NODES]}))
+    return str(path)
+
+
+def test_the_command_line_reads_a_topology_file_and_holds_gang_domains(tmp_path):
+    from gpufleet.commands.extender import check_topology, read_topology
+    from gpufleet.k8s.extender.state import load_scenario
+
+    topo = tmp_path / "topology.yaml"
+    topo.write_text(yaml.safe_dump(rack_levels()))
+    st = load_scenario(_scenario(tmp_path), journal=None, topology=read_topology(str(topo)),
+                       topology_fit="least-free-capacity")
+    check_topology(st, str(topo))
+    assert st.gangs is not None and st.gangs.fit == "least-free-capacity"
+    client = TestClient(create_app(st, P))
+    out = filter_(client, gang_pod("train-0", "train", 2))
+    racks = {n.rsplit("-", 1)[0] for n in out["NodeNames"]}
+    assert len(out["NodeNames"]) == 2 and len(racks) == 1
+
+
+def test_several_documents_are_read_as_hypernodes(tmp_path):
+    from gpufleet.commands.extender import read_topology
+
+    docs = [{"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode",
+             "metadata": {"name": f"rack{i}"},
+             "spec": {"tier": 1, "members": [{"type": "Node", "selector": {
+                 "exactMatch": {"name": NODES[2 * i + k]}}} for k in range(2)]}}
+            for i in range(2)]
+    path = tmp_path / "hypernodes.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    assert read_topology(str(path)) == {"hyper_nodes": docs}
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": docs}))
+    assert read_topology(str(path)) == {"hyper_nodes": docs}
+    path.write_text(yaml.safe_dump_all([rack_levels(), rack_levels()]))
+    with pytest.raises(ValueError, match="must all be Volcano HyperNodes"):
+        read_topology(str(path))
+
+
+@pytest.mark.parametrize("text, what", [
+    ("levels: 5\n", "levels"),
+    ("", "empty"),
+    ("levels: [\n", "not yaml"),
+])
+def test_a_bad_topology_file_stops_the_start_with_one_line(tmp_path, capsys, text: str, what: str):
+    from gpufleet.cli import main
+
+    scenario = _scenario(tmp_path)
+    topo = tmp_path / "topology.yaml"
+    topo.write_text(text)
+    assert main(["extender", "--state", scenario, "--listen", "127.0.0.1:0",
+                 "--topology", str(topo)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(topo) in err and what in err.lower(), err
+    assert not (tmp_path / "racks.yaml.journal").exists()

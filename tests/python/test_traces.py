@@ -445,9 +445,9 @@ def test_synthetic_openb_deterministic_and_roundtrip(tmp_path: Path) -> None:
 # --- registry -------------------------------------------------------------------------------
 
 def test_registry(tmp_path: Path) -> None:
-    assert T.trace_formats() == ["openb", "tiresias", "gavel", "philly", "synthetic"]
+    assert T.trace_formats() == ["openb", "tiresias", "gavel", "philly", "pai2020", "synthetic"]
     with pytest.raises(ValueError, match="unknown trace format 'csv'; known formats: openb, tiresias, gavel, "
-                                         "philly, synthetic"):
+                                         "philly, pai2020, synthetic"):
         T.load_trace(tmp_path / "x.csv", "csv")
     with pytest.raises(ValueError, match="known formats"):
         T.to_jobs(pd.DataFrame(), "alibaba")

@@ -21,7 +21,7 @@ PythonRandom::PythonRandom(uint64_t seed) {
   for (int i = 1; i < kN; ++i)
     state_[i] = 1812433253u * (state_[i - 1] ^ (state_[i - 1] >> 30)) + static_cast<uint32_t>(i);
   int i = 1;
-  size_t j = 0;
+  std::size_t j = 0;
   for (int k = kN > static_cast<int>(key.size()) ? kN : static_cast<int>(key.size()); k > 0; --k) {
     state_[i] = (state_[i] ^ ((state_[i - 1] ^ (state_[i - 1] >> 30)) * 1664525u)) + key[j] +
                 static_cast<uint32_t>(j);

@@ -13,6 +13,8 @@ from gpufleet.commands._bounds import amount, seconds
 MAX_BODY_MIB = (0.1, 1024.0)     # a bind is 200 bytes; a NodeList of 5,000 nodes about 50 MiB
 RESYNC_S = (1.0, 86_400.0)       # re-lists: not a busy loop, at least daily
 HOLD_TIMEOUT_S = (1.0, 86_400.0)
+# gpufleet.topology.FITS, spelled here so that `--help` does not import the native core.
+TOPOLOGY_FITS = ("best-fit", "least-free-capacity", "largest-fit", "fragmentation")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -43,6 +45,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--dra", action="store_true",
                    help="with --kube: watch ResourceSlices, DeviceClasses and ResourceClaims, and "
                         "write each pod's claim allocations before its Binding (docs/dra.md)")
+    p.add_argument("--topology", metavar="FILE",
+                   help="place gangs by network topology (docs/topology.md): a YAML or JSON file "
+                        "with a levels list, a Kueue or KAI Topology object, or Volcano HyperNodes")
+    p.add_argument("--topology-fit", default="best-fit", choices=TOPOLOGY_FITS,
+                   help="how a gang's domain is chosen (default %(default)s)")
     p.add_argument("--hold-timeout-s", type=seconds(*HOLD_TIMEOUT_S), default=60.0,
                    help="seconds a hold nobody was answered for (a bind journalled but not "
                         "answered before a restart; with --kube, one the API server does not show "
@@ -98,7 +105,8 @@ def handler(args: argparse.Namespace) -> int:
             raise ValueError("--journal goes with --state; with --kube the pods' annotations "
                              "are the record")
         kw = dict(strategy=args.strategy, gpushare_annotations=args.gpushare_annotations,
-                  hold_timeout_s=args.hold_timeout_s)
+                  hold_timeout_s=args.hold_timeout_s, topology=read_topology(args.topology),
+                  topology_fit=args.topology_fit)
         if args.dra and not args.kube:
             raise ValueError("--dra goes with --kube")
         if args.kube:
@@ -111,6 +119,7 @@ def handler(args: argparse.Namespace) -> int:
         else:
             st = state.load_scenario(args.state, journal=args.journal or f"{args.state}.journal",
                                      accept_journal_loss=args.accept_journal_loss, **kw)
+        check_topology(st, args.topology)
     except Exception as e:  # noqa: BLE001 - any start-up failure is a clean exit 2
         if probes is not None:
             probes.stop()
@@ -135,6 +144,54 @@ def handler(args: argparse.Namespace) -> int:
         if st.journal is not None:
             st.journal.close()
     return 0
+
+
+def read_topology(path: str | None) -> Any:
+    """The topology file as the core reads it: Volcano HyperNodes (documents or a List) as
+    ``{"hyper_nodes": [...]}``, any other single document (levels, a Topology object) as it is."""
+    if path is None:
+        return None
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            docs = [d for d in yaml.safe_load_all(f) if d is not None]
+    except OSError as e:
+        raise ValueError(f"--topology {path}: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        raise ValueError(f"--topology {path}: not YAML or JSON ({str(e).splitlines()[0]})") from None
+    if not docs:
+        raise ValueError(f"--topology {path}: the file is empty")
+    # A List (kubectl get -o yaml) holds its objects in items.
+    objects = [o for d in docs for o in (d.get("items", []) if isinstance(d, dict)
+                                         and str(d.get("kind", "")).endswith("List") else [d])]
+    if objects and all(isinstance(o, dict) and o.get("kind") == "HyperNode" for o in objects):
+        topology: Any = {"hyper_nodes": objects}
+    elif len(docs) == 1:
+        topology = docs[0]
+    else:
+        raise ValueError(f"--topology {path}: several documents must all be Volcano HyperNodes")
+    # Its form is checked before the state (and its journal) is loaded; its nodes after.
+    from gpufleet import _core
+
+    _check_domains(_core.Cluster(), topology, path)
+    return topology
+
+
+def check_topology(st: Any, path: str | None) -> None:
+    """Compile the topology over the loaded nodes once, so that bad input stops the start instead
+    of failing every gang's filter."""
+    if st.gangs is not None:
+        _check_domains(st.cluster, st.gangs.topology, path)
+
+
+def _check_domains(cluster: Any, topology: Any, path: str | None) -> None:
+    from gpufleet.topology import domains
+
+    try:
+        domains(cluster, topology)
+    except ValueError as e:
+        raise ValueError(f"--topology {path}: {e}") from None
 
 
 def _access(args: argparse.Namespace, host: str) -> Any:

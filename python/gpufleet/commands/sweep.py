@@ -1,7 +1,7 @@
 """`gpufleet sweep`: a grid of experiments (traces x policies x seeds x options) run in parallel,
 locally or on a Ray cluster, resumable through ``--results DIR``; prints a summary table (mean and
 standard deviation over seeds per trace, policy and options; for openb replays each policy's mean
-next to the published one). ``-o wide`` prints every metric, ``-o json|yaml`` the summary document;
+next to the published one, and for the PAI-2020 simulator's table run with its seed, 42). ``-o wide`` prints every metric, ``-o json|yaml`` the summary document;
 ``--csv`` writes the tidy per-experiment table, ``--plot`` the figure. See docs/sweep.md."""
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from gpufleet.commands._traces import (add_trace_options, missing_hint, named_fi
                                        side_inputs)
 
 # The metric the default table shows per kind; openb ratios are printed in percent.
-HEADLINE = {"openb": "alloc_ratio_at_100", "sim": "avg_jct"}
+HEADLINE = {"openb": "alloc_ratio_at_100", "sim": "avg_jct", "pai2020": "avg_jct"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -91,9 +91,21 @@ def _published(path: str | None):
     return load_published_alloc(path)
 
 
-def _summary_rows(summary, published, option_names: list[str]) -> list[dict[str, Any]]:
+def _pai_published(r: dict[str, Any], option_names: list[str], seeds: list[int]) -> float | None:
+    """The PAI-2020 README's figure for a summary row: only for its trace, its seed and its
+    settings (an option at another value than the README's is another experiment)."""
+    from pathlib import Path
+    from gpufleet.published import PAI2020_README, PAI2020_README_SETTINGS, PAI2020_TRACE
+    if r["kind"] != "pai2020" or r["trace"] != Path(PAI2020_TRACE).stem or seeds != [42]:
+        return None
+    if any(r[o] == r[o] and r[o] is not None and r[o] != PAI2020_README_SETTINGS.get(o) for o in option_names):
+        return None
+    return PAI2020_README.get(str(r["policy"]).lower(), {}).get(r["metric"])
+
+
+def _summary_rows(summary, published, option_names: list[str], seeds: list[int] | None = None) -> list[dict[str, Any]]:
     """The summary as plain rows; openb ratio and share metrics in percent, with the published
-    allocation ratio and the difference where one is known."""
+    allocation ratio (openb) or the PAI-2020 README's figure and the difference where one is known."""
     pub = {(r.trace, r.policy): float(r.published) for r in published.itertuples()}
     rows = []
     for r in summary.to_dict("records"):
@@ -104,6 +116,9 @@ def _summary_rows(summary, published, option_names: list[str]) -> list[dict[str,
         if r["kind"] == "openb" and r["metric"] == "alloc_ratio_at_100" and (r["trace"], r["policy"]) in pub:
             row["published"] = pub[(r["trace"], r["policy"])]
             row["difference"] = None if row["mean"] is None else row["mean"] - row["published"]
+        elif (pai := _pai_published(r, option_names, list(seeds or []))) is not None:
+            row["published"] = pai
+            row["difference"] = None if row["mean"] is None else row["mean"] - pai
         rows.append(row)
     return rows
 
@@ -122,6 +137,11 @@ def run(args: argparse.Namespace) -> int:
     if not args.trace or not args.policy:
         print("gpufleet sweep: --trace and --policy are required (or --list-formats)", file=sys.stderr)
         return 2
+    from gpufleet._extras import require
+    if args.plot:   # before any experiment runs
+        require("matplotlib", "plot", "--plot")
+    if args.ray:
+        require("ray", "ray", "--ray")
     from gpufleet.sweep import summarize, sweep
     seeds = args.seed if args.seed is not None else range(3 if args.seeds is None else args.seeds)
     named = [*named_files(args), args.published]
@@ -170,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as e:
         print(f"gpufleet sweep: cannot write: {e}", file=sys.stderr)
         return 1
-    rows = _summary_rows(summary, published, option_names)
+    rows = _summary_rows(summary, published, option_names, [int(s) for s in seeds])
     attrs = df.attrs
     print(f"gpufleet sweep: {attrs['experiments']} experiments: {attrs['ran']} run, {attrs['reused']} "
           f"reused{' from ' + attrs['results_dir'] if attrs['results_dir'] else ''}", file=sys.stderr)

@@ -22,6 +22,8 @@ import threading
 from decimal import Decimal
 from typing import Any
 
+from gpufleet._extras import require
+
 from gpufleet.dra.objects import _SEMVER
 
 _TYPE_PACKAGE = "gpufleet.dra.cel"
@@ -33,13 +35,11 @@ class CelError(ValueError):
 
 @functools.lru_cache(maxsize=1)
 def _runtime() -> tuple[Any, Any, Any, Any]:
-    try:
-        from cel_expr_python import cel
-        from cel_expr_python.ext import ext_bindings, ext_strings
-        from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-    except ImportError as e:  # pragma: no cover - the dra extra is missing
-        raise ImportError("gpufleet.dra needs cel-expr-python and protobuf: "
-                          "pip install 'gpufleet[dra]'") from e
+    for name in ("cel_expr_python", "google.protobuf"):
+        require(name, "dra", "gpufleet.dra's CEL selectors")
+    from cel_expr_python import cel
+    from cel_expr_python.ext import ext_bindings, ext_strings
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
     # Quantities and versions are one CEL message type (kind, text): cel-cpp keys a function's
     # runtime overloads by argument kind, so compareTo could not tell two message types apart;
     # the functions read the kind and refuse a mix at run time.

@@ -116,10 +116,11 @@ def _mig_instances(nvml: Any, handle: Any, minor: int) -> list[dict[str, Any]] |
 
 def load_nvml() -> Any:
     """Imports and initialises pynvml, or raises NvmlUnavailable with a readable reason."""
+    from gpufleet._extras import MissingExtra, require
     try:
-        import pynvml  # type: ignore[import-not-found]
-    except ImportError as e:
-        raise NvmlUnavailable("pynvml is not installed (pip install nvidia-ml-py)") from e
+        pynvml = require("pynvml", "node", "reading the GPUs through NVML")
+    except MissingExtra as e:
+        raise NvmlUnavailable(str(e)) from e
     try:
         pynvml.nvmlInit()
     except Exception as e:  # NVMLError_LibraryNotFound / DriverNotLoaded / ...

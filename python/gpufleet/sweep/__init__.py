@@ -5,9 +5,11 @@ anything runs, runs the experiments in parallel (a local process pool, or a Ray 
 returns one tidy DataFrame: a row per experiment and metric, columns ``kind``, ``trace``,
 ``policy``, ``seed``, one column per option, ``metric`` and ``value``.
 
-Two kinds of experiment, both the package's own: ``"sim"``, a job-time simulation
-(:func:`gpufleet.sim.simulate`) of a job trace (tiresias, gavel, philly, synthetic), and
-``"openb"``, a GPU-sharing replay (:func:`gpufleet.replay.replay_openb`) of an openb pod list.
+Three kinds of experiment, all the package's own: ``"sim"``, a job-time simulation
+(:func:`gpufleet.sim.simulate`) of a job trace (tiresias, gavel, philly, synthetic),
+``"openb"``, a GPU-sharing replay (:func:`gpufleet.replay.replay_openb`) of an openb pod list, and
+``"pai2020"``, the Alibaba PAI-2020 simulator's rules (:func:`gpufleet.pai2020.simulate_pai`) on a
+trace of its format.
 Traces are read by :func:`gpufleet.traces.load`, as ``gpufleet simulate`` reads them. The metrics
 are the numeric entries of the run's summary (docs/simulator.md, docs/replay.md).
 

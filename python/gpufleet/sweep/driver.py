@@ -120,11 +120,14 @@ def sweep(traces: Any, policies: Any, seeds: Iterable[int] = range(3),
       other in ``inputs``), ``missing`` (default ``"single_worker"``, which keeps every job: see
       :func:`gpufleet.traces.load`) and, for job traces, ``cluster`` (anything
       :func:`gpufleet.sim.cluster_spec` reads, a Tiresias cluster CSV or a Gavel cluster-spec
-      JSON). openb pod lists are replayed, job traces simulated.
+      JSON). openb pod lists are replayed, job traces simulated, PAI-2020 traces run under the
+      PAI-2020 simulator's rules (which build their own cluster: no ``cluster``).
     * ``policies``: job-time policy specs (``"dlas-gpu(queue_limits=[3250,7200])"``) for job
-      traces, placement strategies (``"fgd"``) for openb.
-    * ``options``: keyword arguments of :func:`gpufleet.sim.simulate` or
-      :func:`gpufleet.replay.replay_openb` (``{"restore_delay": [0, 30]}``); a list holds the
+      traces, placement strategies (``"fgd"``) for openb, ``sjf``, ``sju``, ``sjg``, ``sjgg`` or
+      ``fifo`` for PAI-2020 traces.
+    * ``options``: keyword arguments of :func:`gpufleet.sim.simulate`,
+      :func:`gpufleet.replay.replay_openb` (``{"restore_delay": [0, 30]}``) or
+      :func:`gpufleet.pai2020.simulate_pai` (``{"num_gpus": [6500, 3000]}``); a list holds the
       alternatives to sweep over, so a list-valued option is written ``[[...]]``.
     * ``results_dir``: one JSON file per finished experiment, written atomically; experiments
       already recorded there are read back, not run again.

@@ -80,13 +80,11 @@ def pool(todo: list[Experiment], setups: dict[str, Setup], workers: int, done: D
 
 def import_ray():
     """The ``ray`` module, or SweepError saying how to install it."""
+    from gpufleet._extras import MissingExtra, require
     try:
-        import ray
-    except ImportError as e:
-        raise SweepError("executor='ray' needs Ray, which is not installed here; install it with "
-                         "`pip install 'gpufleet[ray]'` (or `pip install ray`), or use the local "
-                         f"process pool (executor='process') ({e})") from None
-    return ray
+        return require("ray", "ray", "executor='ray'")
+    except MissingExtra as e:
+        raise SweepError(f"{e}; or use the local process pool (executor='process')") from None
 
 
 def _run_ray_task(setup: Setup, exp: Experiment) -> tuple[dict[str, float | None], tuple[float, float]]:

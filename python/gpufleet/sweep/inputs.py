@@ -30,9 +30,11 @@ class TraceSpec:
 
     @property
     def kind(self) -> str:
-        """``"openb"`` for pod lists replayed on nodes, ``"sim"`` for job traces (simulated)."""
+        """``"openb"`` for pod lists replayed on nodes, ``"sim"`` for job traces (simulated), or the
+        simulator the format names (``"pai2020"``: the PAI-2020 simulator's own rules)."""
         from gpufleet.traces.registry import trace_format
-        return "openb" if trace_format(self.format).replayed else "sim"
+        fmt = trace_format(self.format)
+        return fmt.simulator or ("openb" if fmt.replayed else "sim")
 
 
 def parse_trace(spec: Any, label: str | None = None, fmt: str | None = None) -> TraceSpec:
@@ -104,6 +106,13 @@ def load_setup(trace: TraceSpec, *, cluster: Any, side_inputs: Mapping[str, Any]
     from gpufleet.sim import cluster_spec
     try:
         fmt = T.trace_format(trace.format)
+        if fmt.simulator is not None:
+            if cluster is not None:
+                raise SweepError(f"trace {trace.label!r} ({trace.format}): its simulator builds its own "
+                                 "cluster; give num_gpus or num_nodes as options, not cluster=")
+            loaded = T.load(format=trace.format, trace=trace.path)
+            identity = {"format": loaded.format, "trace_sha256": digest(loaded.files["trace"])}
+            return Setup(fmt.simulator, identity, {"jobs": loaded.jobs})
         if not fmt.replayed and cluster is None and fmt.default_cluster is None:
             raise SweepError(f"trace {trace.label!r} ({trace.format}): job-time simulations need "
                              "cluster= (e.g. 8, 'v100:4,k80:4' or a Tiresias cluster CSV)")

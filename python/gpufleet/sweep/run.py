@@ -14,7 +14,7 @@ __all__ = ["RESERVED", "check_option_names", "preflight", "run_experiment"]
 
 # Keyword arguments of simulate/replay_openb a sweep sets itself: not options.
 RESERVED = {"sim": ("jobs", "cluster", "policy", "seed", "progress", "memory_gib"),
-            "openb": ("nodes", "pods", "policy", "seed")}
+            "openb": ("nodes", "pods", "policy", "seed"), "pai2020": ("jobs", "policy", "seed")}
 # Summary entries that echo an input (a column or an option of the sweep), not a result.
 _NOT_METRICS = ("seed", "stop_at")
 
@@ -42,6 +42,9 @@ def run_experiment(kind: str, data: Mapping[str, Any], policy: str, seed: int,
         if clash:
             raise ValueError(f"policy {policy!r}: {', '.join(clash)} given in the spec and as an option")
         result = replay_openb(data["nodes"], data["pods"], policy=name, seed=seed, **params, **options)
+    elif kind == "pai2020":
+        from gpufleet.pai2020 import simulate_pai
+        result = simulate_pai(data["jobs"], policy, seed=seed, **options)
     else:
         from gpufleet.sim import simulate
         result = simulate(jobs_for(data, seed), data["cluster"], policy, seed=seed, progress=False, **options)
@@ -59,6 +62,9 @@ def preflight(kind: str, data: Mapping[str, Any], policy: str, options: Mapping[
             nodes = gpu_nodes.nlargest(1, "num_gpu")
             pods = gpu_pods.head(1)
         run_experiment(kind, {"nodes": nodes, "pods": pods}, policy, 0, options)
+        return
+    if kind == "pai2020":  # its first two jobs: the policy, its estimate column and the options
+        run_experiment(kind, {"jobs": data["jobs"].head(2)}, policy, 0, options)
         return
     # The first job and the widest: a job no model can hold is bad input too.
     jobs = jobs_for(data, 0)

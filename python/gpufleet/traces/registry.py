@@ -76,6 +76,9 @@ class TraceFormat:
       two formats must never both claim one file.
     * ``generate(num_jobs, seed=)``: jobs without a trace file (synthetic); ``default_cluster``:
       the cluster such a trace is simulated on when none is given.
+    * ``simulator``: the name of the simulator that runs this format's traces as their authors'
+      own simulator did (``"pai2020"``: :mod:`gpufleet.pai2020`), which is also the sweep's kind
+      of experiment for them; None: the job-time simulator (or the replay, when ``replayed``).
     """
 
     name: str
@@ -90,6 +93,7 @@ class TraceFormat:
     cluster_files: tuple[ClusterFile, ...] = ()
     generate: Callable[..., Any] | None = None
     default_cluster: Any = None
+    simulator: str | None = None
 
     def side_input(self, name: str) -> SideInput | None:
         return next((s for s in self.side_inputs if s.name == name), None)

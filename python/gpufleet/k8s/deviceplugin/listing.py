@@ -12,6 +12,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Callable, Iterable, Mapping
 
+from gpufleet._extras import require
+
+require("google.protobuf", "k8s", "the device plugin (gpufleet deviceplugin)")
+
 from gpufleet.node.annotations import MIB, format_bytes
 from gpufleet.k8s.deviceplugin import api_pb2 as pb
 from gpufleet.k8s.deviceplugin.table import MAX_MESSAGE_BYTES, MIN_DEVICE_BYTES, DeviceTable, ListingTooLarge

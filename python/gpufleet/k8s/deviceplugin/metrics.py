@@ -26,6 +26,8 @@ class DevicePluginMetrics:
     """The metrics of the servers `watch`ed, in a registry of their own."""
 
     def __init__(self) -> None:
+        from gpufleet._extras import require
+        require("prometheus_client", "k8s", "the device plugin's metrics")
         from prometheus_client import CollectorRegistry, Counter
 
         self.registry = CollectorRegistry(auto_describe=True)

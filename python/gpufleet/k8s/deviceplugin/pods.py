@@ -145,11 +145,9 @@ class KubernetesPodSource:
 
     def _core(self) -> Any:
         if self._api is None:
-            try:
-                from kubernetes import client, config  # type: ignore[import-not-found]
-            except ImportError as e:
-                raise RuntimeError("the 'kubernetes' package is needed for the API-server pod "
-                                   "source: pip install kubernetes") from e
+            from gpufleet._extras import require
+            require("kubernetes", "k8s", "the device plugin's API-server pod source")
+            from kubernetes import client, config  # type: ignore[import-not-found]
             try:
                 config.load_incluster_config()
             except config.ConfigException:

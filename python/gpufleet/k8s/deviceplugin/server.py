@@ -9,6 +9,11 @@ import time
 from concurrent import futures
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
+from gpufleet._extras import require
+
+for _name in ("grpc", "google.protobuf"):
+    require(_name, "k8s", "the device plugin (gpufleet deviceplugin)")
+
 import grpc
 
 from gpufleet.errors import NotFoundError

@@ -16,6 +16,11 @@ import logging
 import time
 from typing import Any, Awaitable, Callable
 
+from gpufleet._extras import require
+
+for _name in ("anyio", "orjson", "starlette"):
+    require(_name, "k8s", "the scheduler extender (gpufleet extender)")
+
 import anyio
 import anyio.to_thread
 import orjson

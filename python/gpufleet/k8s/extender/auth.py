@@ -18,6 +18,11 @@ import ssl
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional
 
+from gpufleet._extras import require
+
+for _name in ("orjson", "starlette"):
+    require(_name, "k8s", "the scheduler extender (gpufleet extender)")
+
 import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 

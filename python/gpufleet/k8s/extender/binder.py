@@ -73,7 +73,9 @@ class KubeBinder:
 
     def bind(self, namespace: str, name: str, uid: str, node: str,
              annotations: dict[str, str]) -> None:
-        from kubernetes import client  # lazy: only needed in a real cluster
+        from gpufleet._extras import require
+        # Imported here: only a real cluster needs it.
+        client = require("kubernetes.client", "k8s", "binding through the Kubernetes API")
 
         self.api.patch_namespaced_pod(name, namespace, {"metadata": {"annotations": annotations}})
         body = client.V1Binding(

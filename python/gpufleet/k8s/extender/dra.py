@@ -32,7 +32,8 @@ def _raw(resp: Any) -> Any:
 
 
 def resource_client() -> Any:
-    from kubernetes import client
+    from gpufleet._extras import require
+    client = require("kubernetes.client", "k8s", "the extender's DRA mode (--dra)")
     return client.ResourceV1Api()
 
 

@@ -17,6 +17,10 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from gpufleet._extras import require
+
+require("anyio", "k8s", "the scheduler extender (gpufleet extender)")
+
 import anyio.to_thread
 
 from .state import ExtenderState

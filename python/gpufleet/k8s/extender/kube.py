@@ -34,6 +34,8 @@ class WatchExpired(Exception):
 
 def kube_client() -> Any:
     """CoreV1Api of the official client: in-cluster config, else the local kubeconfig."""
+    from gpufleet._extras import require
+    require("kubernetes", "k8s", "the extender's cluster mode (--kube)")
     from kubernetes import client, config
 
     try:

@@ -31,6 +31,8 @@ class ExtenderMetrics:
     """The metrics of one extender app; `render()` is the /metrics body."""
 
     def __init__(self, state: Any) -> None:
+        from gpufleet._extras import require
+        require("prometheus_client", "k8s", "the extender's metrics")
         from prometheus_client import CollectorRegistry, Counter, Histogram
 
         self.registry = CollectorRegistry(auto_describe=True)

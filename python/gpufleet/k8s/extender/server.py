@@ -18,7 +18,8 @@ def make_server(state: ExtenderState, host: str = "127.0.0.1", port: int = 0,
                 max_body_bytes: int = MAX_BODY_BYTES, access: Optional[Access] = None,
                 bind_guard: Optional[BindGuard] = None, **uvicorn_kwargs: Any) -> Any:
     """A uvicorn server for the extender; `access` adds TLS, the client CA and the token."""
-    import uvicorn
+    from gpufleet._extras import require
+    uvicorn = require("uvicorn", "k8s", "the scheduler extender (gpufleet extender)")
 
     access = access or Access()
     app = create_app(state, prefix, max_body_bytes, token=access.token, bind_guard=bind_guard)
