@@ -98,9 +98,9 @@ def cluster_spec(cluster: ClusterLike) -> list[dict[str, Any]]:
     raise ValueError(f"cluster: cannot read {type(cluster).__name__}; see gpufleet.sim.cluster_spec")
 
 
-def _speeds(jobs: pd.DataFrame, models: list[str]) -> np.ndarray | None:
+def _speeds(jobs: Mapping[str, np.ndarray], attrs: Mapping[str, Any], models: list[str]) -> np.ndarray | None:
     """Per-job speed on each model relative to the reference, from throughput_<model> columns."""
-    have = {c[len(THROUGHPUT_PREFIX):].lower(): c for c in jobs.columns if c.startswith(THROUGHPUT_PREFIX)}
+    have = {c[len(THROUGHPUT_PREFIX):].lower(): c for c in jobs if c.startswith(THROUGHPUT_PREFIX)}
     wanted = [m.lower() for m in models]
     present = [m for m in wanted if m in have]
     if not present:
@@ -109,12 +109,13 @@ def _speeds(jobs: pd.DataFrame, models: list[str]) -> np.ndarray | None:
     if missing:
         raise ValueError(f"jobs have throughput columns for {sorted(have)} but the cluster also has "
                          f"{missing}; give every GPU model a throughput_<model> column or none")
-    ref = str(jobs.attrs.get("reference_model", "")).lower()
-    tput = np.stack([jobs[have[m]].to_numpy(dtype=np.float64) for m in wanted], axis=1)
+    ref = str(attrs.get("reference_model", "")).lower()
+    tput = np.stack([np.asarray(jobs[have[m]], dtype=np.float64) for m in wanted], axis=1)
     if ref in have:
-        ref_rate = jobs[have[ref]].to_numpy(dtype=np.float64)
-    elif "total_iterations" in jobs.columns:
-        ref_rate = jobs["total_iterations"].to_numpy(dtype=np.float64) / jobs["duration"].to_numpy(dtype=np.float64)
+        ref_rate = np.asarray(jobs[have[ref]], dtype=np.float64)
+    elif "total_iterations" in jobs:
+        ref_rate = (np.asarray(jobs["total_iterations"], dtype=np.float64)
+                    / np.asarray(jobs["duration"], dtype=np.float64))
     else:
         raise ValueError("jobs have throughput columns but no reference: set df.attrs['reference_model'] "
                          "or a total_iterations column")
@@ -137,19 +138,20 @@ def _gavel_options(gavel_compat: bool | Mapping[str, bool]) -> dict[str, bool] |
     return {} if _flag("gavel_compat", gavel_compat) else None
 
 
-def _gavel_steps(jobs: pd.DataFrame, models: list[str]) -> tuple[np.ndarray, np.ndarray, str | None]:
+def _gavel_steps(jobs: Mapping[str, np.ndarray], attrs: Mapping[str, Any],
+                 models: list[str]) -> tuple[np.ndarray, np.ndarray, str | None]:
     """Gavel counts work in steps: per job its total steps and steps/s on each model (the
     ``total_iterations`` and ``throughput_<model>`` columns of a Gavel trace, as
     :func:`gpufleet.traces.gavel_as_jobs` gives them), and the reference model when the cluster has it."""
-    have = {c[len(THROUGHPUT_PREFIX):].lower(): c for c in jobs.columns if c.startswith(THROUGHPUT_PREFIX)}
+    have = {c[len(THROUGHPUT_PREFIX):].lower(): c for c in jobs if c.startswith(THROUGHPUT_PREFIX)}
     missing = [m for m in models if m.lower() not in have]
-    if "total_iterations" not in jobs.columns or missing:
+    if "total_iterations" not in jobs or missing:
         raise ValueError("gavel_compat needs Gavel's steps: a total_iterations column and a throughput_<model> "
                          f"column for every GPU model (missing: {missing or ['total_iterations']}); load the trace "
                          "with gpufleet.traces.gavel_as_jobs")
-    steps = jobs["total_iterations"].to_numpy(dtype=np.float64)
-    rates = np.stack([jobs[have[m.lower()]].to_numpy(dtype=np.float64) for m in models], axis=1)
-    ref = str(jobs.attrs.get("reference_model", "")).lower()
+    steps = np.asarray(jobs["total_iterations"], dtype=np.float64)
+    rates = np.stack([np.asarray(jobs[have[m.lower()]], dtype=np.float64) for m in models], axis=1)
+    ref = str(attrs.get("reference_model", "")).lower()
     reference = next((m for m in models if m.lower() == ref), None)
     return steps, rates, reference
 
@@ -190,23 +192,24 @@ class SimResult:
         return utilization({label or self.policy: self}, ax=ax)
 
 
-def _finish_time_fairness(jobs: pd.DataFrame, ts: pd.DataFrame, total_gpus: int) -> np.ndarray:
+def _finish_time_fairness(jobs: Mapping[str, np.ndarray], ts: Mapping[str, np.ndarray],
+                          total_gpus: int) -> np.ndarray:
     """Themis' finish-time fairness rho = T_shared / T_fair (Mahajan et al., NSDI 2020), with
     T_fair = duration x max(1, num_gpu x N / G): the time the job would take on an equal 1/N
     share of the G GPUs, N the mean number of active jobs while it was in the system."""
-    t = ts["time"].to_numpy()
-    active = (ts["running_jobs"] + ts["pending_jobs"]).to_numpy(dtype=np.float64)
+    t = np.asarray(ts["time"])
+    active = (ts["running_jobs"] + ts["pending_jobs"]).astype(np.float64)
     cum = np.concatenate([[0.0], np.cumsum(active[:-1] * np.diff(t))])
 
     def integral(x: np.ndarray) -> np.ndarray:
         k = np.clip(np.searchsorted(t, x, side="right") - 1, 0, len(t) - 1)
         return cum[k] + active[k] * (x - t[k])
 
-    start = jobs["submit_time"].to_numpy(dtype=np.float64)
-    end = jobs["end_time"].to_numpy(dtype=np.float64)
+    start = np.asarray(jobs["submit_time"], dtype=np.float64)
+    end = np.asarray(jobs["end_time"], dtype=np.float64)
     span = np.maximum(end - start, 1e-12)
     n_avg = np.maximum((integral(end) - integral(start)) / span, 1.0)
-    fair = jobs["duration"].to_numpy() * np.maximum(1.0, jobs["num_gpu"].to_numpy() * n_avg / total_gpus)
+    fair = np.asarray(jobs["duration"]) * np.maximum(1.0, np.asarray(jobs["num_gpu"]) * n_avg / total_gpus)
     return (end - start) / fair
 
 
@@ -278,6 +281,57 @@ def simulate(jobs: pd.DataFrame, cluster: ClusterLike, policy: str | Mapping[str
       blocks (0 racks per block: no block level); a job spanning nodes then prefers one rack,
       then one block (docs/topology.md). Where jobs run changes, never when.
     """
+    if not hasattr(jobs, "columns"):
+        raise TypeError(f"jobs: expected a DataFrame in the unified job schema, got {type(jobs).__name__}")
+    frame = jobs.reset_index(drop=True)
+    run = _run({c: frame[c].to_numpy() for c in frame.columns}, dict(jobs.attrs), cluster, policy, seed,
+               tiresias_compat=tiresias_compat, gavel_compat=gavel_compat, restore_delay=restore_delay,
+               tick=tick, scheduling_interval=scheduling_interval, record_timeseries=record_timeseries,
+               progress=progress, memory_gib=memory_gib, placement=placement, racks=racks,
+               policy_params=policy_params)
+    out = frame if run.order is None else frame.iloc[run.order].reset_index(drop=True)
+    out = out.copy()
+    for k, v in run.outputs.items():
+        out[k] = v
+    ts = pd.DataFrame(run.timeseries)
+    return SimResult(jobs=out, timeseries=ts, summary=run.summary, policy=run.spec, cluster=run.models)
+
+
+def simulate_summary(jobs: Mapping[str, Any], cluster: ClusterLike, policy: str | Mapping[str, Any] = "fifo",
+                     seed: int = 0, *, attrs: Mapping[str, Any] | None = None, **options: Any) -> dict[str, Any]:
+    """The ``summary`` of :func:`simulate` (same options, same values) for jobs given as columns
+    (a mapping of column name to array, as :func:`gpufleet.traces.load` returns with
+    ``columns=True``; ``attrs`` stands for a frame's ``attrs``) or as a DataFrame. It builds no
+    frame, so a command that prints only the summary never imports pandas."""
+    if hasattr(jobs, "columns"):   # a DataFrame
+        attrs = dict(jobs.attrs) if attrs is None else attrs
+        jobs = {c: jobs[c].to_numpy() for c in jobs.columns}
+    names = ("tiresias_compat", "gavel_compat", "restore_delay", "tick", "scheduling_interval",
+             "record_timeseries", "progress", "memory_gib", "placement", "racks")
+    run = _run({c: np.asarray(v) for c, v in jobs.items()}, dict(attrs or {}), cluster, policy, seed,
+               **{k: options.pop(k) for k in names if k in options}, policy_params=options)
+    return run.summary
+
+
+@dataclass
+class _Run:
+    """One simulation as arrays: ``order`` (None: the trace order) re-sorts the input rows;
+    ``outputs`` are the columns the run adds to them."""
+
+    spec: str
+    models: list[dict[str, Any]]
+    order: Any
+    outputs: dict[str, Any]
+    timeseries: dict[str, Any]
+    summary: dict[str, Any]
+
+
+def _run(cols: dict[str, Any], attrs: Mapping[str, Any], cluster: ClusterLike, policy: str | Mapping[str, Any],
+         seed: Any, *, tiresias_compat: Any = False, gavel_compat: Any = False, restore_delay: Any = 0.0,
+         tick: Any = 0.0, scheduling_interval: Any = 0.0, record_timeseries: Any = True,
+         progress: bool | None = None, memory_gib: Any = None, placement: str | None = "binpack",
+         racks: tuple[int, int] | None = None, policy_params: Mapping[str, Any]) -> _Run:
+    """The body of :func:`simulate` on columns (the job frame's, in trace order)."""
     spec = policy_spec(policy, **policy_params)
     models = cluster_spec(cluster)
     # Options typed here, so a wrong one is a one-line error naming it rather than the
@@ -291,28 +345,29 @@ def simulate(jobs: pd.DataFrame, cluster: ClusterLike, policy: str | Mapping[str
     if placement is not None and not isinstance(placement, str):
         raise TypeError(f"placement: expected a strategy name or None, got {placement!r:.60}")
     required = {"job_id", "submit_time", "num_gpu", "duration"}
-    if missing := required - set(jobs.columns):
+    if missing := required - set(cols):
         raise ValueError(f"jobs lack columns {sorted(missing)} (unified job schema, docs/traces.md)")
     gavel = _gavel_options(gavel_compat)
-    frame = jobs.reset_index(drop=True)
-    order = np.arange(len(frame))
+    n = len(cols["job_id"])
+    order = None
     if seed and gavel is None:
         # Seeded tie-break among equal submit times; the trace order is otherwise kept.
         rng = np.random.default_rng(seed)
-        order = np.lexsort((rng.permutation(len(frame)), frame["submit_time"].to_numpy()))
-        frame = frame.iloc[order].reset_index(drop=True)
-    durations = frame["duration"].to_numpy(np.float64)
+        order = np.lexsort((rng.permutation(n), np.asarray(cols["submit_time"])))
+        cols = {c: np.asarray(v)[order] for c, v in cols.items()}
+    durations = np.asarray(cols["duration"], dtype=np.float64)
     if gavel is None:
-        speed = _speeds(frame, [m["name"] for m in models])
+        speed = _speeds(cols, attrs, [m["name"] for m in models])
     else:
-        durations, speed, gavel["reference_model"] = _gavel_steps(frame, [m["name"] for m in models])
+        durations, speed, gavel["reference_model"] = _gavel_steps(cols, attrs, [m["name"] for m in models])
         placement = None
-    mem = None if memory_gib is None else np.asarray(memory_gib, dtype=np.float64)[order]
+    mem = None if memory_gib is None else np.asarray(memory_gib, dtype=np.float64)[
+        np.arange(n) if order is None else order]
     bar = None
     callback = None
-    if progress or (progress is None and len(frame) >= _PROGRESS_AUTO_JOBS):
+    if progress or (progress is None and n >= _PROGRESS_AUTO_JOBS):
         from tqdm.auto import tqdm
-        bar = tqdm(total=len(frame), desc=f"simulate {spec}", unit="job")
+        bar = tqdm(total=n, desc=f"simulate {spec}", unit="job")
 
         def callback(done: int) -> None:
             bar.update(done - bar.n)
@@ -323,32 +378,36 @@ def simulate(jobs: pd.DataFrame, cluster: ClusterLike, policy: str | Mapping[str
                                    record_timeseries=record_timeseries, progress=callback,
                                    placement=placement or "", seed=seed, nodes_per_rack=nodes_per_rack,
                                    racks_per_block=racks_per_block, gavel=gavel)
-        raw = _core.sim_run(models, frame["job_id"].to_numpy(np.int64), frame["submit_time"].to_numpy(np.float64),
-                            frame["num_gpu"].to_numpy(np.int64), durations, speed, mem, options)
+        raw = _core.sim_run(models, np.asarray(cols["job_id"], dtype=np.int64),
+                            np.asarray(cols["submit_time"], dtype=np.float64),
+                            np.asarray(cols["num_gpu"], dtype=np.int64), durations, speed, mem,
+                            options)
     finally:
         if bar is not None:
             bar.close()
-    out = frame.copy()
-    for k, v in raw.jobs.to_dict().items():
-        out[k] = v
-    out["jct"] = out["end_time"] - out["submit_time"]
-    out.loc[out["dropped"], "jct"] = np.nan  # Gavel-compatible mode only: no completion
+    out = {k: np.asarray(v) for k, v in raw.jobs.to_dict().items()}
+    jct = out["end_time"] - np.asarray(cols["submit_time"])
+    dropped = out["dropped"].astype(bool)
+    if dropped.any():   # Gavel-compatible mode only: no completion
+        jct = jct.astype(np.float64)
+        jct[dropped] = np.nan
+    out["jct"] = jct
     total = int(raw.total_gpus)
-    ts = pd.DataFrame(raw.timeseries.to_dict())
+    ts = {k: np.asarray(v) for k, v in raw.timeseries.to_dict().items()}
     for c in ("running_jobs", "pending_jobs", "busy_gpus"):
         ts[c] = ts[c].astype(np.int64)
     ts["utilization"] = ts["busy_gpus"] / total
     summary: dict[str, Any] = raw.summary.to_dict()
-    if record_timeseries and len(ts) and len(out):
-        rho = _finish_time_fairness(out, ts, total)
+    if record_timeseries and len(ts["time"]) and n:
+        rho = _finish_time_fairness({**cols, **out}, ts, total)
         if gavel is not None:
-            rho[out["dropped"].to_numpy()] = np.nan  # no finish, no finish-time fairness
+            rho[dropped] = np.nan  # no finish, no finish-time fairness
         out["ftf_rho"] = rho
         if not np.isnan(rho).all():
             summary["finish_time_fairness"] = float(np.nanmax(rho))
             summary["avg_finish_time_fairness"] = float(np.nanmean(rho))
     summary.update(policy=spec, num_gpus=total, seed=int(seed), scheduling_points=int(raw.scheduling_points))
-    return SimResult(jobs=out, timeseries=ts, summary=summary, policy=spec, cluster=models)
+    return _Run(spec, models, order, out, ts, summary)
 
 
 def compare(jobs: pd.DataFrame, cluster: ClusterLike, policies: Sequence[str], seeds: Iterable[int] | None = None,

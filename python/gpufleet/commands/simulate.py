@@ -133,9 +133,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         from gpufleet import traces as T
+        # Only the summary to print: the trace is read into NumPy columns where its format can,
+        # and no frame is built, so a small run does not wait for pandas to import.
+        summary_only = args.output != "wide" and not args.jobs_csv
         try:
             loaded = T.load(format=args.format, trace=args.trace, missing=args.missing, cluster=args.cluster,
-                            num_jobs=args.num_jobs, seed=args.seed, **side_inputs(args))
+                            num_jobs=args.num_jobs, seed=args.seed, columns=summary_only, **side_inputs(args))
         except T.MissingInput as e:
             print(f"gpufleet simulate: {one_line(f'{e}{missing_hint(e)}')}", file=sys.stderr)
             return 2
@@ -148,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
             _print(dict(result.summary), args.output,
                    _replay_rows(result.timeseries) if args.output == "wide" else None)
             return 0
-        from gpufleet.sim import simulate
+        from gpufleet.sim import simulate, simulate_summary
         if loaded.cluster is None:
             print(f"gpufleet simulate: {loaded.format} traces need --cluster (e.g. 8 or 'v100:4,k80:4')",
                   file=sys.stderr)
@@ -158,9 +161,12 @@ def run(args: argparse.Namespace) -> int:
             print("gpufleet simulate: --gavel-fix needs --gavel-compat", file=sys.stderr)
             return 2
         gavel = {bug: False for bug in args.gavel_fix} if args.gavel_compat else False
-        result = simulate(loaded.jobs, loaded.cluster, args.policy, seed=args.seed,
-                          tiresias_compat=args.tiresias_compat, gavel_compat=gavel,
-                          restore_delay=args.restore_delay, placement=placement)
+        options = dict(seed=args.seed, tiresias_compat=args.tiresias_compat, gavel_compat=gavel,
+                       restore_delay=args.restore_delay, placement=placement)
+        if summary_only:
+            _print(simulate_summary(loaded.jobs, loaded.cluster, args.policy, **options), args.output)
+            return 0
+        result = simulate(loaded.jobs, loaded.cluster, args.policy, **options)
     except (KeyError, ValueError, OSError) as e:
         print(f"gpufleet simulate: {one_line(e)}", file=sys.stderr)
         return 1

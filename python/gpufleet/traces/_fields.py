@@ -16,11 +16,13 @@ from collections.abc import Generator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-import pandas as pd
+from gpufleet._lazy import lazy
 
 from . import limits
 from .errors import TraceError
 from .limits import INT64_MAX
+
+pd = lazy("pandas")  # imported by the first frame built: the command line's readers need none
 
 PathLike = str | Path
 

@@ -62,7 +62,7 @@ def _existing(value: str | os.PathLike, role: str) -> Path:
 
 def load(format: str | None = None, trace: str | os.PathLike | None = None, *,
          missing: str = "single_worker", cluster: Any = None, num_jobs: int = 500, seed: int = 0,
-         **side_inputs: Any) -> LoadedTrace:
+         columns: bool = False, **side_inputs: Any) -> LoadedTrace:
     """Read ``trace`` as ``format`` with its side inputs.
 
     * ``format``: a name of :func:`~gpufleet.traces.trace_formats`; ``None`` tells it from the
@@ -77,6 +77,9 @@ def load(format: str | None = None, trace: str | os.PathLike | None = None, *,
       rule, which keeps every job: docs/traces.md, "Throughputs of Gavel jobs").
     * ``cluster``: for job formats, anything :func:`gpufleet.sim.cluster_spec` reads, or a
       cluster file a format declares (a Tiresias cluster CSV, a Gavel cluster-spec JSON).
+    * ``columns``: where the format can (``job_columns``, e.g. tiresias), ``jobs`` is a dict of
+      NumPy columns read without pandas (:func:`gpufleet.sim.simulate_summary` takes it); else,
+      and by default, a DataFrame.
 
     Bad input raises ValueError (:class:`~gpufleet.traces.TraceError` for a file's content,
     :class:`MissingInput` for an input not given) naming what is wrong; a file that is not there
@@ -97,6 +100,10 @@ def load(format: str | None = None, trace: str | os.PathLike | None = None, *,
     else:
         path = files["trace"] = _existing(trace, "trace")
         fmt = trace_format(format if format is not None else detect_format(path))
+        if columns and fmt.job_columns is not None and not fmt.side_inputs:
+            jobs = fmt.job_columns(path)
+            _side_inputs(fmt, path, side_inputs, files)   # refuses any given, as below
+            return LoadedTrace(fmt.name, jobs=jobs, cluster=_cluster(fmt, cluster, files), files=files)
         frame = fmt.load(path)
     side = _side_inputs(fmt, path, side_inputs, files)
     if fmt.replayed:
@@ -105,11 +112,11 @@ def load(format: str | None = None, trace: str | os.PathLike | None = None, *,
         return LoadedTrace(fmt.name, pods=frame, nodes=side.get("nodes"), files=files)
     rule = {"missing": missing} if fmt.takes_missing else {}
     jobs = fmt.as_jobs(frame, **side, **rule)
-    if cluster is None:
-        cluster = fmt.default_cluster
-    else:
-        cluster = load_cluster(cluster, files)
-    return LoadedTrace(fmt.name, jobs=jobs, cluster=cluster, files=files)
+    return LoadedTrace(fmt.name, jobs=jobs, cluster=_cluster(fmt, cluster, files), files=files)
+
+
+def _cluster(fmt: TraceFormat, cluster: Any, files: dict[str, Path]) -> Any:
+    return fmt.default_cluster if cluster is None else load_cluster(cluster, files)
 
 
 def _side_inputs(fmt: TraceFormat, trace: Path | None, given: Mapping[str, Any],

@@ -32,13 +32,16 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
+
+from gpufleet._lazy import lazy
 
 from ._fields import FirstSeen, PathLike, Row, csv_rows, make_frame
 from .errors import TraceError
 from .limits import MAX_CPU_MILLI, MAX_GPUS, MAX_MEMORY_MIB, MAX_SECONDS
 from .registry import SideInput, TraceFormat, header_columns, register
 from .schema import finish_jobs
+
+pd = lazy("pandas")  # imported by the first frame built: the command line's readers need none
 
 __all__ = ["GPU_MODELS", "NODE_COLUMNS", "POD_COLUMNS", "load_openb_nodes", "load_openb_pods",
            "openb_as_jobs"]

@@ -27,12 +27,14 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import pandas as pd
+from gpufleet._lazy import lazy
 
 from ._fields import FirstSeen, PathLike, Row, csv_header, csv_rows, make_frame
 from .limits import MAX_GPUS, MAX_SECONDS
 from .registry import TraceFormat, header_columns, register
 from .schema import finish_jobs
+
+pd = lazy("pandas")  # imported by the first frame built: the command line's readers need none
 
 __all__ = ["ESTIMATE_COLUMNS", "PAI2020_COLUMNS", "load_pai2020_jobs", "pai2020_as_jobs"]
 

@@ -16,13 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
+
+from gpufleet._lazy import lazy
 
 from ._fields import FirstSeen, JsonDoc, PathLike, Row, make_frame, show
 from .errors import TraceError
 from .limits import MAX_GPUS, MAX_SECONDS
 from .registry import TraceFormat, register
 from .schema import finish_jobs
+
+pd = lazy("pandas")  # imported by the first frame built: the command line's readers need none
 
 __all__ = ["PHILLY_COLUMNS", "load_philly_jobs", "philly_as_jobs"]
 

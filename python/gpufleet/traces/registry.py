@@ -74,6 +74,8 @@ class TraceFormat:
       takes ``missing=`` (:data:`MISSING_RULES`).
     * ``sniff(path, first_line)`` recognises its files (``recognised`` says how, for people);
       two formats must never both claim one file.
+    * ``job_columns(path)``: optional, ``as_jobs(load(path))`` as NumPy columns read without
+      pandas, for formats without side inputs (:func:`~gpufleet.traces.load` with ``columns=True``).
     * ``generate(num_jobs, seed=)``: jobs without a trace file (synthetic); ``default_cluster``:
       the cluster such a trace is simulated on when none is given.
     * ``simulator``: the name of the simulator that runs this format's traces as their authors'
@@ -85,6 +87,7 @@ class TraceFormat:
     summary: str
     load: Callable[..., Any]
     as_jobs: Callable[..., Any]
+    job_columns: Callable[..., Any] | None = None
     replayed: bool = False
     side_inputs: tuple[SideInput, ...] = ()
     takes_missing: bool = False

@@ -22,11 +22,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
+
+from gpufleet._lazy import lazy
 
 from ._fields import FirstSeen, PathLike, Row, csv_header, csv_rows, make_frame
 from .errors import TraceError
 from .limits import INT64_MAX, MAX_COUNT, MAX_GPUS, MAX_RATE, MAX_SECONDS
+
+pd = lazy("pandas")  # imported by the first frame built: the command line's readers need none
 
 __all__ = ["JOB_COLUMNS", "EXTRA_JOB_COLUMNS", "THROUGHPUT_PREFIX", "finish_jobs", "load_jobs_csv",
            "throughput_columns"]

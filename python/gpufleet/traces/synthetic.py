@@ -13,12 +13,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
+
+from gpufleet._lazy import lazy
 
 from ._fields import make_frame
 from .openb import FULL_GPU_MILLI, NODE_COLUMNS, POD_COLUMNS
 from .registry import TraceFormat, header_columns, register
 from .schema import EXTRA_JOB_COLUMNS, JOB_COLUMNS, THROUGHPUT_PREFIX, finish_jobs, load_jobs_csv
+
+pd = lazy("pandas")  # imported by the first frame built: the command line's readers need none
 
 __all__ = ["DEFAULT_SPEEDUPS", "synthetic_jobs", "synthetic_openb"]
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
+
+from gpufleet._lazy import lazy
 
 from ._fields import FirstSeen, PathLike, csv_rows, make_frame
 from .errors import TraceError
@@ -22,8 +23,10 @@ from .limits import MAX_COUNT, MAX_GPUS, MAX_SECONDS
 from .registry import ClusterFile, TraceFormat, header_columns, register
 from .schema import finish_jobs
 
+pd = lazy("pandas")  # imported by the first frame built: the command line's readers need none
+
 __all__ = ["ClusterSpec", "JOB_FILE_COLUMNS", "load_duration_distribution", "load_tiresias_cluster",
-           "load_tiresias_jobs", "tiresias_as_jobs"]
+           "load_tiresias_jobs", "tiresias_as_jobs", "tiresias_job_columns"]
 
 JOB_FILE_COLUMNS: dict[str, str] = {
     "job_id": "int64", "num_gpu": "int64", "submit_time": "float64", "iterations": "int64",
@@ -37,6 +40,10 @@ def load_tiresias_jobs(path: PathLike) -> pd.DataFrame:
     num_gpu must be >= 1, duration > 0, the rest non-negative, all within
     :mod:`~gpufleet.traces.limits`; job_id must be unique.
     """
+    return make_frame(_read_job_file(path), JOB_FILE_COLUMNS)
+
+
+def _read_job_file(path: PathLike) -> dict[str, list[object]]:
     columns: dict[str, list[object]] = {c: [] for c in JOB_FILE_COLUMNS}
     ids = FirstSeen("job_id")
     for row in csv_rows(path, required=list(JOB_FILE_COLUMNS)):
@@ -50,7 +57,23 @@ def load_tiresias_jobs(path: PathLike) -> pd.DataFrame:
             row.fail("duration", "0 is not positive")
         for column, value in zip(JOB_FILE_COLUMNS, record):
             columns[column].append(value)
-    return make_frame(columns, JOB_FILE_COLUMNS)
+    return columns
+
+
+def tiresias_job_columns(path: PathLike) -> dict[str, np.ndarray]:
+    """``tiresias_as_jobs(load_tiresias_jobs(path))`` as NumPy columns, without pandas (the
+    command line's path): the same columns, dtypes and row order. Every check the frame's
+    :func:`~gpufleet.traces.schema.finish_jobs` makes is already made row by row as the file is
+    read (unique ids, finite numbers within the limits, a positive duration, a model name)."""
+    raw = _read_job_file(path)
+    cols = {"job_id": np.asarray(raw["job_id"], dtype=np.int64),
+            "submit_time": np.asarray(raw["submit_time"], dtype=np.float64),
+            "num_gpu": np.asarray(raw["num_gpu"], dtype=np.int64),
+            "duration": np.asarray(raw["duration"], dtype=np.float64),
+            "model_name": np.asarray(raw["model_name"], dtype=object),
+            "total_iterations": np.asarray(raw["iterations"], dtype=np.int64)}
+    order = np.lexsort((cols["job_id"], cols["submit_time"]))   # stable, as finish_jobs sorts
+    return {name: column[order] for name, column in cols.items()}
 
 
 def tiresias_as_jobs(jobs: pd.DataFrame) -> pd.DataFrame:
@@ -112,6 +135,6 @@ def _is_job_file(path: Path, head: str) -> bool:
 
 register(TraceFormat(
     name="tiresias", summary="Tiresias job list (e.g. 60_job.csv)", load=load_tiresias_jobs,
-    as_jobs=tiresias_as_jobs, sniff=_is_job_file,
+    as_jobs=tiresias_as_jobs, job_columns=tiresias_job_columns, sniff=_is_job_file,
     recognised=f"a .csv with the columns {','.join(JOB_FILE_COLUMNS)}",
     cluster_files=(ClusterFile(".csv", "Tiresias cluster CSV, e.g. n32g4.csv", load_tiresias_cluster),)))
