@@ -41,44 +41,6 @@ const PlacementStrategy& StrategyOf(const GuardedCluster& c, const std::string& 
   return *Unwrap(c.Strategy(spec));
 }
 
-// A question that asks a strategy: the cluster's lock, shared or exclusive as the strategy needs
-// (see GuardedCluster::ReadWith), taken with the GIL released.
-template <typename F>
-auto Asking(const GuardedCluster& c, const PlacementStrategy& st, F&& f) {
-  RefuseReentry(c.lock(), kCluster);
-  py::gil_scoped_release nogil;
-  return c.ReadWith(st, std::forward<F>(f));
-}
-
-// The node names of one call: a tuple of the caller's list items taken with the GIL held (the
-// tuple holds a reference to each string, so another thread replacing or clearing list items
-// cannot free one), and views of their UTF-8 text, valid while the tuple lives. The views are
-// read without the GIL; Python strings never change, and no per-name copy is made: the extender
-// hands thousands of names per request. Answers name the nodes with the tuple's own objects.
-struct NodeNames {
-  py::tuple items;
-  std::vector<absl::string_view> views;
-};
-
-NodeNames NodeNamesOf(const py::list& nodes) {
-  NodeNames out;
-  out.items = py::reinterpret_steal<py::tuple>(PySequence_Tuple(nodes.ptr()));
-  if (!out.items) throw py::error_already_set();
-  out.views.reserve(out.items.size());
-  for (size_t k = 0; k < out.items.size(); ++k) {
-    PyObject* o = PyTuple_GET_ITEM(out.items.ptr(), static_cast<Py_ssize_t>(k));
-    Py_ssize_t n = 0;
-    const char* data = PyUnicode_Check(o) ? PyUnicode_AsUTF8AndSize(o, &n) : nullptr;
-    if (data == nullptr) {
-      PyErr_Clear();
-      throw py::type_error("nodes[" + std::to_string(k) + "]: expected a node name (a string), got " +
-                           std::string(Py_TYPE(o)->tp_name));
-    }
-    out.views.emplace_back(data, static_cast<size_t>(n));
-  }
-  return out;
-}
-
 absl::StatusOr<int> NodeIndex(const ClusterState& s, const std::string& name) {
   int i = s.FindNode(name);
   if (i < 0) return absl::NotFoundError("node " + name + " does not exist");
@@ -267,7 +229,7 @@ void InitCluster(py::module_& m) {
               const std::string& strategy) {
              Pod p = PodFrom(pod);
              const PlacementStrategy& st = StrategyOf(c, strategy);
-             std::vector<double> scores = Asking(c, st, [&](const ClusterState& s) {
+             std::vector<double> scores = Asking(c, st, kCluster, [&](const ClusterState& s) {
                std::vector<double> out(nodes.size());
                for (size_t k = 0; k < nodes.size(); ++k) {
                  int i = s.FindNode(nodes[k]);
@@ -279,91 +241,12 @@ void InitCluster(py::module_& m) {
            },
            py::arg("pod"), py::arg("nodes"), py::arg("strategy") = "binpack",
            "Scores in [0, 100] for many nodes in one native call; NaN for an unknown node.")
-      .def("partition_nodes",
-           [](const GuardedCluster& c, py::handle pod, const py::list& nodes) {
-             Pod p = PodFrom(pod);
-             const NodeNames names = NodeNamesOf(nodes);
-             const size_t count = names.views.size();
-             std::vector<FitResult> fits(count);
-             std::vector<int8_t> known(count, 1);
-             Reading(c, kCluster, [&](const ClusterState& s) {
-               for (size_t k = 0; k < count; ++k) {
-                 int i = s.FindNode(names.views[k]);
-                 if (i < 0) {
-                   known[k] = 0;
-                   continue;
-                 }
-                 fits[k] = AdmitNode(s, p, i);
-               }
-               return 0;
-             });
-             // The caller's own name objects go back out: no per-node string is made.
-             py::list passed, unknown;
-             py::dict failed, unresolvable;
-             for (size_t k = 0; k < count; ++k) {
-               py::handle name(PyTuple_GET_ITEM(names.items.ptr(), static_cast<Py_ssize_t>(k)));
-               if (!known[k]) {
-                 unknown.append(name);
-               } else if (fits[k].ok()) {
-                 passed.append(name);
-               } else {
-                 py::dict& into = fits[k].code == FitCode::kUnschedulableAndUnresolvable
-                                      ? unresolvable : failed;
-                 into[name] = py::str(fits[k].reason);
-               }
-             }
-             return py::make_tuple(passed, failed, unresolvable, unknown);
-           },
-           py::arg("pod"), py::arg("nodes"),
-           "The extender's filter in one native call: (passed, failed, unresolvable, unknown).\n\n"
-           "`nodes` is a list of node names, read once when the call starts (another thread may "
-           "change the list meanwhile). `passed` lists the nodes that fit, in the given order; "
-           "`failed` maps a node that does not fit now to the reason (preemption may help); "
-           "`unresolvable` maps a node that can never fit to the reason; `unknown` lists names "
-           "this cluster does not have. Raises TypeError naming the first entry that is not a "
-           "string.")
-      .def("host_priorities",
-           [](const GuardedCluster& c, py::handle pod, const py::list& nodes,
-              const std::string& strategy, py::handle max_priority_arg) {
-             const int max_priority = static_cast<int>(
-                 IntArg(max_priority_arg, "max_priority", 1, std::numeric_limits<int>::max()));
-             Pod p = PodFrom(pod);
-             const NodeNames names = NodeNamesOf(nodes);
-             const size_t count = names.views.size();
-             const PlacementStrategy& st = StrategyOf(c, strategy);
-             std::vector<int> scaled = Asking(c, st, [&](const ClusterState& s) {
-               std::vector<int> out(count, 0);
-               for (size_t k = 0; k < count; ++k) {
-                 int i = s.FindNode(names.views[k]);
-                 if (i < 0) continue;  // unknown: the lowest priority
-                 // 0..100 to 0..max, rounding half to even as the protocol's reference does.
-                 double v = std::nearbyint(ScoreOnNode(s, p, i, st) * max_priority / 100.0);
-                 out[k] = v != v ? 0 : static_cast<int>(std::clamp(v, 0.0, double(max_priority)));
-               }
-               return out;
-             });
-             py::list out(count);
-             py::str host("Host"), score("Score");
-             for (size_t k = 0; k < count; ++k) {
-               py::dict d;
-               d[host] = py::handle(PyTuple_GET_ITEM(names.items.ptr(), static_cast<Py_ssize_t>(k)));
-               d[score] = py::int_(scaled[k]);
-               out[k] = std::move(d);
-             }
-             return out;
-           },
-           py::arg("pod"), py::arg("nodes"), py::arg("strategy") = "binpack",
-           py::arg("max_priority") = py::int_(10),
-           "The extender's prioritize in one native call: [{'Host': name, 'Score': s}] with s the "
-           "node's score scaled from [0, 100] to [0, max_priority] (rounded half to even); 0 for "
-           "a node this cluster does not have. Raises TypeError for an entry that is not a "
-           "string, ValueError for an unknown strategy or a max_priority outside 1 to 2^31-1.")
       .def("score",
            [](const GuardedCluster& c, py::handle pod, const std::string& node,
               const std::string& strategy) {
              Pod p = PodFrom(pod);
              const PlacementStrategy& st = StrategyOf(c, strategy);
-             return Unwrap(Asking(c, st, [&](const ClusterState& s) -> absl::StatusOr<double> {
+             return Unwrap(Asking(c, st, kCluster, [&](const ClusterState& s) -> absl::StatusOr<double> {
                ASSIGN_OR_RETURN(int i, NodeIndex(s, node));
                return ScoreOnNode(s, p, i, st);
              }));
@@ -376,7 +259,7 @@ void InitCluster(py::module_& m) {
               const std::string& strategy) {
              Pod p = PodFrom(pod);
              const PlacementStrategy& st = StrategyOf(c, strategy);
-             Planned r = Unwrap(Asking(c, st, [&](const ClusterState& s) -> absl::StatusOr<Planned> {
+             Planned r = Unwrap(Asking(c, st, kCluster, [&](const ClusterState& s) -> absl::StatusOr<Planned> {
                ASSIGN_OR_RETURN(int i, NodeIndex(s, node));
                // The node as named: its capacity and devices, not its labels or taints.
                const Placement planned = PlanOnNode(s, p, i, st, Admission::kCapacityOnly);
@@ -385,7 +268,7 @@ void InitCluster(py::module_& m) {
                else out.fit = FitResult::Unschedulable(planned.reason);
                return out;
              }));
-             if (!r.fit.ok()) throw py::value_error(r.fit.reason);
+             if (!r.fit.ok()) throw InvalidInput(r.fit.reason);
              return *r.allocation;
            },
            py::arg("pod"), py::arg("node"), py::arg("strategy") = "binpack",
@@ -503,7 +386,7 @@ void InitCluster(py::module_& m) {
       .def("check_invariants",
            [](const GuardedCluster& c) {
              absl::Status st = Reading(c, kCluster, [](const ClusterState& s) { return s.CheckInvariants(); });
-             if (!st.ok()) throw std::runtime_error(std::string(st.message()));
+             if (!st.ok()) throw CoreError(absl::StatusCode::kInternal, std::string(st.message()));
            },
            "Check that every device's usage equals the sum of the allocations on it and stays "
            "within its capacity; RuntimeError naming the first broken rule.")

@@ -11,6 +11,7 @@
 
 #include "gpufleet/dra/search.h"
 #include "gpufleet/dra/solve.h"
+#include "status_cast.h"
 
 namespace py = pybind11;
 
@@ -121,7 +122,7 @@ py::dict ResultDict(const dra::Result& r) {
 dra::Problem Checked(const py::dict& d) {
   dra::Problem p = ToProblem(d);
   absl::Status s = dra::ValidateProblem(p);
-  if (!s.ok()) throw py::value_error(std::string(s.message()));
+  if (!s.ok()) throw InvalidInput(std::string(s.message()));
   return p;
 }
 
@@ -151,7 +152,7 @@ void InitDra(py::module_& m) {
         for (const auto& [r, d, c] : choices) {
           if (r < 0 || r >= static_cast<int>(p.requests.size()) || c < 0 ||
               c >= static_cast<int>(p.requests[r].candidates.size()))
-            throw py::value_error("dra_score: choice out of range");
+            throw InvalidInput("dra_score: choice out of range");
           cs.push_back({r, d, c});
         }
         return ScoreDict(dra::ScoreOf(p, cs));

@@ -127,7 +127,7 @@ class PyPlugin : public engine::Plugin {
           const std::string& where = s.state().node(node).name;
           const double score = self->impl_.attr(method)(ViewOf(s, t), where).cast<double>();
           if (!std::isfinite(score))
-            throw py::value_error(absl::StrFormat(
+            throw InvalidInput(absl::StrFormat(
                 "plugin %s: %s returned %g for task %s on node %s; a score must be a finite "
                 "number", self->name(), method, score, t.name(), where));
           return score;
@@ -206,9 +206,9 @@ std::set<std::string>& PythonPluginNames() {
 void RegisterPythonPlugin(const std::string& name) {
   if (PythonPluginNames().count(name)) return;
   if (Registry<engine::Plugin>::Global().Contains(name))
-    throw py::value_error("a native plugin named \"" + name + "\" exists; choose another name");
+    throw InvalidInput("a native plugin named \"" + name + "\" exists; choose another name");
   if (name.empty() || name.find_first_of("(),= ") != std::string::npos)
-    throw py::value_error("plugin name \"" + name + "\" must be a non-empty word");
+    throw InvalidInput("plugin name \"" + name + "\" must be a non-empty word");
   PythonPluginNames().insert(name);
   // A Python plugin checks its own arguments (they become the class's keyword arguments).
   Registry<engine::Plugin>::Global().Register(
@@ -234,16 +234,16 @@ void RegisterPythonPlugin(const std::string& name) {
 std::vector<double> CheckedWaterFill(double total, const std::vector<double>& weights,
                                      const std::vector<double>& caps) {
   if (!std::isfinite(total) || total < 0)
-    throw py::value_error(absl::StrFormat("water_fill: total must be a finite number >= 0, got %g", total));
+    throw InvalidInput(absl::StrFormat("water_fill: total must be a finite number >= 0, got %g", total));
   if (weights.size() != caps.size())
-    throw py::value_error(absl::StrFormat("water_fill: %d weights but %d caps; give one of each per queue",
+    throw InvalidInput(absl::StrFormat("water_fill: %d weights but %d caps; give one of each per queue",
                                           weights.size(), caps.size()));
   for (size_t q = 0; q < weights.size(); ++q) {
     if (!std::isfinite(weights[q]) || weights[q] < 0)
-      throw py::value_error(absl::StrFormat("water_fill: weights[%d] must be a finite number >= 0, got %g",
+      throw InvalidInput(absl::StrFormat("water_fill: weights[%d] must be a finite number >= 0, got %g",
                                             q, weights[q]));
     if (!(caps[q] >= 0))
-      throw py::value_error(absl::StrFormat(
+      throw InvalidInput(absl::StrFormat(
           "water_fill: caps[%d] must be >= 0 (infinity for no cap), got %g", q, caps[q]));
   }
   return engine::WaterFill(total, weights, caps);
@@ -423,7 +423,7 @@ void InitEngine(py::module_& m) {
                for (const Pod& p : j->tasks) out.push_back(p.name);
                return out;
              });
-             if (!tasks) throw py::key_error("job " + name + " does not exist");
+             if (!tasks) throw NotFound("job " + name + " does not exist");
              return *tasks;
            },
            py::arg("name"), "The pod names of a job's tasks, in order; KeyError if absent.")
@@ -438,7 +438,7 @@ void InitEngine(py::module_& m) {
       .def("run_cycle",
            [](GuardedScheduler& g, std::optional<double> now) {
              if (now && !std::isfinite(*now))
-               throw py::value_error(absl::StrFormat("now must be a finite number of seconds, got %g", *now));
+               throw InvalidInput(absl::StrFormat("now must be a finite number of seconds, got %g", *now));
              auto [cycle, result] = RunCycle(g, now);
              return NumberedCycle{cycle, std::move(result)};
            },

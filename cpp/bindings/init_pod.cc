@@ -2,9 +2,11 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <map>
 #include <string>
 
 #include "gpufleet/core/pod.h"
+#include "gpufleet/core/quantity.h"
 #include "gpufleet/io/spec_json.h"
 #include "py_cluster_types.h"
 #include "py_json.h"
@@ -35,14 +37,21 @@ void InitPod(py::module_& m) {
                    "A pod to place: its name (\"namespace/name\"), its requests as Kubernetes quantities "
                    "(cpu, memory, nvidia.com/gpu, koordinator.sh/gpu-core, gpu-memory, gpu-memory-ratio, "
                    "aliyun.com/gpu-mem, rdma, fpga), node selector, tolerations, allowed GPU models, "
-                   "topology scope and priority. The constructor raises ValueError naming a malformed "
-                   "quantity or an invalid combination.")
+                   "topology scope and priority. Instead of requests, `containers`, `init_containers` "
+                   "(an entry with restart_policy Always is a sidecar) and `overhead` give its "
+                   "effective request as Kubernetes computes it (see effective_requests). The "
+                   "constructor raises ValueError naming a malformed quantity or an invalid "
+                   "combination.")
       .def(py::init([](const std::string& name, py::dict requests, py::object node_selector,
                        py::object tolerations, py::object gpu_models, const std::string& scope,
-                       py::object priority) {
+                       py::object priority, py::object containers, py::object init_containers,
+                       py::object overhead) {
              py::dict spec;
              spec["name"] = name;
-             spec["requests"] = requests;
+             if (!requests.empty()) spec["requests"] = requests;
+             if (!containers.is_none()) spec["containers"] = containers;
+             if (!init_containers.is_none()) spec["init_containers"] = init_containers;
+             if (!overhead.is_none()) spec["overhead"] = overhead;
              if (!node_selector.is_none()) spec["node_selector"] = node_selector;
              if (!tolerations.is_none()) spec["tolerations"] = tolerations;
              if (!gpu_models.is_none()) spec["gpu_models"] = gpu_models;
@@ -52,7 +61,9 @@ void InitPod(py::module_& m) {
            }),
            py::arg("name"), py::arg("requests") = py::dict(), py::arg("node_selector") = py::none(),
            py::arg("tolerations") = py::none(), py::arg("gpu_models") = py::none(),
-           py::arg("scope") = "none", py::arg("priority") = py::int_(0))
+           py::arg("scope") = "none", py::arg("priority") = py::int_(0), py::kw_only(),
+           py::arg("containers") = py::none(), py::arg("init_containers") = py::none(),
+           py::arg("overhead") = py::none())
       .def_static("from_dict", [](py::dict d) { return PodFrom(d); }, py::arg("spec"),
                   "A pod from a scenario-format dict; ValueError names a bad field.")
       .def_readonly("name", &Pod::name, "The pod key, \"namespace/name\".")
@@ -66,6 +77,21 @@ void InitPod(py::module_& m) {
       .def_property_readonly("gpu_share", &Pod::GpuShare, "Whether the pod asks for a share of one GPU rather than whole GPUs.")
       .def("__repr__", [](const Pod& p) { return "Pod(" + p.name + ")"; });
 
+  m.def("effective_requests",
+        [](py::dict spec, const std::string& where) {
+          ResourceQuantities r = Unwrap(PodRequestsFromJson(PyToJson(spec), where));
+          std::map<std::string, std::string> out;
+          for (const auto& [name, q] : r) out[name] = Quantity::Exact(q.nanos).text;
+          return out;
+        },
+        py::arg("spec"), py::arg("where") = "pod",
+        "A pod's effective request as Kubernetes computes it, {resource: exact quantity text}: "
+        "from `spec`'s containers ([{name, requests, limits}], a missing request defaulting to "
+        "the limit), init_containers (restart_policy Always: a sidecar) and overhead, the larger "
+        "of what initialization needs (each init container beside the sidecars started before "
+        "it) and what runs after it (regular containers and sidecars), plus the overhead; from "
+        "its requests when it lists no containers. Each quantity is read once, exactly; zero "
+        "amounts are left out. ValueError names `where` and the field.");
 }
 
 }  // namespace gpufleet::bindings

@@ -29,7 +29,7 @@ using Arr = py::array_t<T, py::array::c_style | py::array::forcecast>;
 
 queues::QueueTree TreeFrom(const py::handle& specs, const std::vector<std::string>& resources = {}) {
   const Json j = PyToJson(specs);
-  if (!j.is_array()) throw py::value_error("queue specs: expected a list of queue dicts");
+  if (!j.is_array()) throw InvalidInput("queue specs: expected a list of queue dicts");
   std::vector<queues::QueueSpec> out;
   for (const Json& q : j) out.push_back(Unwrap(queues::QueueSpecFromJson(q)));
   return Unwrap(queues::QueueTree::Build(std::move(out), resources));
@@ -39,11 +39,11 @@ queues::QueueTree TreeFrom(const py::handle& specs, const std::vector<std::strin
 std::vector<double> QueueAmounts(const queues::QueueTree& t, const Json& m, const std::string& where) {
   std::vector<double> v(t.num_resources(), 0.0);
   if (m.is_null()) return v;
-  if (!m.is_object()) throw py::value_error(where + ": expected {resource: amount}");
+  if (!m.is_object()) throw InvalidInput(where + ": expected {resource: amount}");
   for (auto it = m.begin(); it != m.end(); ++it) {
     const std::string r = queues::ResourceName(it.key());
     const int i = t.FindResource(r);
-    if (i < 0) throw py::value_error(absl::StrFormat("%s: the tree has no resource %s", where, r));
+    if (i < 0) throw InvalidInput(absl::StrFormat("%s: the tree has no resource %s", where, r));
     v[i] = Unwrap(queues::ReadAmount(r, *it, false, where + "." + it.key()));
   }
   return v;
@@ -71,9 +71,9 @@ py::dict FairShares(const py::handle& specs, const py::dict& capacity, const py:
   std::vector<double> request(static_cast<size_t>(t.size()) * R, 0.0);
   for (auto it = req.begin(); it != req.end(); ++it) {
     const int q = t.Find(it.key());
-    if (q < 0) throw py::key_error(absl::StrFormat("requests: no queue %s", it.key()));
+    if (q < 0) throw NotFound(absl::StrFormat("requests: no queue %s", it.key()));
     if (!t.leaf(q))
-      throw py::value_error(absl::StrFormat("requests: queue %s has children; give leaves", it.key()));
+      throw InvalidInput(absl::StrFormat("requests: queue %s has children; give leaves", it.key()));
     queues::AddAlongPath(t, q, QueueAmounts(t, *it, "requests." + it.key()), 1, &request);
   }
   std::vector<double> use;
@@ -82,10 +82,10 @@ py::dict FairShares(const py::handle& specs, const py::dict& capacity, const py:
     const Json u = PyToJson(usage);
     for (auto it = u.begin(); it != u.end(); ++it) {
       const int q = t.Find(it.key());
-      if (q < 0) throw py::key_error(absl::StrFormat("usage: no queue %s", it.key()));
+      if (q < 0) throw NotFound(absl::StrFormat("usage: no queue %s", it.key()));
       for (auto r = it->begin(); r != it->end(); ++r) {
         const int i = t.FindResource(queues::ResourceName(r.key()));
-        if (i < 0 || !r->is_number()) throw py::value_error("usage: expected {queue: {resource: fraction}}");
+        if (i < 0 || !r->is_number()) throw InvalidInput("usage: expected {queue: {resource: fraction}}");
         use[q * R + i] = r->get<double>();
       }
     }
@@ -111,8 +111,8 @@ py::dict Drs(const py::handle& specs, const py::dict& usage) {
   queues::KueueQuota kq(t);
   for (auto it = u.begin(); it != u.end(); ++it) {
     const int q = t.Find(it.key());
-    if (q < 0) throw py::key_error(absl::StrFormat("usage: no queue %s", it.key()));
-    if (!t.leaf(q)) throw py::value_error(absl::StrFormat("usage: queue %s has children", it.key()));
+    if (q < 0) throw NotFound(absl::StrFormat("usage: no queue %s", it.key()));
+    if (!t.leaf(q)) throw InvalidInput(absl::StrFormat("usage: queue %s has children", it.key()));
     kq.AddUsage(q, QueueAmounts(t, *it, "usage." + it.key()));
   }
   py::dict out;
@@ -120,7 +120,7 @@ py::dict Drs(const py::handle& specs, const py::dict& usage) {
   return out;
 }
 
-py::dict Simulate(const py::handle& specs, int gpus, Arr<int64_t> id, Arr<double> submit,
+py::dict SimulateTree(const py::handle& specs, int gpus, Arr<int64_t> id, Arr<double> submit,
                   Arr<double> duration, Arr<int64_t> num_gpu, const std::vector<std::string>& queue,
                   Arr<int64_t> priority, const py::dict& options) {
   const queues::QueueTree t = TreeFrom(specs);
@@ -128,13 +128,13 @@ py::dict Simulate(const py::handle& specs, int gpus, Arr<int64_t> id, Arr<double
   if (static_cast<size_t>(submit.size()) != n || static_cast<size_t>(duration.size()) != n ||
       static_cast<size_t>(num_gpu.size()) != n || queue.size() != n ||
       static_cast<size_t>(priority.size()) != n)
-    throw py::value_error("simulate_queues: every job column must have the same length");
+    throw InvalidInput("simulate_queues: every job column must have the same length");
   std::vector<sim::QueueSimJob> jobs(n);
   for (size_t i = 0; i < n; ++i) {
     const int q = t.Find(queue[i]);
-    if (q < 0) throw py::key_error(absl::StrFormat("job %d (row %d): no queue %s", id.at(i), i, queue[i]));
+    if (q < 0) throw NotFound(absl::StrFormat("job %d (row %d): no queue %s", id.at(i), i, queue[i]));
     if (num_gpu.at(i) < 1 || num_gpu.at(i) > gpus)
-      throw py::value_error(absl::StrFormat("job %d (row %d): num_gpu must be from 1 to %d", id.at(i), i, gpus));
+      throw InvalidInput(absl::StrFormat("job %d (row %d): num_gpu must be from 1 to %d", id.at(i), i, gpus));
     jobs[i] = {id.at(i), submit.at(i), duration.at(i), static_cast<int>(num_gpu.at(i)), q,
                static_cast<int>(priority.at(i))};
   }
@@ -145,19 +145,19 @@ py::dict Simulate(const py::handle& specs, int gpus, Arr<int64_t> id, Arr<double
   auto num = [&](const char* key) {
     if (!o.contains(key)) return 0.0;
     if (!o[key].is_number())
-      throw py::value_error(absl::StrFormat("simulate_queues: %s must be a number", key));
+      throw InvalidInput(absl::StrFormat("simulate_queues: %s must be a number", key));
     return o[key].get<double>();
   };
   sim::QueueSimOptions opt;
   if (o.contains("policy") && !o["policy"].is_string())
-    throw py::value_error("simulate_queues: policy must be a string");
+    throw InvalidInput("simulate_queues: policy must be a string");
   opt.policy = Unwrap(queues::ParseDivisionPolicy(o.value("policy", std::string("kai"))));
   opt.reclaim.policy = opt.policy;
   opt.k_value = num("k_value");
   opt.usage.half_life = num("half_life");
   opt.usage.window = num("window");
   if (o.contains("preempt") && !o["preempt"].is_boolean())
-    throw py::value_error("simulate_queues: preempt must be true or false");
+    throw InvalidInput("simulate_queues: preempt must be true or false");
   opt.preempt = o.value("preempt", true);
   opt.interval = num("interval");
   opt.sample_every = num("sample_every");
@@ -225,7 +225,7 @@ void InitQueues(py::module_& m) {
   m.def("queue_drs", &Drs, py::arg("specs"), py::arg("usage"),
         "Kueue's Dominant Resource Share of every queue for leaf usage (a fraction; inf for "
         "weight 0).");
-  m.def("simulate_queues", &Simulate, py::arg("specs"), py::arg("gpus"), py::arg("id"),
+  m.def("simulate_queues", &SimulateTree, py::arg("specs"), py::arg("gpus"), py::arg("id"),
         py::arg("submit_time"), py::arg("duration"), py::arg("num_gpu"), py::arg("queue"),
         py::arg("priority"), py::arg("options") = py::dict(),
         "The multi-tenant simulation over a queue tree; columns of jobs and queue samples.");

@@ -8,6 +8,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -26,7 +27,7 @@ namespace {
 template <typename T>
 void CheckLength(const std::vector<T>& v, size_t n, const char* table, const char* column) {
   if (v.size() != n)
-    throw py::value_error(std::string(table) + " column " + column + " has " +
+    throw InvalidInput(std::string(table) + " column " + column + " has " +
                           std::to_string(v.size()) + " rows, expected " + std::to_string(n));
 }
 
@@ -37,7 +38,7 @@ std::vector<int> IntColumn(const std::vector<int64_t>& v, const std::vector<std:
   std::vector<int> out(v.size());
   for (size_t i = 0; i < v.size(); ++i) {
     if (v[i] < std::numeric_limits<int>::min() || v[i] > std::numeric_limits<int>::max())
-      throw py::value_error(std::string(table) + " row " + std::to_string(i) + " (" +
+      throw InvalidInput(std::string(table) + " row " + std::to_string(i) + " (" +
                             (i < names.size() ? names[i] : std::string("?")) + "): " + column +
                             " " + std::to_string(v[i]) + " is out of range");
     out[i] = static_cast<int>(v[i]);
@@ -121,77 +122,131 @@ void BindReplayRun(py::module_& m) {
       });
 }
 
+// A table of named columns (a dict, as a DataFrame's columns come): one column, as `T`.
+template <typename T>
+std::vector<T> ColumnOf(const py::dict& table, const char* table_name, const char* column) {
+  if (!table.contains(column))
+    throw InvalidInput(std::string(table_name) + ": no column " + column);
+  try {
+    return table[column].cast<std::vector<T>>();
+  } catch (const py::cast_error&) {
+    throw InvalidInput(std::string(table_name) + " column " + column + ": expected a list of " +
+                       (std::is_same_v<T, std::string> ? "strings" : "whole numbers"));
+  }
+}
+
+const char* TiesName(OpenbTies ties) {
+  switch (ties) {
+    case OpenbTies::kSeededOrder: return "seeded";
+    case OpenbTies::kName: return "name";
+    case OpenbTies::kRandom: return "random";
+  }
+  return "seeded";
+}
+
+OpenbReplayOptions MakeOptions(const std::string& policy, py::object params, py::handle seed_arg,
+                               double stop_at, double coverage, const std::string& ties) {
+  OpenbReplayOptions o;
+  o.policy = policy;
+  if (!params.is_none()) {
+    try {
+      o.params = PyToJson(params);
+    } catch (const std::exception& e) {
+      throw InvalidInput(std::string("replay: parameters are not JSON: ") + e.what());
+    }
+  }
+  o.seed = static_cast<uint64_t>(IntArg(seed_arg, "seed", 0, std::numeric_limits<int64_t>::max()));
+  o.stop_at = stop_at;
+  o.coverage = coverage;
+  if (ties == "seeded") {
+    o.ties = OpenbTies::kSeededOrder;
+  } else if (ties == "name") {
+    o.ties = OpenbTies::kName;
+  } else if (ties == "random") {
+    o.ties = OpenbTies::kRandom;
+  } else {
+    throw InvalidInput("replay: ties must be 'seeded', 'name' or 'random', got '" + ties + "'");
+  }
+  return o;
+}
+
+std::shared_ptr<ReplayRun> RunReplay(const py::dict& node_table, const py::dict& pod_table,
+                                  const OpenbReplayOptions& options) {
+  const auto node_name = ColumnOf<std::string>(node_table, "nodes", "name");
+  const auto node_cpu = ColumnOf<int64_t>(node_table, "nodes", "cpu_milli");
+  const auto node_memory = ColumnOf<int64_t>(node_table, "nodes", "memory_mib");
+  const auto node_gpus64 = ColumnOf<int64_t>(node_table, "nodes", "num_gpu");
+  const auto node_model = ColumnOf<std::string>(node_table, "nodes", "model");
+  const auto pod_name = ColumnOf<std::string>(pod_table, "pods", "name");
+  const auto pod_cpu = ColumnOf<int64_t>(pod_table, "pods", "cpu_milli");
+  const auto pod_memory = ColumnOf<int64_t>(pod_table, "pods", "memory_mib");
+  const auto pod_gpus64 = ColumnOf<int64_t>(pod_table, "pods", "num_gpu");
+  const auto pod_milli64 = ColumnOf<int64_t>(pod_table, "pods", "gpu_milli");
+  const auto pod_spec = ColumnOf<std::vector<std::string>>(pod_table, "pods", "gpu_spec");
+  const size_t nn = node_name.size(), np = pod_name.size();
+  CheckLength(node_cpu, nn, "nodes", "cpu_milli");
+  CheckLength(node_memory, nn, "nodes", "memory_mib");
+  CheckLength(node_gpus64, nn, "nodes", "num_gpu");
+  CheckLength(node_model, nn, "nodes", "model");
+  CheckLength(pod_cpu, np, "pods", "cpu_milli");
+  CheckLength(pod_memory, np, "pods", "memory_mib");
+  CheckLength(pod_gpus64, np, "pods", "num_gpu");
+  CheckLength(pod_milli64, np, "pods", "gpu_milli");
+  CheckLength(pod_spec, np, "pods", "gpu_spec");
+  const std::vector<int> node_gpus = IntColumn(node_gpus64, node_name, "nodes", "num_gpu");
+  const std::vector<int> pod_gpus = IntColumn(pod_gpus64, pod_name, "pods", "num_gpu");
+  const std::vector<int> pod_milli = IntColumn(pod_milli64, pod_name, "pods", "gpu_milli");
+  std::vector<OpenbNode> nodes(nn);
+  for (size_t i = 0; i < nn; ++i)
+    nodes[i] = {node_name[i], node_cpu[i], node_memory[i], node_gpus[i], node_model[i]};
+  std::vector<OpenbPod> pods(np);
+  for (size_t i = 0; i < np; ++i)
+    pods[i] = {pod_name[i], pod_cpu[i], pod_memory[i], pod_gpus[i], pod_milli[i], pod_spec[i]};
+  absl::StatusOr<OpenbReplayResult> r;
+  {
+    py::gil_scoped_release release;
+    r = ReplayOpenb(nodes, pods, options);
+  }
+  auto run = std::make_shared<ReplayRun>();
+  run->result = Unwrap(std::move(r));
+  run->cluster = py::cast(GuardedCluster(std::move(run->result.cluster)));  // its own lock
+  return run;
+}
+
+void BindReplayOptions(py::module_& m) {
+  py::class_<OpenbReplayOptions>(m, "ReplayOptions",
+                                 "How the openb replay runs: the placement strategy and its "
+                                 "parameters, the seed, when arrivals stop, the typical pods' "
+                                 "coverage and the tie rule. Checked when made; immutable.")
+      .def(py::init(&MakeOptions), py::kw_only(), py::arg("policy") = "fgd",
+           py::arg("params") = py::none(), py::arg("seed") = py::int_(0), py::arg("stop_at") = 1.3,
+           py::arg("coverage") = 0.95, py::arg("ties") = "seeded")
+      .def_readonly("policy", &OpenbReplayOptions::policy, "A registered placement strategy's name.")
+      .def_property_readonly("params", [](const OpenbReplayOptions& o) { return JsonToPy(o.params); },
+                             "The strategy's parameters (a dict).")
+      .def_readonly("seed", &OpenbReplayOptions::seed,
+                    "Seeds the arrival order, the resampling and the tie order.")
+      .def_readonly("stop_at", &OpenbReplayOptions::stop_at,
+                    "Arrived GPU requests / cluster GPUs at which arrivals stop.")
+      .def_readonly("coverage", &OpenbReplayOptions::coverage,
+                    "Share of the pods the typical-pod workload covers.")
+      .def_property_readonly("ties", [](const OpenbReplayOptions& o) { return TiesName(o.ties); },
+                             "Which of equally scored nodes a pod takes: seeded, name or random.")
+      .def("__repr__", [](const OpenbReplayOptions& o) {
+        return absl::StrFormat("ReplayOptions(policy=%s, seed=%d, stop_at=%g, coverage=%g, ties=%s)",
+                               o.policy, o.seed, o.stop_at, o.coverage, TiesName(o.ties));
+      });
+}
+
 }  // namespace
 
 void InitReplay(py::module_& m) {
   BindReplayRun(m);
-  m.def(
-      "_replay_openb",
-      [](const std::vector<std::string>& node_name, const std::vector<int64_t>& node_cpu,
-         const std::vector<int64_t>& node_memory, const std::vector<int64_t>& node_gpus64,
-         const std::vector<std::string>& node_model, const std::vector<std::string>& pod_name,
-         const std::vector<int64_t>& pod_cpu, const std::vector<int64_t>& pod_memory,
-         const std::vector<int64_t>& pod_gpus64, const std::vector<int64_t>& pod_milli64,
-         const std::vector<std::vector<std::string>>& pod_spec, const std::string& policy,
-         py::object params, py::handle seed_arg, double stop_at, double coverage, const std::string& ties) {
-        const size_t nn = node_name.size(), np = pod_name.size();
-        CheckLength(node_cpu, nn, "nodes", "cpu_milli");
-        CheckLength(node_memory, nn, "nodes", "memory_mib");
-        CheckLength(node_gpus64, nn, "nodes", "num_gpu");
-        CheckLength(node_model, nn, "nodes", "model");
-        CheckLength(pod_cpu, np, "pods", "cpu_milli");
-        CheckLength(pod_memory, np, "pods", "memory_mib");
-        CheckLength(pod_gpus64, np, "pods", "num_gpu");
-        CheckLength(pod_milli64, np, "pods", "gpu_milli");
-        const std::vector<int> node_gpus = IntColumn(node_gpus64, node_name, "nodes", "num_gpu");
-        const std::vector<int> pod_gpus = IntColumn(pod_gpus64, pod_name, "pods", "num_gpu");
-        const std::vector<int> pod_milli = IntColumn(pod_milli64, pod_name, "pods", "gpu_milli");
-        CheckLength(pod_spec, np, "pods", "gpu_spec");
-        std::vector<OpenbNode> nodes(nn);
-        for (size_t i = 0; i < nn; ++i)
-          nodes[i] = {node_name[i], node_cpu[i], node_memory[i], node_gpus[i], node_model[i]};
-        std::vector<OpenbPod> pods(np);
-        for (size_t i = 0; i < np; ++i)
-          pods[i] = {pod_name[i], pod_cpu[i], pod_memory[i], pod_gpus[i], pod_milli[i], pod_spec[i]};
-        OpenbReplayOptions o;
-        o.policy = policy;
-        if (!params.is_none()) {
-          try {
-            o.params = PyToJson(params);
-          } catch (const std::exception& e) {
-            throw py::value_error(std::string("replay: parameters are not JSON: ") + e.what());
-          }
-        }
-        o.seed = static_cast<uint64_t>(
-            IntArg(seed_arg, "seed", 0, std::numeric_limits<int64_t>::max()));
-        o.stop_at = stop_at;
-        o.coverage = coverage;
-        if (ties == "seeded") {
-          o.ties = OpenbTies::kSeededOrder;
-        } else if (ties == "name") {
-          o.ties = OpenbTies::kName;
-        } else if (ties == "random") {
-          o.ties = OpenbTies::kRandom;
-        } else {
-          throw py::value_error("replay: ties must be 'seeded', 'name' or 'random', got '" + ties +
-                                "'");
-        }
-        absl::StatusOr<OpenbReplayResult> r;
-        {
-          py::gil_scoped_release release;
-          r = ReplayOpenb(nodes, pods, o);
-        }
-        auto run = std::make_shared<ReplayRun>();
-        run->result = Unwrap(std::move(r));
-        run->cluster = py::cast(GuardedCluster(std::move(run->result.cluster)));  // its own lock
-        return run;
-      },
-      py::arg("node_name"), py::arg("node_cpu"), py::arg("node_memory"), py::arg("node_gpus"),
-      py::arg("node_model"), py::arg("pod_name"), py::arg("pod_cpu"), py::arg("pod_memory"),
-      py::arg("pod_gpus"), py::arg("pod_milli"), py::arg("pod_spec"), py::arg("policy"),
-      py::arg("params"), py::arg("seed"), py::arg("stop_at"), py::arg("coverage"),
-      py::arg("ties"),
-      "Native openb replay over column lists; use gpufleet.replay.replay_openb.");
+  BindReplayOptions(m);
+  m.def("_replay_openb", &RunReplay, py::arg("nodes"), py::arg("pods"), py::arg("options"),
+        "Native openb replay; use gpufleet.replay.replay_openb. `nodes` has the columns name, "
+        "cpu_milli, memory_mib, num_gpu and model; `pods` name, cpu_milli, memory_mib, num_gpu, "
+        "gpu_milli and gpu_spec (a list of GPU models per pod), each a list.");
 }
 
 }  // namespace gpufleet::bindings

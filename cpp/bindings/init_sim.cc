@@ -255,33 +255,84 @@ void BindResults(py::module_& m) {
       });
 }
 
+// The settings of one run, bound as SimOptions and checked when made: the policy, the core's
+// SimOptions, and what only the run can resolve (the progress callable, the Gavel reference
+// model's name, looked up in the run's pool).
+struct RunOptions {
+  std::string policy;
+  sim::SimOptions sim;
+  py::object progress = py::none();
+  std::optional<std::string> reference_model;  // Gavel's mode: a model name; none: no reference
+};
+
+jobtime::GavelCompat GavelFrom(const py::dict& g, std::optional<std::string>* reference_model) {
+  // {"drop_stuck_jobs": bool, "charge_idle_gaps": bool, "fifo_stale_type": bool,
+  //  "reference_model": name or None}; missing keys keep GavelCompat's defaults.
+  jobtime::GavelCompat out;
+  out.enabled = true;
+  for (auto item : g) {
+    const std::string key = item.first.cast<std::string>();
+    if (key == "drop_stuck_jobs")
+      out.drop_stuck_jobs = item.second.cast<bool>();
+    else if (key == "charge_idle_gaps")
+      out.charge_idle_gaps = item.second.cast<bool>();
+    else if (key == "fifo_stale_type")
+      out.fifo_stale_type = item.second.cast<bool>();
+    else if (key == "reference_model")
+      *reference_model = item.second.is_none() ? std::nullopt
+                                               : std::optional(item.second.cast<std::string>());
+    else
+      throw InvalidInput("simulate: unknown gavel_compat option '" + key +
+                         "' (drop_stuck_jobs, charge_idle_gaps, fifo_stale_type, reference_model)");
+  }
+  return out;
+}
+
+RunOptions MakeRunOptions(const std::string& policy, bool tiresias_compat, double restore_delay,
+                          double tick, double scheduling_interval, bool record_timeseries,
+                          py::object progress, const std::string& placement, int64_t seed,
+                          int nodes_per_rack, int racks_per_block, py::object gavel) {
+  RunOptions o;
+  o.policy = policy;
+  o.sim.tiresias_compat = tiresias_compat;
+  o.sim.restore_delay = restore_delay;
+  o.sim.tick = tick;
+  o.sim.scheduling_interval = scheduling_interval;
+  o.sim.record_timeseries = record_timeseries;
+  o.sim.placement = placement;
+  if (seed < 0) throw InvalidInput("simulate: seed must be >= 0, got " + std::to_string(seed));
+  o.sim.seed = static_cast<uint64_t>(seed);
+  o.sim.nodes_per_rack = nodes_per_rack;
+  o.sim.racks_per_block = racks_per_block;
+  if (!gavel.is_none()) o.sim.gavel = GavelFrom(gavel.cast<py::dict>(), &o.reference_model);
+  if (!progress.is_none() && !PyCallable_Check(progress.ptr()))
+    throw py::type_error("simulate: progress must be a callable or None");
+  o.progress = std::move(progress);
+  return o;
+}
+
 std::shared_ptr<SimRun> Simulate(const py::object& cluster, Arr<int64_t> job_id, Arr<double> submit_time,
-                  Arr<int64_t> num_gpu, Arr<double> duration, py::object speed,
-                  py::object memory_gib, const std::string& policy_spec, bool tiresias_compat,
-                  double restore_delay, double tick, double scheduling_interval,
-                  bool record_timeseries, py::object progress,
-                  const std::string& placement, int64_t seed, int nodes_per_rack,
-                  int racks_per_block, py::object gavel) {
+                                 Arr<int64_t> num_gpu, Arr<double> duration, py::object speed,
+                                 py::object memory_gib, const RunOptions& options) {
   GpuPool pool = Unwrap(GpuPool::FromJson(PyToJson(cluster)));
   const size_t n = job_id.size();
   if (submit_time.size() != static_cast<py::ssize_t>(n) ||
       num_gpu.size() != static_cast<py::ssize_t>(n) ||
       duration.size() != static_cast<py::ssize_t>(n))
-    throw py::value_error("simulate: job columns have different lengths");
+    throw InvalidInput("simulate: job columns have different lengths");
   std::vector<JobSpec> jobs(n);
   auto id = job_id.unchecked<1>();
   auto sub = submit_time.unchecked<1>();
   auto gpus = num_gpu.unchecked<1>();
   auto dur = duration.unchecked<1>();
-  if (seed < 0) throw py::value_error("simulate: seed must be >= 0, got " + std::to_string(seed));
   for (size_t i = 0; i < n; ++i) {
     jobs[i].id = id(i);
     jobs[i].submit_time = sub(i);
     // Read once: the array's memory is the caller's, and the value checked must be the one used.
     const int64_t num_gpu = gpus(i);
     if (num_gpu < 1 || num_gpu > (1 << 30))
-      throw py::value_error("simulate: job " + std::to_string(jobs[i].id) + ": num_gpu must be from 1 to 2^30, got " +
-                            std::to_string(num_gpu));
+      throw InvalidInput("simulate: job " + std::to_string(jobs[i].id) +
+                         ": num_gpu must be from 1 to 2^30, got " + std::to_string(num_gpu));
     jobs[i].num_gpu = static_cast<int>(num_gpu);
     jobs[i].duration = dur(i);
   }
@@ -289,7 +340,7 @@ std::shared_ptr<SimRun> Simulate(const py::object& cluster, Arr<int64_t> job_id,
     Arr<double> s = speed.cast<Arr<double>>();
     if (s.ndim() != 2 || s.shape(0) != static_cast<py::ssize_t>(n) ||
         s.shape(1) != pool.num_models())
-      throw py::value_error("simulate: speed must be a (jobs x GPU models) array");
+      throw InvalidInput("simulate: speed must be a (jobs x GPU models) array");
     auto sv = s.unchecked<2>();
     for (size_t i = 0; i < n; ++i) {
       jobs[i].speed.resize(pool.num_models());
@@ -299,47 +350,18 @@ std::shared_ptr<SimRun> Simulate(const py::object& cluster, Arr<int64_t> job_id,
   if (!memory_gib.is_none()) {
     Arr<double> mem = memory_gib.cast<Arr<double>>();
     if (mem.size() != static_cast<py::ssize_t>(n))
-      throw py::value_error("simulate: memory_gib has the wrong length");
+      throw InvalidInput("simulate: memory_gib has the wrong length");
     auto mv = mem.unchecked<1>();
     for (size_t i = 0; i < n; ++i) jobs[i].memory_gib = mv(i);
   }
-  auto policy = Unwrap(jobtime::MakeJobTimePolicy(policy_spec));
-  sim::SimOptions o;
-  o.tiresias_compat = tiresias_compat;
-  o.restore_delay = restore_delay;
-  o.tick = tick;
-  o.scheduling_interval = scheduling_interval;
-  o.record_timeseries = record_timeseries;
-  o.placement = placement;
-  o.seed = static_cast<uint64_t>(seed);
-  o.nodes_per_rack = nodes_per_rack;
-  o.racks_per_block = racks_per_block;
-  if (!gavel.is_none()) {
-    // {"drop_stuck_jobs": bool, "charge_idle_gaps": bool, "fifo_stale_type": bool,
-    //  "reference_model": name or None}; missing keys keep GavelCompat's defaults.
-    py::dict g = gavel.cast<py::dict>();
-    o.gavel.enabled = true;
-    for (auto item : g) {
-      const std::string key = item.first.cast<std::string>();
-      if (key == "drop_stuck_jobs")
-        o.gavel.drop_stuck_jobs = item.second.cast<bool>();
-      else if (key == "charge_idle_gaps")
-        o.gavel.charge_idle_gaps = item.second.cast<bool>();
-      else if (key == "fifo_stale_type")
-        o.gavel.fifo_stale_type = item.second.cast<bool>();
-      else if (key == "reference_model")
-        o.gavel.reference_model =
-            item.second.is_none() ? -1 : pool.Find(item.second.cast<std::string>());
-      else
-        throw py::value_error("simulate: unknown gavel_compat option '" + key +
-                              "' (drop_stuck_jobs, charge_idle_gaps, fifo_stale_type, "
-                              "reference_model)");
-    }
-  }
-  if (!progress.is_none()) {
-    // A borrowed handle (the argument keeps the callable alive for the call): the simulator may
-    // copy and destroy this std::function without the GIL, which must not touch reference counts.
-    o.progress = [fn = py::handle(progress)](int64_t finished) {
+  auto policy = Unwrap(jobtime::MakeJobTimePolicy(options.policy));
+  sim::SimOptions o = options.sim;
+  if (options.reference_model) o.gavel.reference_model = pool.Find(*options.reference_model);
+  if (!options.progress.is_none()) {
+    // A borrowed handle (the options object keeps the callable alive for the call): the
+    // simulator may copy and destroy this std::function without the GIL, which must not touch
+    // reference counts.
+    o.progress = [fn = py::handle(options.progress)](int64_t finished) {
       py::gil_scoped_acquire gil;
       fn(finished);
     };
@@ -353,9 +375,34 @@ std::shared_ptr<SimRun> Simulate(const py::object& cluster, Arr<int64_t> job_id,
   run->result = Unwrap(std::move(r));
   for (int m = 0; m < pool.num_models(); ++m) run->models.push_back(pool.model(m).name);
   run->total_gpus = pool.total_gpus();
-  run->devices_placed = !placement.empty() && !o.gavel.enabled;
+  run->devices_placed = !o.placement.empty() && !o.gavel.enabled;
   run->gavel_compat = o.gavel.enabled;
   return run;
+}
+
+void BindOptions(py::module_& m) {
+  py::class_<RunOptions>(
+      m, "SimOptions",
+      "The settings of one simulator run (gpufleet.sim.simulate documents each), given by "
+      "keyword and checked when made; immutable. sim_run takes it after the job columns.")
+      .def(py::init(&MakeRunOptions), py::arg("policy"), py::kw_only(),
+           py::arg("tiresias_compat") = false, py::arg("restore_delay") = 0.0,
+           py::arg("tick") = 0.0, py::arg("scheduling_interval") = 0.0,
+           py::arg("record_timeseries") = true, py::arg("progress") = py::none(),
+           py::arg("placement") = "binpack", py::arg("seed") = 0,
+           py::arg("nodes_per_rack") = 0, py::arg("racks_per_block") = 0,
+           py::arg("gavel") = py::none())
+      .def_readonly("policy", &RunOptions::policy, "The policy spec, e.g. \"las\" or \"fifo(x=1)\".")
+      .def_property_readonly("placement", [](const RunOptions& o) { return o.sim.placement; },
+                             "The placement strategy giving starts real devices; \"\" counts GPUs only.")
+      .def_property_readonly("seed", [](const RunOptions& o) { return o.sim.seed; },
+                             "Seeds the agnostic policies' model draw.")
+      .def_property_readonly("gavel_compat", [](const RunOptions& o) { return o.sim.gavel.enabled; },
+                             "Whether Gavel's simulator is reproduced (gavel= was given).")
+      .def("__repr__", [](const RunOptions& o) {
+        return absl::StrFormat("SimOptions(policy=%s, placement=%s, seed=%d)", o.policy,
+                               o.sim.placement, o.sim.seed);
+      });
 }
 
 }  // namespace
@@ -365,15 +412,12 @@ void InitSim(py::module_& m) {
   m.def("sim_check_policy",
         [](const std::string& spec) { Unwrap(jobtime::MakeJobTimePolicy(spec)); },
         py::arg("spec"), "Raises KeyError/ValueError if the policy spec is not valid.");
+  BindOptions(m);
   m.def("sim_run", &Simulate, py::arg("cluster"), py::arg("job_id"), py::arg("submit_time"),
         py::arg("num_gpu"), py::arg("duration"), py::arg("speed"), py::arg("memory_gib"),
-        py::arg("policy"), py::arg("tiresias_compat") = false, py::arg("restore_delay") = 0.0,
-        py::arg("tick") = 0.0, py::arg("scheduling_interval") = 0.0,
-        py::arg("record_timeseries") = true,
-        py::arg("progress") = py::none(), py::arg("placement") = "binpack",
-        py::arg("seed") = 0, py::arg("nodes_per_rack") = 0, py::arg("racks_per_block") = 0,
-        py::arg("gavel") = py::none(),
-        "Runs the job-time simulator; see gpufleet.sim.simulate for the friendly wrapper.");
+        py::arg("options"),
+        "Runs the job-time simulator over the job columns with the run's SimOptions; see "
+        "gpufleet.sim.simulate for the friendly wrapper.");
   // The LP solver gavel-lp uses, exposed so tests can cross-check it against another solver.
   m.def("maximize_lp",
         [](const std::vector<std::vector<double>>& a, const std::vector<double>& b,

@@ -42,6 +42,15 @@ auto Writing(Guarded& g, const char* what, F&& f) {
   return g.Write(std::forward<F>(f));
 }
 
+// A question that asks a placement strategy: the cluster's lock shared or exclusive as the
+// strategy needs (see GuardedCluster::ReadWith).
+template <typename Guarded, typename Strategy, typename F>
+auto Asking(const Guarded& g, const Strategy& strategy, const char* what, F&& f) {
+  RefuseReentry(g.lock(), what);
+  pybind11::gil_scoped_release nogil;
+  return g.ReadWith(strategy, std::forward<F>(f));
+}
+
 template <typename Guarded, typename F>
 auto Without(Guarded& g, const char* what, F&& f) {
   RefuseReentry(g.lock(), what);

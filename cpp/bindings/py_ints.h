@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string>
 
+#include "status_cast.h"
+
 namespace gpufleet::bindings {
 
 // `value` as an integer from `low` to `high`: TypeError for what is not a whole number (a bool,
@@ -25,7 +27,7 @@ inline int64_t IntArg(pybind11::handle value, const char* name, int64_t low, int
   if (overflow != 0 || v < low || v > high) {
     std::string shown = py::str(number).cast<std::string>();
     if (shown.size() > 24) shown = shown.substr(0, 21) + "...";
-    throw py::value_error(std::string(name) + ": " + shown + " is out of range: " +
+    throw InvalidInput(std::string(name) + ": " + shown + " is out of range: " +
                           std::to_string(low) + " to " + std::to_string(high));
   }
   return v;

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "nlohmann/json.hpp"
+#include "status_cast.h"
 
 namespace gpufleet::bindings {
 
@@ -23,7 +24,7 @@ inline std::string Where(const std::string& path) { return path.empty() ? "the v
 inline nlohmann::json Convert(const pybind11::handle& obj, const std::string& path, int depth) {
   namespace py = pybind11;
   if (depth > kMaxPyJsonDepth)
-    throw py::value_error(Where(path) + ": nested deeper than " +
+    throw InvalidInput(Where(path) + ": nested deeper than " +
                           std::to_string(kMaxPyJsonDepth) + " levels");
   if (obj.is_none()) return nullptr;
   if (PyBool_Check(obj.ptr())) return obj.ptr() == Py_True;
@@ -39,13 +40,13 @@ inline nlohmann::json Convert(const pybind11::handle& obj, const std::string& pa
       if (!PyErr_Occurred()) return static_cast<uint64_t>(u);
       PyErr_Clear();
     }
-    throw py::value_error(Where(path) + ": integer " + py::str(obj).cast<std::string>() +
+    throw InvalidInput(Where(path) + ": integer " + py::str(obj).cast<std::string>() +
                           " is out of the 64-bit range");
   }
   if (PyFloat_Check(obj.ptr())) {
     double d = PyFloat_AsDouble(obj.ptr());
     if (!std::isfinite(d))
-      throw py::value_error(Where(path) + ": not representable as JSON: " +
+      throw InvalidInput(Where(path) + ": not representable as JSON: " +
                             py::repr(obj).cast<std::string>() +
                             " (NaN and infinity are not valid numbers here)");
     return d;

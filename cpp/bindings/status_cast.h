@@ -1,30 +1,44 @@
-// absl::Status -> Python exception with the core's message: NotFound -> KeyError,
-// InvalidArgument/AlreadyExists/FailedPrecondition/OutOfRange -> ValueError, others RuntimeError.
+// absl::Status -> Python exception with the core's message. The code picks the class of gpufleet's
+// exception family (python/gpufleet/errors.py): NotFound -> NotFoundError (a KeyError),
+// InvalidArgument/OutOfRange -> InvalidInputError, AlreadyExists -> ConflictError,
+// FailedPrecondition -> FailedPreconditionError (each a ValueError), others InternalError (a
+// RuntimeError). A binding throws a CoreError (the GIL need not be held); the translator that
+// InitErrors registers raises the Python class.
 #ifndef GPUFLEET_BINDINGS_STATUS_CAST_H_
 #define GPUFLEET_BINDINGS_STATUS_CAST_H_
 
 #include <pybind11/pybind11.h>
 
+#include <exception>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 namespace gpufleet::bindings {
 
+class CoreError : public std::exception {
+ public:
+  CoreError(absl::StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  const char* what() const noexcept override { return message_.c_str(); }
+  absl::StatusCode code() const { return code_; }
+
+ private:
+  absl::StatusCode code_;
+  std::string message_;
+};
+
+// For the bindings' own checks: `throw NotFound("job x does not exist")`.
+inline CoreError NotFound(std::string message) {
+  return CoreError(absl::StatusCode::kNotFound, std::move(message));
+}
+inline CoreError InvalidInput(std::string message) {
+  return CoreError(absl::StatusCode::kInvalidArgument, std::move(message));
+}
+
 [[noreturn]] inline void ThrowStatus(const absl::Status& s) {
-  std::string message(s.message());
-  switch (s.code()) {
-    case absl::StatusCode::kNotFound:
-      throw pybind11::key_error(message);
-    case absl::StatusCode::kInvalidArgument:
-    case absl::StatusCode::kAlreadyExists:
-    case absl::StatusCode::kFailedPrecondition:
-    case absl::StatusCode::kOutOfRange:
-      throw pybind11::value_error(message);
-    default:
-      throw std::runtime_error(message);
-  }
+  throw CoreError(s.code(), std::string(s.message()));
 }
 
 inline void Check(const absl::Status& s) {
@@ -36,6 +50,9 @@ T Unwrap(absl::StatusOr<T> v) {
   if (!v.ok()) ThrowStatus(v.status());
   return std::move(v).value();
 }
+
+// Imports gpufleet.errors and registers the translator from CoreError to its classes.
+void InitErrors();
 
 }  // namespace gpufleet::bindings
 

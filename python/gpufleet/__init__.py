@@ -6,7 +6,10 @@ Python layers: scenario files, trace loaders, the Kubernetes adapters, node-side
 """
 # The node side (gpufleet.node, `gpufleet node ...`) is pure Python and
 # must run on a GPU machine where the extension was never compiled; everything else needs it, and
-# says so when touched (see __getattr__ below).
+# says so when touched (see __getattr__ below). The exception family is pure Python too.
+from gpufleet.errors import (ConflictError, Error, FailedPreconditionError, InternalError,
+                             InvalidInputError, NotFoundError)
+
 _core_error: ImportError | None = None
 try:
     from gpufleet._core import (
@@ -32,11 +35,17 @@ __version__ = "0.1.0"
 __all__ = [
     "Allocation",
     "Cluster",
+    "ConflictError",
     "CycleResult",
     "DeviceGrant",
     "DeviceRequest",
     "Engine",
+    "Error",
+    "FailedPreconditionError",
     "FitResult",
+    "InternalError",
+    "InvalidInputError",
+    "NotFoundError",
     "Pod",
     "ReplayResult",
     "Scenario",

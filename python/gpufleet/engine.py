@@ -23,10 +23,11 @@ result.native.binds   # the same binds as bound objects: BindDecision(train-0 ->
 eng.queue_shares()    # DataFrame: allocated / deserved per queue and resource
 ```
 
-Results are native objects (``gpufleet._core``: ``CycleResult``, ``BindDecision``,
+Results are native objects (``gpufleet._core.engine``: ``CycleResult``, ``BindDecision``,
 ``EvictDecision``, ``QueueShare``, ``HeldCapacity``, ``JobState``, ``QueueSpec``, ``Resources``):
 immutable copies with read-only properties, a ``repr`` and ``to_dict()`` for JSON/YAML, safe to
-read from any thread. The tables above are built from them on first use.
+read from any thread; each class's ``fields`` names what ``to_dict()`` holds. The tables above
+are built from them on first use.
 
 Plugins written in Python are the slow path (every callback takes the GIL and receives small
 read-only views: ``JobView``, ``TaskView``, ``QueueView``, with attributes such as ``task.name``,
@@ -59,7 +60,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from gpufleet import _core, registries
-from gpufleet._core import (
+from gpufleet._core.engine import (
     BindDecision,
     EvictDecision,
     HeldCapacity,
@@ -104,7 +105,6 @@ __all__ = [
 _PYTHON_PLUGINS: dict[str, Callable[..., Any]] = {}
 
 _RESOURCES = ("cpu", "memory", "gpu")
-_JOB_COLUMNS = ["name", "queue", "priority", "min_available", "tasks", "running", "admitted", "waiting_cycles"]
 
 
 def plugins() -> list[str]:
@@ -198,7 +198,7 @@ def load_config(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
         try:
             _core.engine_check_config(data)
         except (ValueError, KeyError) as e:
-            raise ValueError(f"{path}: {e.args[0] if e.args else e}") from None
+            raise ValueError(f"{path}: {e}") from None
         return data
     _core.engine_check_config(data)
     return data
@@ -247,13 +247,12 @@ class CycleResult:
     def binds(self) -> pd.DataFrame:
         """One row per bound task: job, task, node, gpus (minors), gpu_core (percent summed over
         its GPUs), cpu_milli, memory_bytes and devices (a list of DeviceGrant)."""
-        return _frame([(b.job, b.task, b.node, b.gpus, b.gpu_core, b.cpu_milli, b.memory_bytes, b.devices)
-                       for b in self._native.binds], _BIND_COLUMNS)
+        return _table(self._native.binds, _BIND_COLUMNS)
 
     @cached_property
     def evictions(self) -> pd.DataFrame:
         """One row per evicted task: job, task, node and the reason."""
-        return _frame([(e.job, e.task, e.node, e.reason) for e in self._native.evictions], _EVICT_COLUMNS)
+        return _table(self._native.evictions, EvictDecision.fields)
 
     @cached_property
     def queues(self) -> pd.DataFrame:
@@ -265,7 +264,7 @@ class CycleResult:
     def held(self) -> pd.DataFrame:
         """Capacity held for the starvation target, per node (node, job, cpu, memory, gpu): taken,
         not idle. Empty when no target waits."""
-        return _frame([(h.node, h.job, h.cpu, h.memory, h.gpu) for h in self._native.held], _HELD_COLUMNS)
+        return _table(self._native.held, _HELD_COLUMNS)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for JSON/YAML: cycle, binds, evictions, pending, queues, held, target."""
@@ -275,15 +274,20 @@ class CycleResult:
         return repr(self._native)
 
 
+# The frames' column orders (the identity first); every column is a field of the bound class.
 _BIND_COLUMNS = ["job", "task", "node", "gpus", "gpu_core", "cpu_milli", "memory_bytes", "devices"]
-_EVICT_COLUMNS = ["job", "task", "node", "reason"]
 _HELD_COLUMNS = ["node", "job", *_RESOURCES]
 _SHARE_KINDS = ("allocated", "deserved", "request", "held")
 _QUEUE_COLUMNS = ["queue", "weight", "share"] + [f"{k}_{r}" for k in _SHARE_KINDS for r in _RESOURCES]
 
 
-def _frame(rows: list[tuple[Any, ...]], columns: list[str]) -> pd.DataFrame:
-    return pd.DataFrame.from_records(rows, columns=columns)
+def _frame(rows: list[tuple[Any, ...]], columns: Sequence[str]) -> pd.DataFrame:
+    return pd.DataFrame.from_records(rows, columns=list(columns))
+
+
+def _table(objects: Sequence[Any], columns: Sequence[str]) -> pd.DataFrame:
+    """A row per bound result, a column per named property."""
+    return _frame([tuple(getattr(o, c) for c in columns) for o in objects], columns)
 
 
 def _queues_frame(shares: list[_core.QueueShare]) -> pd.DataFrame:
@@ -402,8 +406,7 @@ class Engine:
     def jobs(self) -> pd.DataFrame:
         """One row per job: ``name``, ``queue``, ``priority``, ``min_available``, ``tasks``,
         ``running`` (tasks), ``admitted`` (past enqueue) and ``waiting_cycles``."""
-        return _frame([(j.name, j.queue, j.priority, j.min_available, j.tasks, j.running, j.admitted,
-                        j.waiting_cycles) for j in self._native.jobs()], _JOB_COLUMNS)
+        return _table(self._native.jobs(), JobState.fields)
 
     def job_tasks(self, name: str) -> list[str]:
         """The task names of job ``name``; KeyError when there is no such job."""
@@ -498,5 +501,5 @@ def engine_from_scenario(data: Mapping[str, Any], where: str = "<scenario>",
             engine.submit({"name": pod.name, "queue": "default", "priority": pod.priority,
                            "tasks": [{k: v for k, v in spec.items() if k not in ("node", "annotations")}]})
     except (ValueError, KeyError) as e:
-        raise ScenarioError(f"{where}: {e.args[0] if e.args else e}") from None
+        raise ScenarioError(f"{where}: {e}") from None
     return engine

@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from gpufleet._extras import require
+from gpufleet.errors import NotFoundError
 
 # Most labelled ticks on a log axis; the densest candidate set that fits is used.
 MAX_LOG_TICKS = 7
@@ -256,7 +257,7 @@ def summary_bars(results: Any, metric: str = "avg_jct", ax=None, log: bool = Fal
     labels = list(res)
     missing = [k for k in labels if metric not in res[k].summary]
     if missing:
-        raise KeyError(f"summary_bars: no summary key {metric!r} in {', '.join(map(str, missing))}")
+        raise NotFoundError(f"summary_bars: no summary key {metric!r} in {', '.join(map(str, missing))}")
     ax.bar(labels, [float(res[k].summary[metric]) for k in labels])
     seconds = metric.endswith(("_jct", "_delay")) or metric == "makespan"
     if log:

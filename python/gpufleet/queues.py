@@ -60,7 +60,7 @@ def read_queue_objects(source: str | Path | Iterable[Mapping[str, Any]]) -> list
         try:
             return list(_core.queue_objects(docs))
         except (ValueError, KeyError) as e:
-            raise ValueError(f"{path}: {e.args[0] if e.args else e}") from None
+            raise ValueError(f"{path}: {e}") from None
     return list(_core.queue_objects([dict(o) for o in source]))
 
 

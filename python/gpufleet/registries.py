@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from gpufleet import _core
+from gpufleet.errors import NotFoundError
 
 KINDS = ("strategies", "plugins", "actions", "policies")
 
@@ -34,7 +35,7 @@ def metadata(kinds: list[str] | tuple[str, ...] = KINDS) -> dict[str, list[dict[
     answers. ``kinds`` picks the registries (default: all)."""
     unknown = [k for k in kinds if k not in KINDS]
     if unknown:
-        raise KeyError(f"unknown registry {unknown[0]!r}; known: {', '.join(KINDS)}")
+        raise NotFoundError(f"unknown registry {unknown[0]!r}; known: {', '.join(KINDS)}")
     meta = dict(_core.registry_metadata(list(kinds)))
     for kind in meta:
         for entry in meta[kind]:
@@ -84,7 +85,7 @@ def check_strategy(spec: Any) -> None:
     try:
         _core.Cluster().place(_core.Pod("strategy-check", {}), spec)
     except (ValueError, KeyError) as e:
-        raise ValueError(f"strategy {spec!r}: {e.args[0] if e.args else e}") from None
+        raise ValueError(f"strategy {spec!r}: {e}") from None
 
 
 def _value(v: Any) -> str:

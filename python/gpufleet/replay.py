@@ -17,7 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpufleet import _core, published, registries
+from gpufleet import published, registries
+from gpufleet._core import replay as native_replay
 from gpufleet._lazy import lazy
 
 # Imported by the first call that needs them: `import gpufleet` stays fast.
@@ -116,14 +117,18 @@ def replay_openb(nodes: pd.DataFrame, pods: pd.DataFrame, policy: str = "fgd", s
         ties = "random"
     if ties not in TIES:
         raise ValueError(f"ties must be one of {', '.join(TIES)}, got {ties!r}")
-    raw = _core._replay_openb(
-        [str(n) for n in nodes["name"]], nodes["cpu_milli"].astype(np.int64).tolist(),
-        nodes["memory_mib"].astype(np.int64).tolist(), nodes["num_gpu"].astype(np.int64).tolist(),
-        ["" if m is None or (isinstance(m, float) and np.isnan(m)) else str(m) for m in nodes["model"]],
-        [str(n) for n in pods["name"]], pods["cpu_milli"].astype(np.int64).tolist(),
-        pods["memory_mib"].astype(np.int64).tolist(), pods["num_gpu"].astype(np.int64).tolist(),
-        pods["gpu_milli"].astype(np.int64).tolist(), [_spec(s) for s in pods["gpu_spec"]],
-        policy, params or None, int(seed), float(stop_at), float(coverage), ties)
+    options = native_replay.ReplayOptions(policy=policy, params=params or None, seed=int(seed),
+                                          stop_at=float(stop_at), coverage=float(coverage), ties=ties)
+    node_columns = {
+        "name": [str(n) for n in nodes["name"]],
+        **{c: nodes[c].astype(np.int64).tolist() for c in ("cpu_milli", "memory_mib", "num_gpu")},
+        "model": ["" if m is None or (isinstance(m, float) and np.isnan(m)) else str(m)
+                  for m in nodes["model"]]}
+    pod_columns = {
+        "name": [str(n) for n in pods["name"]],
+        **{c: pods[c].astype(np.int64).tolist() for c in ("cpu_milli", "memory_mib", "num_gpu", "gpu_milli")},
+        "gpu_spec": [_spec(s) for s in pods["gpu_spec"]]}
+    raw = native_replay._replay_openb(node_columns, pod_columns, options)
     columns = raw.to_dict()
     node_names = np.asarray([str(n) for n in nodes["name"]], dtype=object)
     node_idx = columns["node"]

@@ -123,7 +123,7 @@ def read_pod_entry(spec: dict[str, Any], where: str) -> PodEntry:
     try:
         pod = Pod.from_dict({k: v for k, v in spec.items() if k not in _BOUND_POD_KEYS})
     except (ValueError, KeyError) as e:
-        raise ScenarioError(f"{where}: {_msg(e)}") from None
+        raise ScenarioError(f"{where}: {e}") from None
     return PodEntry(pod, node, text)
 
 
@@ -141,7 +141,7 @@ def build_scenario(data: dict[str, Any], where: str = "<scenario>") -> Scenario:
         try:
             cluster.add_node(node)
         except (ValueError, KeyError) as e:
-            raise ScenarioError(f"{where}: nodes[{i}] ({name}): {_msg(e)}") from None
+            raise ScenarioError(f"{where}: nodes[{i}] ({name}): {e}") from None
     pending: list[Pod] = []
     seen: set[str] = set()
     for i, spec in enumerate(pods):
@@ -156,7 +156,7 @@ def build_scenario(data: dict[str, Any], where: str = "<scenario>") -> Scenario:
         try:
             cluster.restore_allocation(entry.pod, entry.node, entry.annotations)
         except (ValueError, KeyError) as e:
-            raise ScenarioError(f"{where}: pods[{i}] ({name}): {_msg(e)}") from None
+            raise ScenarioError(f"{where}: pods[{i}] ({name}): {e}") from None
     return Scenario(cluster=cluster, pending=pending, raw=data, path=where)
 
 
@@ -166,11 +166,6 @@ def load_scenario(path: str | Path) -> Scenario:
     YAML/JSON, an unknown field, a bad quantity, a pod bound to a missing node."""
     p = Path(path)
     return build_scenario(read_scenario_file(p), str(p))
-
-
-def _msg(e: Exception) -> str:
-    # KeyError wraps its message in quotes; show the core's text as it is.
-    return str(e.args[0]) if e.args else str(e)
 
 
 def _shown(value: Any) -> str:

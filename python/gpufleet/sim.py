@@ -20,6 +20,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from gpufleet import _core, registries
 from gpufleet._lazy import lazy
+from gpufleet.errors import NotFoundError
 
 # Imported by the first call that needs them: `import gpufleet` stays fast.
 np = lazy("numpy")
@@ -371,12 +372,16 @@ def _run(cols: dict[str, Any], attrs: Mapping[str, Any], cluster: ClusterLike, p
         def callback(done: int) -> None:
             bar.update(done - bar.n)
     try:
+        nodes_per_rack, racks_per_block = (int(racks[0]), int(racks[1])) if racks else (0, 0)
+        options = _core.SimOptions(spec, tiresias_compat=tiresias_compat, restore_delay=restore_delay,
+                                   tick=tick, scheduling_interval=scheduling_interval,
+                                   record_timeseries=record_timeseries, progress=callback,
+                                   placement=placement or "", seed=seed, nodes_per_rack=nodes_per_rack,
+                                   racks_per_block=racks_per_block, gavel=gavel)
         raw = _core.sim_run(models, np.asarray(cols["job_id"], dtype=np.int64),
                             np.asarray(cols["submit_time"], dtype=np.float64),
                             np.asarray(cols["num_gpu"], dtype=np.int64), durations, speed, mem,
-                            spec, tiresias_compat, restore_delay, tick, scheduling_interval,
-                            record_timeseries, callback, placement or "", seed,
-                            *((int(racks[0]), int(racks[1])) if racks else (0, 0)), gavel)
+                            options)
     finally:
         if bar is not None:
             bar.close()
@@ -490,9 +495,9 @@ def gain(runs: pd.DataFrame, baseline: str, policy: str, metric: str = "avg_jct"
     have = list(runs.index.get_level_values("policy").unique())
     for p in (baseline, policy):
         if p not in have:
-            raise KeyError(f"gain: policy {p!r} not among the runs {have}")
+            raise NotFoundError(f"gain: policy {p!r} not among the runs {have}")
     if metric not in runs.columns:
-        raise KeyError(f"gain: no metric {metric!r} (have {sorted(runs.columns)})")
+        raise NotFoundError(f"gain: no metric {metric!r} (have {sorted(runs.columns)})")
     ratio = (runs.loc[baseline, metric] / runs.loc[policy, metric]).dropna()
     if ratio.empty:
         raise ValueError(f"gain: {baseline!r} and {policy!r} share no seed")

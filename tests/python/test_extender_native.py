@@ -1,7 +1,7 @@
 """The extender's one-call native verbs agree with the per-node calls they replace.
 
-`Cluster.partition_nodes` must split nodes exactly as `filter_nodes` codes them, and
-`Cluster.host_priorities` must scale `score_nodes` to 0..max as the protocol's reference does
+`gpufleet._core.extender.partition_nodes` must split nodes exactly as `Cluster.filter_nodes` codes
+them, and `gpufleet._core.extender.host_priorities` must scale `score_nodes` to 0..max as the protocol's reference does
 (rounding half to even), on clusters with partly used, full and constrained nodes.
 """
 from __future__ import annotations
@@ -11,6 +11,8 @@ import random
 import pytest
 
 import gpufleet
+from gpufleet._core import extender
+
 from conftest import gpu_node
 
 STRATEGIES = ["binpack", "spread", "topology"]
@@ -55,7 +57,7 @@ def test_partition_nodes_matches_filter_nodes(seed):
     rng.shuffle(names)
     for pod in pods(rng):
         codes, reasons = c.filter_nodes(pod, names)
-        passed, failed, unresolvable, unknown = c.partition_nodes(pod, names)
+        passed, failed, unresolvable, unknown = extender.partition_nodes(c, pod, names)
         assert passed == [n for n, k in zip(names, codes.tolist()) if k == 0]
         assert failed == {n: r for n, k, r in zip(names, codes.tolist(), reasons) if k == 1}
         assert unresolvable == {n: r for n, k, r in zip(names, codes.tolist(), reasons) if k == 2}
@@ -70,9 +72,9 @@ def test_host_priorities_are_scaled_scores(strategy):
     names = [f"n{i:02d}" for i in range(40)] + ["ghost"]
     for pod in pods(rng):
         scores = c.score_nodes(pod, names, strategy).tolist()
-        got = c.host_priorities(pod, names, strategy, 10)
+        got = extender.host_priorities(c, pod, names, strategy, 10)
         assert got == [{"Host": n, "Score": scale(s)} for n, s in zip(names, scores)]
-        top = c.host_priorities(pod, names, strategy, max_priority=100)
+        top = extender.host_priorities(c, pod, names, strategy, max_priority=100)
         assert [h["Score"] for h in top] == [scale(s, 100) for s in scores]
 
 
@@ -81,11 +83,11 @@ def test_native_verbs_refuse_bad_names_without_touching_state():
     before = c.snapshot()
     pod = gpufleet.Pod("ns/a", {"cpu": "1", "nvidia.com/gpu": "1"})
     with pytest.raises(TypeError, match=r"nodes\[1\]: expected a node name .*int"):
-        c.partition_nodes(pod, ["n00", 3])
+        extender.partition_nodes(c, pod, ["n00", 3])
     with pytest.raises(TypeError, match=r"nodes\[0\]: expected a node name .*NoneType"):
-        c.host_priorities(pod, [None])
+        extender.host_priorities(c, pod, [None])
     with pytest.raises(ValueError, match="max_priority: 0 is out of range: 1 to 2147483647"):
-        c.host_priorities(pod, ["n00"], "binpack", 0)
+        extender.host_priorities(c, pod, ["n00"], "binpack", 0)
     assert c.snapshot() == before
-    assert c.partition_nodes(pod, []) == ([], {}, {}, [])
-    assert c.host_priorities(pod, []) == []
+    assert extender.partition_nodes(c, pod, []) == ([], {}, {}, [])
+    assert extender.host_priorities(c, pod, []) == []

@@ -64,8 +64,7 @@ def refused_or_done(call: Callable[[], Any], before: Callable[[], Any], after_re
             call()
         return True
     except REFUSALS as e:
-        text = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
-        assert text.strip(), f"{type(e).__name__} without a message"
+        assert str(e).strip(), f"{type(e).__name__} without a message"
         assert before() == after_refusal, f"state changed by a refused call: {e}"
         return False
 

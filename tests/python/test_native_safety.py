@@ -30,6 +30,7 @@ def test_partition_nodes_and_host_priorities_keep_the_names_they_were_given():
     out = run_isolated("""
         import sys, threading, time
         from gpufleet import Cluster, Pod
+        from gpufleet._core import extender
         sys.setswitchinterval(1e-6)
         c = Cluster()
         NODES = [f"n{i}" for i in range(32)]
@@ -66,13 +67,13 @@ def test_partition_nodes_and_host_priorities_keep_the_names_they_were_given():
         deadline = time.monotonic() + 1.5
         try:
             while time.monotonic() < deadline:
-                passed, failed, unresolvable, unknown = c.partition_nodes(pod, names)
+                passed, failed, unresolvable, unknown = extender.partition_nodes(c, pod, names)
                 found = passed + list(failed) + list(unresolvable)
                 assert len(found) + len(unknown) in (0, 40), (len(found), len(unknown))
                 assert all(n in KNOWN for n in found), "a stranger answered as a node"
                 assert all(n.startswith("?") for n in unknown), "a node answered as unknown"
                 assert len(found) in (0, 32)
-                hosts = c.host_priorities(pod, names)
+                hosts = extender.host_priorities(c, pod, names)
                 assert len(hosts) in (0, 40)
                 for h in hosts:
                     assert h["Host"] in KNOWN or (h["Host"].startswith("?") and h["Score"] == 0)
@@ -95,6 +96,7 @@ def test_every_binding_that_releases_the_gil_survives_its_arguments_changing():
         import sys, threading, time
         import numpy as np
         from gpufleet import Cluster, Pod, _core
+        from gpufleet._core import extender
         from gpufleet.engine import Engine
         sys.setswitchinterval(1e-6)
 
@@ -181,8 +183,8 @@ def test_every_binding_that_releases_the_gil_survives_its_arguments_changing():
         CASES = [
             ("filter_nodes", lambda: c.filter_nodes(pod, names), change_names, check_filter),
             ("score_nodes", lambda: c.score_nodes(pod, names), change_names, lambda r: None),
-            ("partition_nodes", lambda: c.partition_nodes(pod, names), change_names, check_partition),
-            ("host_priorities", lambda: c.host_priorities(pod, names), change_names, lambda r: None),
+            ("partition_nodes", lambda: extender.partition_nodes(c, pod, names), change_names, check_partition),
+            ("host_priorities", lambda: extender.host_priorities(c, pod, names), change_names, lambda r: None),
             ("place(nodes=)", lambda: c.place(pod, "binpack", True, names), change_names, placed_then_free),
             ("place_many", lambda: c.place_many(pods), change_pods, placed_then_free),
             ("filter(dict pod)", lambda: c.filter(pod_dict, "n0"), change_pod_dict, lambda r: None),
@@ -201,7 +203,7 @@ def test_every_binding_that_releases_the_gil_survives_its_arguments_changing():
              lambda r: None),
             ("sim_run", lambda: _core.sim_run([{"name": "v100", "count": 4}], np.arange(3), submit,
                                                np.array([1, 2, 1]), np.array([5.0, 3.0, 1.0]), None,
-                                               None, "fifo", placement=""),
+                                               None, _core.SimOptions("fifo", placement="")),
              change_submit, lambda r: None),
         ]
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from gpufleet import Cluster, Pod, _core, replay
+from gpufleet._core import extender
 from gpufleet.engine import Engine, water_fill
 from gpufleet.traces import synthetic_openb
 
@@ -91,8 +92,9 @@ def simulate(**options):
     args.update(options)
     return _core.sim_run([{"name": "v100", "count": 4}], np.arange(3), np.array([0.0, 1.0, 2.0]),
                          np.array([1, 2, 1]), np.array([10.0, 5.0, 3.0]), None, args["memory_gib"],
-                         "fifo", False, args["restore_delay"], args["tick"],
-                         args["scheduling_interval"], True, None, "", args["seed"])
+                         _core.SimOptions("fifo", restore_delay=args["restore_delay"], tick=args["tick"],
+                                          scheduling_interval=args["scheduling_interval"],
+                                          placement="", seed=args["seed"]))
 
 
 @pytest.mark.parametrize("name", ["restore_delay", "tick", "scheduling_interval"])
@@ -117,8 +119,8 @@ def test_a_tick_over_an_idle_stretch_is_not_stepped_through():
         import numpy as np
         from gpufleet import _core
         r = _core.sim_run([{"name": "v100", "count": 4}], np.arange(2), np.array([1.7e9, 1.7e9 + 1]),
-                          np.array([1, 4]), np.array([1.0, 1.0]), None, None, "fifo", False, 0.0,
-                          0.01, 0.0, False)
+                          np.array([1, 4]), np.array([1.0, 1.0]), None, None,
+                          _core.SimOptions("fifo", tick=0.01, record_timeseries=False))
         print(r.summary.num_jobs, r.scheduling_points)
         """, timeout=30)
     jobs, points = map(int, out.split())
@@ -163,9 +165,9 @@ def test_integers_past_the_c_range_are_one_line_errors_naming_the_argument():
     c, a = gpushare_allocation()
     pod = Pod("q", {"nvidia.com/gpu": "1"})
     for call, message in (
-            (lambda: c.host_priorities(pod, ["n"], "binpack", 2**40),
+            (lambda: extender.host_priorities(c, pod, ["n"], "binpack", 2**40),
              "max_priority: 1099511627776 is out of range: 1 to 2147483647"),
-            (lambda: c.host_priorities(pod, ["n"], "binpack", 1.5),
+            (lambda: extender.host_priorities(c, pod, ["n"], "binpack", 1.5),
              "max_priority: expected a whole number, got float"),
             (lambda: Pod("q", {}, priority=2**40), "priority"),
             (lambda: c.set_device_health("n", 2**40, False), "minor: 1099511627776 is out of range"),
@@ -178,7 +180,7 @@ def test_integers_past_the_c_range_are_one_line_errors_naming_the_argument():
         with pytest.raises((ValueError, TypeError)) as info:
             call()
         assert message in str(info.value) and "\n" not in str(info.value), str(info.value)
-    assert c.host_priorities(pod, ["n"], "binpack", np.int64(10))[0]["Host"] == "n"
+    assert extender.host_priorities(c, pod, ["n"], "binpack", np.int64(10))[0]["Host"] == "n"
     assert _core.format_bytes(np.int64(1 << 30)) == "1Gi"
 
 
@@ -194,7 +196,7 @@ def test_simulator_refuses_a_negative_seed_and_bad_memory():
 def test_simulator_names_a_gpu_count_out_of_range():
     with pytest.raises(ValueError, match=r"num_gpu must be from 1 to 2\^30, got 0"):
         _core.sim_run([{"name": "v100", "count": 4}], np.arange(1), np.array([0.0]),
-                      np.array([0]), np.array([1.0]), None, None, "fifo")
+                      np.array([0]), np.array([1.0]), None, None, _core.SimOptions("fifo"))
 
 
 @pytest.mark.parametrize("stop_at", [1000.0, math.inf, math.nan, -1.0])

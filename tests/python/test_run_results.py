@@ -19,7 +19,8 @@ def _sim_run(placement: str):
     jobs = _jobs()
     return _core.sim_run(sim.cluster_spec({"v100": 8, "k80": 8}), jobs["job_id"].to_numpy(np.int64),
                          jobs["submit_time"].to_numpy(np.float64), jobs["num_gpu"].to_numpy(np.int64),
-                         jobs["duration"].to_numpy(np.float64), None, None, "las", placement=placement)
+                         jobs["duration"].to_numpy(np.float64), None, None,
+                         _core.SimOptions("las", placement=placement))
 
 
 def test_sim_run_columns_and_summary_are_bound_values():
@@ -56,6 +57,23 @@ def test_sim_summary_without_devices_has_no_spanning_count():
     assert np.all(run.jobs.max_nodes == 0)
 
 
+def test_sim_options_are_one_keyword_object_checked_when_made():
+    o = _core.SimOptions("las", placement="", seed=7)
+    assert (o.policy, o.placement, o.seed, o.gavel_compat) == ("las", "", 7, False)
+    assert repr(o) == "SimOptions(policy=las, placement=, seed=7)"
+    assert _core.SimOptions("fifo", gavel={"drop_stuck_jobs": False}).gavel_compat
+    with pytest.raises(TypeError):
+        _core.SimOptions("las", False)  # every setting after the policy is a keyword
+    with pytest.raises(ValueError, match="seed must be >= 0, got -1"):
+        _core.SimOptions("las", seed=-1)
+    with pytest.raises(ValueError, match="unknown gavel_compat option 'typo'"):
+        _core.SimOptions("fifo", gavel={"typo": True})
+    with pytest.raises(TypeError, match="progress must be a callable"):
+        _core.SimOptions("las", progress=3)
+    with pytest.raises(AttributeError):
+        o.seed = 1
+
+
 def test_simulate_frames_hold_the_bound_columns():
     r = sim.simulate(_jobs(), {"v100": 8, "k80": 8}, "las")
     run = _sim_run("binpack")
@@ -68,11 +86,13 @@ def test_simulate_frames_hold_the_bound_columns():
 
 def test_replay_run_is_a_bound_value_with_a_column_per_series():
     nodes, pods = synthetic_openb(12, 120, seed=4)
-    raw = _core._replay_openb(
-        [str(n) for n in nodes["name"]], nodes["cpu_milli"].tolist(), nodes["memory_mib"].tolist(),
-        nodes["num_gpu"].tolist(), [str(m) for m in nodes["model"]], [str(n) for n in pods["name"]],
-        pods["cpu_milli"].tolist(), pods["memory_mib"].tolist(), pods["num_gpu"].tolist(),
-        pods["gpu_milli"].tolist(), [[] for _ in range(len(pods))], "bestfit", None, 1, 1.3, 0.95, "seeded")
+    node_columns = {c: nodes[c].tolist() for c in ("cpu_milli", "memory_mib", "num_gpu")}
+    node_columns |= {"name": [str(n) for n in nodes["name"]], "model": [str(m) for m in nodes["model"]]}
+    pod_columns = {c: pods[c].tolist() for c in ("cpu_milli", "memory_mib", "num_gpu", "gpu_milli")}
+    pod_columns |= {"name": [str(n) for n in pods["name"]], "gpu_spec": [[] for _ in range(len(pods))]}
+    options = _core.replay.ReplayOptions(policy="bestfit", seed=1)
+    assert (options.stop_at, options.coverage, options.ties, options.params) == (1.3, 0.95, "seeded", {})
+    raw = _core.replay._replay_openb(node_columns, pod_columns, options)
     d = raw.to_dict()
     assert list(d) == [*_core.OpenbReplayRun.columns, "gpu_capacity", "workload"]
     n = len(raw)

@@ -2,6 +2,7 @@
 
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -161,28 +162,54 @@ std::string Int128Text(Int128 v) {
   return out;
 }
 
-}  // namespace
-
-absl::StatusOr<int64_t> ParseQuantityScaled(absl::string_view text, int64_t scale) {
-  absl::StatusOr<Int128> nanos = ParseNanos(text);
-  if (!nanos.ok()) return nanos.status();
+// Value of exact nanos scaled by `scale`, rounded up as Kubernetes' Value()/MilliValue() do.
+absl::StatusOr<int64_t> Scaled(Int128 nanos, int64_t scale, absl::string_view text) {
   if (scale <= 0) return absl::InvalidArgumentError("quantity scale must be positive");
-  const Int128 scaled = *nanos * scale;  // at most ~9.2e27 * scale: inside 128 bits for scale <= 1e9
+  const Int128 scaled = nanos * scale;  // at most ~9.2e27 * scale: inside 128 bits for scale <= 1e9
   Int128 value = scaled / kNano;
   if (scaled % kNano != 0) value += 1;  // Kubernetes rounds up
   if (value > kMax) return Bad(text, "too large");
   return static_cast<int64_t>(value);
 }
 
-absl::StatusOr<std::string> ParseQuantityExact(absl::string_view text) {
-  absl::StatusOr<Int128> nanos = ParseNanos(text);
-  if (!nanos.ok()) return nanos.status();
-  std::string out = Int128Text(*nanos / kNano);
-  int64_t fraction = static_cast<int64_t>(*nanos % kNano);
+std::string ExactText(Int128 nanos) {
+  std::string out = Int128Text(nanos / kNano);
+  int64_t fraction = static_cast<int64_t>(nanos % kNano);
   if (fraction == 0) return out;
   std::string digits = absl::StrFormat("%09d", fraction);
   while (digits.back() == '0') digits.pop_back();
   return absl::StrCat(out, ".", digits);
+}
+
+}  // namespace
+
+Quantity Quantity::Exact(Int128 nanos) { return Quantity{nanos, ExactText(nanos)}; }
+
+absl::StatusOr<Quantity> ReadQuantity(absl::string_view text) {
+  absl::StatusOr<Int128> nanos = ParseNanos(text);
+  if (!nanos.ok()) return nanos.status();
+  return Quantity{*nanos, std::string(text)};
+}
+
+absl::StatusOr<Quantity> AddQuantities(const Quantity& a, const Quantity& b) {
+  const Int128 sum = a.nanos + b.nanos;  // each at most kMaxNanos: no overflow in 128 bits
+  if (sum > kMaxNanos) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s + %s is too large", absl::CEscape(a.text), absl::CEscape(b.text)));
+  }
+  return Quantity::Exact(sum);
+}
+
+absl::StatusOr<int64_t> ParseQuantityScaled(absl::string_view text, int64_t scale) {
+  absl::StatusOr<Int128> nanos = ParseNanos(text);
+  if (!nanos.ok()) return nanos.status();
+  return Scaled(*nanos, scale, text);
+}
+
+absl::StatusOr<std::string> ParseQuantityExact(absl::string_view text) {
+  absl::StatusOr<Int128> nanos = ParseNanos(text);
+  if (!nanos.ok()) return nanos.status();
+  return ExactText(*nanos);
 }
 
 bool IsIntegerResource(absl::string_view resource) {
@@ -190,24 +217,29 @@ bool IsIntegerResource(absl::string_view resource) {
          (absl::StrContains(resource, "/") && !absl::StrContains(resource, "kubernetes.io/"));
 }
 
-absl::StatusOr<int64_t> ParseResourceQuantity(absl::string_view resource, absl::string_view text) {
+absl::StatusOr<int64_t> ResourceValue(absl::string_view resource, const Quantity& q) {
   auto with_name = [&](const absl::Status& s) {
     return absl::InvalidArgumentError(absl::StrCat(resource, ": ", s.message()));
   };
-  if (resource == "cpu") {
-    absl::StatusOr<int64_t> milli = ParseMilli(text);
-    if (!milli.ok()) return with_name(milli.status());
-    return milli;
-  }
-  if (IsIntegerResource(resource)) {
-    absl::StatusOr<Int128> nanos = ParseNanos(text);
-    if (!nanos.ok()) return with_name(nanos.status());
-    if (*nanos % kNano != 0)
-      return with_name(Bad(text, absl::StrFormat("%s takes whole numbers only", resource)));
-  }
-  absl::StatusOr<int64_t> value = ParseQuantity(text);
+  absl::StatusOr<int64_t> value = Scaled(q.nanos, resource == "cpu" ? 1000 : 1, q.text);
   if (!value.ok()) return with_name(value.status());
+  if (resource != "cpu" && IsIntegerResource(resource) && q.nanos % kNano != 0)
+    return with_name(Bad(q.text, absl::StrFormat("%s takes whole numbers only", resource)));
   return value;
+}
+
+absl::StatusOr<Quantity> ReadResourceQuantity(absl::string_view resource, absl::string_view text) {
+  absl::StatusOr<Quantity> q = ReadQuantity(text);
+  if (!q.ok()) return absl::InvalidArgumentError(absl::StrCat(resource, ": ", q.status().message()));
+  absl::StatusOr<int64_t> value = ResourceValue(resource, *q);
+  if (!value.ok()) return value.status();
+  return q;
+}
+
+absl::StatusOr<int64_t> ParseResourceQuantity(absl::string_view resource, absl::string_view text) {
+  absl::StatusOr<Quantity> q = ReadQuantity(text);
+  if (!q.ok()) return absl::InvalidArgumentError(absl::StrCat(resource, ": ", q.status().message()));
+  return ResourceValue(resource, *q);
 }
 
 std::string FormatBytes(int64_t bytes) {

@@ -14,6 +14,7 @@
 #define GPUFLEET_CORE_QUANTITY_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -41,6 +42,26 @@ inline absl::StatusOr<int64_t> ParseMilli(absl::string_view text) {
 // quantities together before rounding (Kubernetes sums container requests exactly).
 absl::StatusOr<std::string> ParseQuantityExact(absl::string_view text);
 
+// A quantity's exact value, as Kubernetes keeps it: nano-units (a finer remainder rounded up to
+// the next nano), at most int64 max in base units. `text` is what messages quote: the text it was
+// read from, or the exact value for one computed by adding quantities.
+struct Quantity {
+  __int128 nanos = 0;
+  std::string text;
+
+  static Quantity Exact(__int128 nanos);  // text: the exact value, as ParseQuantityExact gives it
+  bool zero() const { return nanos == 0; }
+};
+
+// Resource name -> its quantity, read once (a pod's requests, a container's limits).
+using ResourceQuantities = std::map<std::string, Quantity>;
+
+// The text read once into its exact value; errors as ParseQuantity's.
+absl::StatusOr<Quantity> ReadQuantity(absl::string_view text);
+
+// a + b exactly; "too large" past int64 in base units.
+absl::StatusOr<Quantity> AddQuantities(const Quantity& a, const Quantity& b);
+
 // Kubernetes accepts only whole numbers for extended resources (any name with a domain outside
 // kubernetes.io, e.g. nvidia.com/gpu, koordinator.sh/gpu-core, aliyun.com/gpu-mem) and for pods.
 bool IsIntegerResource(absl::string_view resource);
@@ -49,6 +70,14 @@ bool IsIntegerResource(absl::string_view resource);
 // resources (a fraction such as "1.5" or "500m" is an error), bytes rounded up otherwise. The
 // message names the resource and the value.
 absl::StatusOr<int64_t> ParseResourceQuantity(absl::string_view resource, absl::string_view text);
+
+// The same for a quantity already read: its value in the resource's unit, or the resource's rule
+// broken (a fraction of a whole-number resource), the message quoting q.text.
+absl::StatusOr<int64_t> ResourceValue(absl::string_view resource, const Quantity& q);
+
+// A quantity read for `resource`: ReadQuantity, then the whole-number rule of integer resources
+// checked (the message names the resource, as ParseResourceQuantity's does).
+absl::StatusOr<Quantity> ReadResourceQuantity(absl::string_view resource, absl::string_view text);
 
 // Canonical strings for annotations: bytes as the largest exact binary suffix ("16Gi", "8138Mi"),
 // milli-units as "500m" or "2".

@@ -22,10 +22,10 @@ absl::Status Rule(const std::string& what) { return absl::InvalidArgumentError(w
 
 // Every resource this parser reads is an extended resource: Kubernetes accepts whole numbers
 // only, so "1.5" or "500m" is an error here instead of being rounded up.
-absl::StatusOr<int64_t> Count(const std::map<std::string, std::string>& r, const char* name) {
+absl::StatusOr<int64_t> Count(const ResourceQuantities& r, const char* name) {
   auto it = r.find(name);
   if (it == r.end()) return int64_t{0};
-  auto v = ParseResourceQuantity(name, it->second);
+  auto v = ResourceValue(name, it->second);
   if (!v.ok()) return absl::InvalidArgumentError(absl::StrCat("request ", v.status().message()));
   return *v;
 }
@@ -59,7 +59,7 @@ bool IsIgnoredResource(const std::string& name) {
          absl::StartsWith(name, "hugepages-") || absl::StrContains(name, "/");
 }
 
-absl::StatusOr<std::optional<DeviceRequest>> ParseGpu(const std::map<std::string, std::string>& r,
+absl::StatusOr<std::optional<DeviceRequest>> ParseGpu(const ResourceQuantities& r,
                                                       const RequestParseOptions& options) {
   ASSIGN_OR_RETURN(int64_t nvidia, Count(r, kNvidiaGpu));
   ASSIGN_OR_RETURN(int64_t koord, Count(r, kKoordGpu));
@@ -165,7 +165,7 @@ absl::StatusOr<std::optional<DeviceRequest>> ParseGpu(const std::map<std::string
 }
 
 // nvidia.com/mig-<profile>: whole instances of one profile, counted like nvidia.com/gpu.
-absl::StatusOr<DeviceRequest> MigRequest(const std::string& name, const std::string& value) {
+absl::StatusOr<DeviceRequest> MigRequest(const std::string& name, const Quantity& value) {
   const std::string profile = name.substr(sizeof(kNvidiaMigPrefix) - 1);
   if (!IsKnownMigProfile(profile)) {
     std::vector<std::string> all;
@@ -173,10 +173,11 @@ absl::StatusOr<DeviceRequest> MigRequest(const std::string& name, const std::str
     return Rule(absl::StrFormat("request %s: \"%s\" is not a MIG profile of any known GPU (%s)",
                                 name, profile, absl::StrJoin(all, "; ")));
   }
-  auto v = ParseResourceQuantity(name, value);
+  auto v = ResourceValue(name, value);
   if (!v.ok()) return absl::InvalidArgumentError(absl::StrCat("request ", v.status().message()));
   if (*v <= 0)
-    return Rule(absl::StrFormat("request %s=%s: give a positive number of instances", name, value));
+    return Rule(absl::StrFormat("request %s=%s: give a positive number of instances", name,
+                                value.text));
   RETURN_IF_ERROR(CheckCount(name.c_str(), *v));
   DeviceRequest r;
   r.type = MigDeviceType(profile);
@@ -188,25 +189,47 @@ absl::StatusOr<DeviceRequest> MigRequest(const std::string& name, const std::str
 
 bool IsMigResource(const std::string& name) { return absl::StartsWith(name, kNvidiaMigPrefix); }
 
+bool IsKnownResource(const std::string& name) {
+  return name == kNvidiaGpu || name == kKoordGpu || name == kKoordGpuCore ||
+         name == kKoordGpuMemory || name == kKoordGpuMemoryRatio || name == kKoordGpuShared ||
+         name == kKoordRdma || name == kKoordFpga || name == kAliyunGpuMem || IsMigResource(name);
+}
+
+bool IsOurVocabulary(const std::string& name) {
+  return absl::StartsWith(name, "koordinator.sh/gpu") || absl::StartsWith(name, "koordinator.sh/rdma") ||
+         absl::StartsWith(name, "koordinator.sh/fpga") || absl::StartsWith(name, "aliyun.com/gpu-mem") ||
+         name == "nvidia.com/gpus";
+}
+
+// A misspelt name in a vocabulary we manage is an error, not a silently ignored resource.
+absl::Status CheckResourceName(const std::string& name) {
+  if (!IsKnownResource(name) && (IsOurVocabulary(name) || !IsIgnoredResource(name)))
+    return absl::InvalidArgumentError(absl::StrFormat("unknown resource name \"%s\"", name));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ParseRequests(const std::map<std::string, std::string>& requests, Pod* pod,
                            const RequestParseOptions& options) {
+  for (const auto& [name, value] : requests) RETURN_IF_ERROR(CheckResourceName(name));
+  ResourceQuantities read;
   for (const auto& [name, value] : requests) {
-    bool known = name == kNvidiaGpu || name == kKoordGpu || name == kKoordGpuCore ||
-                 name == kKoordGpuMemory || name == kKoordGpuMemoryRatio ||
-                 name == kKoordGpuShared || name == kKoordRdma || name == kKoordFpga ||
-                 name == kAliyunGpuMem || IsMigResource(name);
-    // A misspelt name in a vocabulary we manage is an error, not a silently ignored resource.
-    bool ours = absl::StartsWith(name, "koordinator.sh/gpu") ||
-                absl::StartsWith(name, "koordinator.sh/rdma") ||
-                absl::StartsWith(name, "koordinator.sh/fpga") ||
-                absl::StartsWith(name, "aliyun.com/gpu-mem") || name == "nvidia.com/gpus";
-    if (!known && (ours || !IsIgnoredResource(name)))
-      return absl::InvalidArgumentError(absl::StrFormat("unknown resource name \"%s\"", name));
+    auto q = ReadQuantity(value);
+    if (!q.ok())
+      return absl::InvalidArgumentError(absl::StrCat("request ", name, ": ", q.status().message()));
+    read.emplace(name, *std::move(q));
+  }
+  return ParseRequests(read, pod, options);
+}
+
+absl::Status ParseRequests(const ResourceQuantities& requests, Pod* pod,
+                           const RequestParseOptions& options) {
+  for (const auto& [name, value] : requests) {
+    RETURN_IF_ERROR(CheckResourceName(name));
     // Resources the scheduler does not count must still be quantities Kubernetes accepts.
-    if (!known && name != "cpu" && name != "memory") {
-      auto v = ParseResourceQuantity(name, value);
+    if (!IsKnownResource(name) && name != "cpu" && name != "memory") {
+      auto v = ResourceValue(name, value);
       if (!v.ok()) return absl::InvalidArgumentError(absl::StrCat("request ", v.status().message()));
     }
   }
@@ -215,12 +238,12 @@ absl::Status ParseRequests(const std::map<std::string, std::string>& requests, P
                                   {"memory", &memory, kMaxNodeMemoryBytes}}) {
     auto it = requests.find(name);
     if (it == requests.end()) continue;
-    auto v = ParseResourceQuantity(name, it->second);
+    auto v = ResourceValue(name, it->second);
     if (!v.ok()) return absl::InvalidArgumentError(absl::StrCat("request ", v.status().message()));
     if (*v > limit)
       return Rule(absl::StrFormat("request %s=%s is more than a node may have (%s)", name,
-                                  it->second, name == std::string("cpu") ? FormatMilli(limit)
-                                                                         : FormatBytes(limit)));
+                                  it->second.text, name == std::string("cpu") ? FormatMilli(limit)
+                                                                              : FormatBytes(limit)));
     *out = *v;
   }
   std::vector<DeviceRequest> devices;

@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "gpufleet/core/pod.h"
+#include "gpufleet/core/quantity.h"
 
 namespace gpufleet {
 
@@ -37,6 +38,9 @@ struct RequestParseOptions {
 // Fills pod->cpu_milli, pod->memory_bytes and pod->devices from `requests` (name -> quantity
 // string). On error the pod is left unchanged.
 absl::Status ParseRequests(const std::map<std::string, std::string>& requests, Pod* pod,
+                           const RequestParseOptions& options = {});
+// The same from quantities already read (a pod's effective request, core/effective_request.h).
+absl::Status ParseRequests(const ResourceQuantities& requests, Pod* pod,
                            const RequestParseOptions& options = {});
 
 }  // namespace gpufleet

@@ -261,7 +261,8 @@ void AppendMigInstances(const Device& gpu, const std::vector<MigEntry>& entries,
 
 const std::vector<std::string>& PodFields() {
   static const auto* fields = new std::vector<std::string>{
-      "name", "requests", "node_selector", "tolerations", "gpu_models", "scope", "priority"};
+      "name", "requests", "containers", "init_containers", "overhead", "node_selector",
+      "tolerations", "gpu_models", "scope", "priority"};
   return *fields;
 }
 
@@ -466,6 +467,86 @@ Json NodeToJson(const Node& n) {
   return j;
 }
 
+namespace {
+
+// A quantity map ({resource: quantity}) as text, for the requests, limits and overhead fields.
+absl::StatusOr<std::map<std::string, std::string>> QuantityMap(const Json& j, const std::string& key,
+                                                               const std::string& owner) {
+  std::map<std::string, std::string> out;
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return out;
+  if (!it->is_object()) return FieldError(owner, key, "expected an object");
+  if (it->size() > static_cast<size_t>(kMaxNodeListEntries))
+    return TooMany(owner, key, it->size(), kMaxNodeListEntries);
+  for (auto kv = it->begin(); kv != it->end(); ++kv) {
+    ASSIGN_OR_RETURN(out[kv.key()], QuantityText(*kv, owner, key + "." + kv.key()));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<ContainerResources>> ContainersFromJson(const Json& j, const char* key,
+                                                                    const std::string& owner) {
+  std::vector<ContainerResources> out;
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return out;
+  if (!it->is_array()) return FieldError(owner, key, "expected a list");
+  if (it->size() > static_cast<size_t>(kMaxNodeListEntries))
+    return TooMany(owner, key, it->size(), kMaxNodeListEntries);
+  const bool init = std::string(key) == "init_containers";
+  for (size_t i = 0; i < it->size(); ++i) {
+    const Json& c = (*it)[i];
+    const std::string field = absl::StrFormat("%s[%d]", key, i);
+    if (!c.is_object()) return FieldError(owner, field, "expected an object");
+    const std::string at = absl::StrCat(owner, " ", field);
+    std::vector<std::string> known = {"name", "requests", "limits"};
+    if (init) known.push_back("restart_policy");
+    RETURN_IF_ERROR(CheckKnownKeys(c, at, known));
+    ASSIGN_OR_RETURN(std::string name, Typed<std::string>(c, "name", "", at));
+    ContainerResources r;
+    ASSIGN_OR_RETURN(r.requests, QuantityMap(c, "requests", at));
+    ASSIGN_OR_RETURN(r.limits, QuantityMap(c, "limits", at));
+    ASSIGN_OR_RETURN(std::string policy, Typed<std::string>(c, "restart_policy", "", at));
+    if (!policy.empty() && policy != "Always")
+      return FieldError(at, "restart_policy",
+                        "\"" + policy + "\": an init container's restart policy may only be Always");
+    r.sidecar = policy == "Always";
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+bool ListsContainers(const Json& j) {
+  return j.contains("containers") || j.contains("init_containers") || j.contains("overhead");
+}
+
+}  // namespace
+
+absl::StatusOr<ResourceQuantities> PodRequestsFromJson(const Json& j, const std::string& owner) {
+  if (!ListsContainers(j)) {
+    ASSIGN_OR_RETURN(auto texts, QuantityMap(j, "requests", owner));
+    ResourceQuantities out;
+    for (const auto& [name, text] : texts) {
+      absl::StatusOr<Quantity> q = ReadQuantity(text);
+      if (!q.ok())
+        return absl::InvalidArgumentError(
+            absl::StrCat(owner, ": request ", name, ": ", q.status().message()));
+      out.emplace(name, *std::move(q));
+    }
+    return out;
+  }
+  if (auto r = j.find("requests"); r != j.end() && !r->is_null())
+    return FieldError(owner, "requests",
+                      "give either requests or containers (with init_containers and overhead), "
+                      "not both");
+  PodResources pod;
+  ASSIGN_OR_RETURN(pod.containers, ContainersFromJson(j, "containers", owner));
+  ASSIGN_OR_RETURN(pod.init_containers, ContainersFromJson(j, "init_containers", owner));
+  ASSIGN_OR_RETURN(pod.overhead, QuantityMap(j, "overhead", owner));
+  absl::StatusOr<ResourceQuantities> r = EffectiveRequests(pod);
+  if (!r.ok()) return absl::InvalidArgumentError(absl::StrCat(owner, ": ", r.status().message()));
+  return r;
+}
+
 absl::StatusOr<Pod> PodFromJson(const Json& j, const RequestParseOptions& options) {
   if (!j.is_object()) return absl::InvalidArgumentError("pod: expected an object");
   Pod p;
@@ -473,19 +554,14 @@ absl::StatusOr<Pod> PodFromJson(const Json& j, const RequestParseOptions& option
   if (p.name.empty()) return absl::InvalidArgumentError("pod: name is missing");
   const std::string owner = "pod " + p.name;
   RETURN_IF_ERROR(CheckKnownKeys(j, owner, PodFields()));
-  std::map<std::string, std::string> requests;
-  {
-    auto r = j.find("requests");
-    if (r != j.end() && !r->is_null()) {
-      if (!r->is_object()) return FieldError(owner, "requests", "expected an object");
-      if (r->size() > static_cast<size_t>(kMaxNodeListEntries))
-        return TooMany(owner, "requests", r->size(), kMaxNodeListEntries);
-      for (auto kv = r->begin(); kv != r->end(); ++kv) {
-        ASSIGN_OR_RETURN(requests[kv.key()], QuantityText(*kv, owner, "requests." + kv.key()));
-      }
-    }
+  absl::Status parsed;
+  if (ListsContainers(j)) {
+    ASSIGN_OR_RETURN(ResourceQuantities effective, PodRequestsFromJson(j, owner));
+    parsed = ParseRequests(effective, &p, options);
+  } else {
+    ASSIGN_OR_RETURN(auto requests, QuantityMap(j, "requests", owner));
+    parsed = ParseRequests(requests, &p, options);
   }
-  absl::Status parsed = ParseRequests(requests, &p, options);
   if (!parsed.ok()) return absl::InvalidArgumentError(absl::StrCat(owner, ": ", parsed.message()));
   ASSIGN_OR_RETURN(p.node_selector, StringMap(j, "node_selector", owner));
   ASSIGN_OR_RETURN(p.priority, Typed<int>(j, "priority", 0, owner));

@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.conf) if args.conf else None
     except (ValueError, KeyError) as e:
-        print(f"gpufleet cycle: {e.args[0] if e.args else e}", file=sys.stderr)  # names the file
+        print(f"gpufleet cycle: {e}", file=sys.stderr)  # names the file
         return 2
     try:
         data = read_scenario_file(args.scenario)
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
                 try:
                     extra += read_queue_objects(path)
                 except (ValueError, KeyError) as e:
-                    raise ScenarioError(f"{e.args[0] if e.args else e}") from None
+                    raise ScenarioError(str(e)) from None
             data = {**data, "queues": list(data.get("queues") or []) + extra}
         engine = engine_from_scenario(data, args.scenario, config)
     except ScenarioError as e:

@@ -168,8 +168,7 @@ def run(args: argparse.Namespace) -> int:
             return 0
         result = simulate(loaded.jobs, loaded.cluster, args.policy, **options)
     except (KeyError, ValueError, OSError) as e:
-        msg = e.args[0] if isinstance(e, KeyError) and e.args else e
-        print(f"gpufleet simulate: {one_line(msg)}", file=sys.stderr)
+        print(f"gpufleet simulate: {one_line(e)}", file=sys.stderr)
         return 1
     if args.jobs_csv:
         try:

@@ -178,12 +178,11 @@ def run(args: argparse.Namespace) -> int:
         metrics = args.metric or [m for m in HEADLINE.values() if m in set(df["metric"])]
         summary = summarize(df, None if args.output in ("wide", "json", "yaml") else metrics)
     except (KeyError, ValueError, OSError) as e:
-        msg = e.args[0] if isinstance(e, KeyError) and e.args else e
         from gpufleet.traces import MissingInput
         if isinstance(e.__cause__, MissingInput):  # a usage error, as in `gpufleet simulate`
-            print(f"gpufleet sweep: {one_line(f'{msg}{missing_hint(e.__cause__)}')}", file=sys.stderr)
+            print(f"gpufleet sweep: {one_line(f'{e}{missing_hint(e.__cause__)}')}", file=sys.stderr)
             return 2
-        print(f"gpufleet sweep: {one_line(msg)}", file=sys.stderr)
+        print(f"gpufleet sweep: {one_line(e)}", file=sys.stderr)
         return 1
     option_names = [c for c in df.columns if c not in ("kind", "trace", "policy", "seed", "metric", "value")]
     try:

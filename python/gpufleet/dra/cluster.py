@@ -23,6 +23,7 @@ from gpufleet.dra.node_groups import NodeGroups, profile_key
 from gpufleet.dra.objects import (DraError, check_allocation, check_claim, check_class,
                                   check_slice, _Where)
 from gpufleet.dra.problem import DeviceMatcher, Ledger, features_from, milli, _q
+from gpufleet.errors import NotFoundError
 
 KINDS = ("ResourceSlice", "DeviceClass", "ResourceClaim")
 
@@ -206,7 +207,7 @@ class DraCluster:
             if table is None:
                 raise DraError(f"delete: kind must be one of {', '.join(KINDS)}, got {kind!r}")
             if name not in table:
-                raise KeyError(f"{kind} {name}: not found")
+                raise NotFoundError(f"{kind} {name}: not found")
             old = table.pop(name)
             if kind == "ResourceClaim":
                 self._shapes.pop(name, None)
@@ -222,7 +223,7 @@ class DraCluster:
         """A copy of the claim ``namespace/name`` with its status."""
         with self._lock:
             if name not in self._claims:
-                raise KeyError(f"ResourceClaim {name}: not found")
+                raise NotFoundError(f"ResourceClaim {name}: not found")
             return copy.deepcopy(self._claims[name])
 
     def claim_names(self) -> list[str]:
@@ -377,7 +378,7 @@ class DraCluster:
         with self._lock:
             current = self._claims.get(claim)
             if current is None:
-                raise KeyError(f"ResourceClaim {claim}: not found")
+                raise NotFoundError(f"ResourceClaim {claim}: not found")
             if (current.get("status") or {}).get("allocation") is not None:
                 raise DraError(f"ResourceClaim {claim}: status.allocation: already allocated")
             self._verify(claim, allocation)
@@ -395,7 +396,7 @@ class DraCluster:
         with self._lock:
             current = self._claims.get(claim)
             if current is None:
-                raise KeyError(f"ResourceClaim {claim}: not found")
+                raise NotFoundError(f"ResourceClaim {claim}: not found")
             if self._cluster is not None:
                 legacy.drop(self._cluster, claim)
             if current.get("status"):
@@ -431,12 +432,12 @@ class DraCluster:
     def _question(self, claims: list[str], node: str | None):  # type: ignore[no-untyped-def]
         with self._lock:
             if node is not None and node not in self._nodes:
-                raise KeyError(f"Node {node}: not found")
+                raise NotFoundError(f"Node {node}: not found")
             targets = []
             for name in claims:
                 claim = self._claims.get(name)
                 if claim is None:
-                    raise KeyError(f"ResourceClaim {name}: not found")
+                    raise NotFoundError(f"ResourceClaim {name}: not found")
                 if (claim.get("status") or {}).get("allocation") is not None:
                     raise DraError(f"ResourceClaim {name}: status.allocation: already allocated")
                 targets.append(claim)

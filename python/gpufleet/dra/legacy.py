@@ -78,7 +78,7 @@ def hold(cluster: Any, claim: str, node: str, grants: list[tuple[str, int]]) -> 
         cluster.restore_allocation(pod, node, {KOORD_DEVICE_ALLOCATED: annotation})
     except (ValueError, KeyError) as e:
         raise DraError(f"ResourceClaim {claim}: its devices on {node} are held outside DRA: "
-                       f"{e.args[0] if e.args else e}") from None
+                       f"{e}") from None
 
 
 def drop(cluster: Any, claim: str) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 from gpufleet._lazy import lazy
 
 from . import executors, experiment
-from .errors import SweepError, message
+from .errors import SweepError
 from .experiment import Experiment, grid, key
 from .inputs import Setup, load_setup, trace_list
 from .results import frame, read_result, result_path, write_result
@@ -73,7 +73,7 @@ def _plan(traces: Any, policies: Any, seeds: Iterable[int], options: Mapping[str
                 except (KeyError, ValueError, TypeError) as e:
                     opts = ", ".join(f"{k}={v!r}" for k, v in combo)
                     raise SweepError(f"trace {t.label!r} ({t.format}), policy {policy!r}"
-                                     f"{', options ' + opts if opts else ''}: {message(e)}") from e
+                                     f"{', options ' + opts if opts else ''}: {e}") from e
     code = experiment.code_identity()
     exps = []
     for t in specs:

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .errors import SweepError, message
+from .errors import SweepError
 from .experiment import Experiment
 from .inputs import Setup
 from .run import run_experiment
@@ -127,4 +127,4 @@ def on_ray(todo: list[Experiment], setups: dict[str, Setup], workers: int | None
 def _failed(exp: Experiment, e: BaseException) -> SweepError:
     opts = ", ".join(f"{k}={v!r}" for k, v in exp.options)
     return SweepError(f"experiment failed: {exp.kind} trace {exp.trace!r} policy {exp.policy!r} seed "
-                      f"{exp.seed}{' ' + opts if opts else ''}: {type(e).__name__}: {message(e)}")
+                      f"{exp.seed}{' ' + opts if opts else ''}: {type(e).__name__}: {e}")

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import SweepError, message
+from .errors import SweepError
 from .experiment import canonical, digest
 
 __all__ = ["Setup", "TraceSpec", "jobs_for", "load_setup", "parse_trace", "trace_list"]
@@ -61,7 +61,7 @@ def parse_trace(spec: Any, label: str | None = None, fmt: str | None = None) -> 
         try:
             fmt = detect_format(path)
         except (ValueError, OSError) as e:
-            raise SweepError(f"trace {str(spec)!r}: {message(e)}; or write FORMAT:PATH") from None
+            raise SweepError(f"trace {str(spec)!r}: {e}; or write FORMAT:PATH") from None
     elif fmt not in formats:
         raise SweepError(f"trace {str(spec)!r}: unknown format {fmt!r}; known formats: {', '.join(formats)}")
     stem = path.stem
@@ -137,7 +137,7 @@ def load_setup(trace: TraceSpec, *, cluster: Any, side_inputs: Mapping[str, Any]
     except SweepError:
         raise
     except (KeyError, ValueError, OSError) as e:
-        raise SweepError(f"trace {trace.label!r}: {message(e)}") from e
+        raise SweepError(f"trace {trace.label!r}: {e}") from e
 
 
 def jobs_for(data: Mapping[str, Any], seed: int) -> Any:

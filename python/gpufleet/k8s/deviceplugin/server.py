@@ -16,6 +16,7 @@ for _name in ("grpc", "google.protobuf"):
 
 import grpc
 
+from gpufleet.errors import NotFoundError
 from gpufleet.node.annotations import MIB, DeviceGrant
 from gpufleet.k8s.deviceplugin import api_pb2 as pb
 from gpufleet.k8s.deviceplugin import api_pb2_grpc as pb_grpc
@@ -167,7 +168,7 @@ class DevicePluginServer(pb_grpc.DevicePluginServicer):
         """Marks a GPU (and all its shared IDs) healthy or not; open ListAndWatch streams get the
         new list."""
         if minor not in self._health:
-            raise KeyError(f"unknown GPU minor {minor}")
+            raise NotFoundError(f"unknown GPU minor {minor}")
         with self._cond:
             if self._health[minor] == healthy:
                 return
@@ -255,7 +256,7 @@ class DevicePluginServer(pb_grpc.DevicePluginServicer):
         try:
             return self.table.minors_of(ids)
         except KeyError as e:
-            raise _Abort(grpc.StatusCode.INVALID_ARGUMENT, f"{self.resource_name}: {e.args[0]}") from None
+            raise _Abort(grpc.StatusCode.INVALID_ARGUMENT, f"{self.resource_name}: {e}") from None
 
     def _prefer(self, available: list[str], must: list[str], size: int) -> list[str]:
         self._minors(available + must)  # validates every id

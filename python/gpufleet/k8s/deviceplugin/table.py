@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
+from gpufleet.errors import NotFoundError
 from gpufleet.node.env import device_memory_bytes, index_devices
 
 MAX_ID_LEN = 63  # kubelet limit on Device.ID
@@ -89,7 +90,7 @@ class DeviceTable:
         try:
             return self.id_to_minor[device_id]
         except KeyError:
-            raise KeyError(f"unknown device id {device_id!r}") from None
+            raise NotFoundError(f"unknown device id {device_id!r}") from None
 
     def minors_of(self, device_ids: Sequence[str]) -> list[int]:
         """Physical minors behind `device_ids`, deduplicated, in first-seen order."""

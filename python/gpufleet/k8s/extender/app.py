@@ -128,8 +128,11 @@ class Extender:
     """Request handlers bound to one ExtenderState."""
 
     def __init__(self, state: ExtenderState, bind_guard: BindGuard | None = None) -> None:
+        from gpufleet._core import extender as native  # the protocol's filter and prioritize
+
         self.state = state
         self.bind_guard = bind_guard   # --kube: which pods a bind may touch (guard.py)
+        self._native = native
 
     # ---- filter ------------------------------------------------------------------------------
     def filter(self, data: Any) -> dict[str, Any]:
@@ -149,7 +152,7 @@ class Extender:
             pod = None
         if pod is not None:
             with st.lock:  # one native call for all nodes, answering in the protocol's terms
-                passed, failed, unresolvable, unknown = st.cluster.partition_nodes(pod, names)
+                passed, failed, unresolvable, unknown = self._native.partition_nodes(st.cluster, pod, names)
                 if st.gangs is not None and st.gangs.key(pod_args) is not None:
                     plan, why = st.gangs.plan(st.cluster, pod_args, st.strategy)
                     passed = st.gangs.narrow(plan, why, passed, failed)
@@ -186,7 +189,8 @@ class Extender:
         except ValueError:
             return [{"Host": n, "Score": 0} for n in names]
         with st.lock:  # the scheduler only sends nodes that passed every filter
-            scores = st.cluster.host_priorities(pod, names, st.strategy, MAX_EXTENDER_PRIORITY)
+            scores = self._native.host_priorities(st.cluster, pod, names, st.strategy,
+                                                  MAX_EXTENDER_PRIORITY)
             if st.gangs is not None and st.gangs.key(pod_args) is not None:
                 plan, _ = st.gangs.plan(st.cluster, pod_args, st.strategy)
                 for s in scores:  # the gang's held nodes first
@@ -383,8 +387,7 @@ def create_app(state: ExtenderState, prefix: str = "",
             except (ProtocolError, ConvertError, ValueError, KeyError, TypeError) as e:
                 state.count(f"{name}_errors")
                 metrics.observe(name, "bad_request", None)
-                msg = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
-                return await _send_json(send, {"Error": msg},
+                return await _send_json(send, {"Error": str(e)},
                                         200 if error_status is None else error_status)
             except Exception as e:  # noqa: BLE001 - an extender must answer, not crash
                 state.count(f"{name}_errors")

@@ -1,13 +1,13 @@
 """Kubernetes Pod / Node JSON (their ordinary camelCase form) -> gpufleet pod arguments / node specs.
 
-Everything here is pure data shuffling with no gpufleet import, so it is cheap to test and the
-error messages can name the object and the field that was wrong.
+Everything here is data shuffling: quantities are read by the native core (a pod's effective
+request in one call, imported on first use so this module imports without the extension), and
+the error messages name the object and the field that was wrong.
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any
 
 from . import quantity
@@ -79,41 +79,36 @@ def _str_map(value: Any, what: str) -> dict[str, str]:
     return out
 
 
-def _container_requests(c: dict[str, Any], what: str) -> dict[str, Decimal]:
-    res = _obj(c.get("resources"), f"{what}.resources")
-    requests = _obj(res.get("requests"), f"{what}.resources.requests")
-    limits = _obj(res.get("limits"), f"{what}.resources.limits")
-    out: dict[str, Decimal] = {}
-    # Kubernetes defaults a missing request to the limit (extended resources may only be set as
-    # limits, and then request == limit).
-    for name in set(requests) | set(limits):
-        raw = requests[name] if name in requests else limits[name]
-        try:
-            out[name] = quantity.parse(raw, name)
-        except ValueError as e:
-            src = "requests" if name in requests else "limits"
-            raise ConvertError(f"{what}.resources.{src}.{name}: {e}") from None
+def _containers(spec: dict[str, Any], key: str, what: str) -> list[dict[str, Any]]:
+    """A Kubernetes container list in the core's container form ({requests, limits} and, for an
+    init container, its restart_policy): the quantities are passed on unread."""
+    out = []
+    for i, c in enumerate(_list(spec.get(key), f"{what}.spec.{key}")):
+        cw = f"{what}.spec.{key}[{i}]"
+        c = _obj(c, cw)
+        res = _obj(c.get("resources"), f"{cw}.resources")
+        entry = {"requests": _obj(res.get("requests"), f"{cw}.resources.requests"),
+                 "limits": _obj(res.get("limits"), f"{cw}.resources.limits")}
+        if key == "initContainers" and c.get("restartPolicy") is not None:
+            entry["restart_policy"] = c["restartPolicy"]
+        out.append(entry)
     return out
 
 
 def effective_requests(pod: dict[str, Any], what: str = "pod") -> dict[str, str]:
-    """Sum of containers, max with each init container, plus overhead (Kubernetes' rule)."""
+    """The pod's effective request, {resource: exact quantity text}, as the core computes it from
+    the containers, init containers (sidecars included) and overhead by Kubernetes' rule
+    (gpufleet._core.cluster.effective_requests); every quantity is read there, once."""
+    from gpufleet._core.cluster import effective_requests as core_effective_requests
+
     spec = _obj(pod.get("spec"), f"{what}.spec")
-    total: dict[str, Decimal] = {}
-    for i, c in enumerate(_list(spec.get("containers"), f"{what}.spec.containers")):
-        cw = f"{what}.spec.containers[{i}]"
-        for k, v in _container_requests(_obj(c, cw), cw).items():
-            total[k] = total.get(k, Decimal(0)) + v
-    for i, c in enumerate(_list(spec.get("initContainers"), f"{what}.spec.initContainers")):
-        cw = f"{what}.spec.initContainers[{i}]"
-        for k, v in _container_requests(_obj(c, cw), cw).items():
-            total[k] = max(total.get(k, Decimal(0)), v)
-    for k, raw in _obj(spec.get("overhead"), f"{what}.spec.overhead").items():
-        try:
-            total[k] = total.get(k, Decimal(0)) + quantity.parse(raw, k)
-        except ValueError as e:
-            raise ConvertError(f"{what}.spec.overhead.{k}: {e}") from None
-    return {k: quantity.format_quantity(v) for k, v in sorted(total.items()) if v != 0}
+    containers = {"containers": _containers(spec, "containers", what),
+                  "init_containers": _containers(spec, "initContainers", what),
+                  "overhead": _obj(spec.get("overhead"), f"{what}.spec.overhead")}
+    try:
+        return core_effective_requests(containers, f"{what}: spec")
+    except ValueError as e:
+        raise ConvertError(str(e)) from None
 
 
 def pod_args(pod: Any) -> PodArgs:

@@ -1,9 +1,9 @@
-"""Kubernetes quantity strings ("500m", "16Gi", "1e3") <-> exact numbers, at the HTTP edge only.
+"""Kubernetes quantity strings ("500m", "16Gi", "1e3") read for a node's allocatable counts.
 
-The extender adds container requests together before the core sees them, so it needs a quantity's
-exact value (a Decimal, no float rounding). Parsing itself is the native core's: one grammar and
-one set of bounds for every entry point (``gpufleet._core.parse_quantity_exact``). The core is
-imported inside the functions so that convert/protocol stay importable without it.
+Parsing is the native core's: one grammar and one set of bounds for every entry point
+(``gpufleet._core.parse_quantity_exact``); a pod's requests are read and added there too
+(``convert.effective_requests``). The core is imported inside the functions so that
+convert/protocol stay importable without it.
 """
 from __future__ import annotations
 
@@ -35,14 +35,6 @@ def parse(value: object, resource: str | None = None) -> Decimal:
     if resource is not None:
         _core.parse_resource_quantity(resource, text)
     return Decimal(_core.parse_quantity_exact(text))
-
-
-def format_quantity(d: Decimal) -> str:
-    """Canonical text the core accepts: a plain integer, or milli units when fractional."""
-    if d == d.to_integral_value():
-        return str(int(d))
-    milli = (d * 1000).to_integral_value(rounding="ROUND_CEILING")  # Kubernetes rounds up
-    return f"{int(milli)}m"
 
 
 def to_int(value: object) -> int:

@@ -317,7 +317,7 @@ class ExtenderState:
         except (ValueError, KeyError, RuntimeError) as e:
             log.error("pod %s: its hold on %s could not be put back after a failed move (%s); "
                       "the journal still holds it, so a restart restores it",
-                      held.name, held.node_name, _msg(e))
+                      held.name, held.node_name, e)
 
     def undo_confirm(self, prior: "PriorBind") -> None:
         """A retried bind that could not be confirmed: its hold waits for the next retry until
@@ -402,8 +402,8 @@ class ExtenderState:
                     self._hold(p)
                 report.restored.append(p.name)
             except (ValueError, KeyError, RuntimeError) as e:
-                log.warning("restore of %s on %s refused: %s", p.name, p.node_name, _msg(e))
-                report.refused.append((p.name, _msg(e)))
+                log.warning("restore of %s on %s refused: %s", p.name, p.node_name, e)
+                report.refused.append((p.name, str(e)))
         return report
 
     # ---- node changes ------------------------------------------------------------------------
@@ -485,8 +485,8 @@ class ExtenderState:
 # ---- sources ---------------------------------------------------------------------------------
 def _scenario_pod(entry: dict[str, Any], where: str) -> PodArgs:
     """A scenario pod: either a Kubernetes Pod object or the short form of the scenario format
-    {name, requests, node?, annotations?, node_selector?, tolerations?, gpu_models?, scope?,
-    priority?} plus the extender's identity fields {namespace?, uid?}; ``name`` may be
+    {name, requests (or containers, init_containers, overhead), node?, annotations?,
+    node_selector?, tolerations?, gpu_models?, scope?, priority?} plus the extender's identity fields {namespace?, uid?}; ``name`` may be
     ``namespace/name``. The short form is checked by the scenario reader's rules
     (gpufleet.scenario.read_pod_entry); errors name ``where`` (``file: pods[3]``) and the field."""
     from gpufleet.scenario import ScenarioError, entry_name, read_pod_entry
@@ -508,18 +508,20 @@ def _scenario_pod(entry: dict[str, Any], where: str) -> PodArgs:
         checked = read_pod_entry({**fields, "name": f"{ns}/{name}"}, where)
     except ScenarioError as e:
         raise ConvertError(str(e)) from None
+    listed = {k: entry[k] for k in ("containers", "init_containers", "overhead") if k in entry}
+    if listed:  # the effective request, as the core computed it for the checked pod
+        from gpufleet._core.cluster import effective_requests
+
+        requests = effective_requests(listed, where)
+    else:
+        requests = {k: str(v) for k, v in (entry.get("requests") or {}).items()}
     return PodArgs(name=checked.pod.name, namespace=ns, pod_name=name, uid=entry.get("uid", ""),
-                   requests={k: str(v) for k, v in (entry.get("requests") or {}).items()},
+                   requests=requests,
                    node_selector=dict(entry.get("node_selector") or {}),
                    tolerations=list(entry.get("tolerations") or []),
                    gpu_models=list(entry.get("gpu_models") or []),
                    scope=checked.pod.scope, priority=checked.pod.priority,
                    node_name=checked.node, annotations=checked.annotations)
-
-
-def _msg(e: Exception) -> str:
-    # KeyError quotes its message; show the core's text as it is.
-    return str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
 
 
 def load_scenario(path: str | Path, journal: str | Path | None = None,
@@ -568,7 +570,7 @@ def state_from_scenario(data: dict[str, Any], journal: Optional[Journal] = None,
         try:
             state.add_node(convert.node_spec(n) if "metadata" in n else n)
         except (ValueError, KeyError) as e:
-            raise ConvertError(f"{where}: nodes[{i}] ({n.get('name', '?')}): {_msg(e)}") from None
+            raise ConvertError(f"{where}: nodes[{i}] ({n.get('name', '?')}): {e}") from None
     bound = []
     seen: set[str] = set()
     for i, entry in enumerate(pods):
@@ -593,7 +595,7 @@ def state_from_scenario(data: dict[str, Any], journal: Optional[Journal] = None,
                     state._hold(dataclasses.replace(p, annotations=a.annotations(
                         gpushare=state.want_gpushare(p))))
             except (ValueError, KeyError) as e:
-                raise ConvertError(f"{where}: pods[{i}] ({p.name}): {_msg(e)}") from None
+                raise ConvertError(f"{where}: pods[{i}] ({p.name}): {e}") from None
     report = state.restore_bound(bound)
     if report.skipped or report.refused:
         # The scenario file is input: a bound pod in it that cannot be restored is an error in it.
