@@ -16,6 +16,7 @@ import json
 import threading
 from typing import Any, Iterable
 
+from gpufleet import _core
 from gpufleet.dra import legacy
 from gpufleet.dra.allocator import AllocationOutcome, outcome_of, solve_on, solve_raw
 from gpufleet.dra.node_devices import NodeDevices
@@ -31,24 +32,13 @@ class _GangRefused(Exception):
     pass
 
 
-def _cannot_fit(part: Any, held: tuple[int, ...]) -> bool:
-    """A necessary condition, checked before any search: requests of one member each, on
-    devices held whole, need at least as many free devices as they ask for in all."""
-    demand = 0
-    union: set[int] = set()
-    groups: set[int] = set()
-    for nr in part.native_requests:
-        if nr["group"] in groups or nr["admin"] or not all(isinstance(c, int) for c in nr["candidates"]):
-            return False  # alternatives, admin access or shared devices: leave it to the search
-        groups.add(nr["group"])
-        demand += nr["count"]
-        union.update(nr["candidates"])
-    return demand > len(union.difference(held))
-
-
 def _copy(value: Any) -> Any:
     """A private copy of plain JSON-shaped data (faster than copy.deepcopy for it)."""
-    return json.loads(json.dumps(value))
+    if type(value) is dict:
+        return {k: _copy(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_copy(v) for v in value]
+    return value
 
 
 def _node_dict(node: dict[str, Any] | str) -> dict[str, Any]:
@@ -259,49 +249,52 @@ class DraCluster:
                 return node, out
         with self._lock:
             self._file_nodes()
-            table, targets, classes, held = self._question(claims, None)
+            _, targets, classes, held = self._question(claims, None)
             shape = "\x00".join([*(self._shapes[n] for n in claims), str(self._classes_version), strategy])
-            best: tuple[Any, ...] | None = None
-            last = AllocationOutcome("unallocatable", reason="no nodes")
+            # Each group's answer: remembered, or asked of the core together with the others.
+            answers: list[tuple[str, Any, Any]] = []  # (head, part, DraAnswer or None)
+            questions = []
             for group in list(self._groups.members):
                 head = self._groups.first(group)
                 key = (shape, group)
-                answer = self._groups.answers.get(key) if remember else None
-                if answer is None:
-                    table = self._table(head)
-                    part = self._groups.parts.get((shape, group[0]))
-                    if part is None:
-                        try:
-                            part = table.request_part(targets, classes, held, self._matcher)
-                        except DraError as e:
-                            return head, AllocationOutcome("error", reason=str(e))
-                        if part.static:
-                            self._groups.keep_part((shape, group[0]), part)
-                    if part.static and _cannot_fit(part, group[1][0]):
-                        last = AllocationOutcome("unallocatable", reason="cannot allocate all claims")
-                        continue  # counted out without a search (a full node, say)
-                    raw = solve_raw(table, targets, classes, held, self._matcher, strategy,
-                                    self._budget, part=part)
-                    if isinstance(raw, AllocationOutcome):
-                        return head, raw  # an error, as Kubernetes reports it
-                    answer = raw
-                    if answer[1]["verdict"] == "error":
-                        return head, outcome_of(answer[0], answer[1], targets, self._table(head))
-                    if remember:
-                        self._groups.remember(key, answer)
-                built, native = answer
-                if native["verdict"] != "allocated":
-                    last = AllocationOutcome("unallocatable", reason=native["reason"], gave_up=native["gave_up"])
+                hit = self._groups.answers.get(key) if remember else None
+                if hit is not None:
+                    answers.append((head, *hit))
                     continue
-                sc = native["score"]
-                rank = (sc["roots"], sc["opened"], sc["leftover"], self._groups.order[head])
+                table = self._table(head)
+                part = self._groups.parts.get((shape, group[0]))
+                if part is None:
+                    try:
+                        part = table.request_part(targets, classes, held, self._matcher)
+                    except DraError as e:
+                        return head, AllocationOutcome("error", reason=str(e))
+                    if part.static:
+                        self._groups.keep_part((shape, group[0]), part)
+                answers.append((head, part, None))
+                questions.append((len(answers) - 1, key,
+                                  (table.native(), part.native(table), self._group_held(group, table))))
+            if questions:
+                solved = _core.dra_solve_prepared([q for _, _, q in questions], strategy, self._budget)
+                for (i, key, _), answer in zip(questions, solved):
+                    answers[i] = (answers[i][0], answers[i][1], answer)
+                    if remember and answer.verdict != "error":
+                        self._groups.remember(key, (answers[i][1], answer))
+            best: tuple[Any, ...] | None = None
+            last = AllocationOutcome("unallocatable", reason="no nodes")
+            for head, part, answer in answers:
+                if answer.verdict == "error":  # as Kubernetes reports it, for the first group
+                    return head, outcome_of(part, answer.to_dict(), targets, self._table(head))
+                if not answer.ok:
+                    last = AllocationOutcome("unallocatable", reason=answer.reason, gave_up=answer.gave_up)
+                    continue
+                rank = (*answer.rank, self._groups.order[head])
                 if best is None or rank < best[0]:
-                    best = (rank, head, built, native)
+                    best = (rank, head, part, answer)
             if best is None:
                 return None, AllocationOutcome("unallocatable", reason=f"0/{len(self._nodes)} nodes can "
                                                f"allocate the claims: {last.reason}")
-            _, node, built, native = best
-            out = outcome_of(built, native, targets, self._table(node))
+            _, node, part, answer = best
+            out = outcome_of(part, answer.to_dict(), targets, self._table(node))
             if commit:
                 for name, claim, allocation in zip(claims, targets, out.results):
                     # Computed from this very state under this lock: valid as it stands.
@@ -354,6 +347,14 @@ class DraCluster:
             return None, AllocationOutcome("unallocatable", reason=f"0/{len(order)} nodes can allocate "
                                            f"the claims: {last.reason}")
         return best[1], best[2]
+
+    def _group_held(self, group: tuple[Any, ...], table: NodeDevices) -> Any:
+        """What the group's nodes hold (alike position for position), as the core reads it; kept
+        while the group has members."""
+        held = self._groups.held.get(group)
+        if held is None:
+            held = self._groups.held[group] = table.held(self._held)
+        return held
 
     def _file_nodes(self) -> None:
         """Every node in its group (all of them after a change of nodes or unbound slices, else
