@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Allocation', 'BindDecision', 'Cluster', 'CycleResult', 'DeviceGrant', 'DeviceRequest', 'EngineScheduler', 'EvictDecision', 'FitResult', 'HeldCapacity', 'JobState', 'JobView', 'OpenbReplayRun', 'PlaceResult', 'Pod', 'QueueShare', 'QueueSpec', 'QueueView', 'Resources', 'SimJobs', 'SimRun', 'SimSummary', 'SimTimeseries', 'TaskView', 'VirtualFunction', 'dra_score', 'dra_solve', 'engine_callback_points', 'engine_check_config', 'engine_default_config', 'engine_plugin_switches', 'format_bytes', 'maximize_lp', 'mig_geometry', 'parse_milli', 'parse_quantity', 'parse_quantity_exact', 'parse_resource_quantity', 'place_gang', 'queue_drs', 'queue_fair_shares', 'queue_objects', 'queue_tree_check', 'registry_duplicates', 'registry_metadata', 'sim_check_policy', 'sim_run', 'simulate_queues', 'topology_domains', 'water_fill', 'wire_keys']
+__all__: list[str] = ['Allocation', 'BindDecision', 'Cluster', 'CycleResult', 'DeviceGrant', 'DeviceRequest', 'DraAnswer', 'DraClaimRequests', 'DraHeld', 'DraNodeTable', 'EngineScheduler', 'EvictDecision', 'FitResult', 'HeldCapacity', 'JobState', 'JobView', 'OpenbReplayRun', 'PlaceResult', 'Pod', 'QueueShare', 'QueueSpec', 'QueueView', 'Resources', 'SimJobs', 'SimRun', 'SimSummary', 'SimTimeseries', 'TaskView', 'VirtualFunction', 'dra_score', 'dra_solve', 'dra_solve_prepared', 'engine_callback_points', 'engine_check_config', 'engine_default_config', 'engine_plugin_switches', 'format_bytes', 'maximize_lp', 'mig_geometry', 'parse_milli', 'parse_quantity', 'parse_quantity_exact', 'parse_resource_quantity', 'place_gang', 'queue_drs', 'queue_fair_shares', 'queue_objects', 'queue_tree_check', 'registry_duplicates', 'registry_metadata', 'sim_check_policy', 'sim_run', 'simulate_queues', 'topology_domains', 'water_fill', 'wire_keys']
 class DeviceRequest:
     """
     What a pod asks of one device type: `count` devices (whole when `whole`), or a share of one: `core` percent of its compute, `memory_bytes` or `memory_ratio` percent of its memory. Read from Pod.devices.
@@ -1157,6 +1157,51 @@ class OpenbReplayRun:
         """
         The typical pods fgd and the fragmentation measure used, as plain data.
         """
+class DraNodeTable:
+    """
+    What one node profile offers, by position: devices (multi, counters, unit, root), counter and capacity totals, packing units (gpufleet.dra.node_devices builds it).
+    """
+    def __init__(self, table: dict) -> None:
+        ...
+    @property
+    def num_devices(self) -> int:
+        ...
+class DraClaimRequests:
+    """
+    What a set of claims asks of a node of one profile: requests with their candidates, constraints, twin signatures; checked against `table`.
+    """
+    def __init__(self, table: DraNodeTable, requests: dict) -> None:
+        ...
+class DraHeld:
+    """
+    What earlier claims hold on one node of `table`: devices held whole, devices whose capacity is consumed (once per result), capacity used per slot, counters used by devices published for other nodes.
+    """
+    def __init__(self, table: DraNodeTable, in_use: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = [], sharers: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = [], capacity_used: collections.abc.Sequence[tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex]] = [], counter_used: collections.abc.Sequence[tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex]] = []) -> None:
+        ...
+class DraAnswer:
+    """
+    One native answer (see dra_solve for its fields).
+    """
+    def to_dict(self) -> dict:
+        ...
+    @property
+    def gave_up(self) -> bool:
+        ...
+    @property
+    def ok(self) -> bool:
+        ...
+    @property
+    def rank(self) -> tuple[int, int, int]:
+        ...
+    @property
+    def reason(self) -> str:
+        ...
+    @property
+    def steps(self) -> int:
+        ...
+    @property
+    def verdict(self) -> str:
+        ...
 def _register_python_plugin(name: str) -> None:
     ...
 def _replay_openb(node_name: collections.abc.Sequence[str], node_cpu: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], node_memory: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], node_gpus: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], node_model: collections.abc.Sequence[str], pod_name: collections.abc.Sequence[str], pod_cpu: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_memory: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_gpus: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_milli: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pod_spec: collections.abc.Sequence[collections.abc.Sequence[str]], policy: str, params: typing.Any, seed: typing.Any, stop_at: typing.SupportsFloat | typing.SupportsIndex, coverage: typing.SupportsFloat | typing.SupportsIndex, ties: str) -> OpenbReplayRun:
@@ -1170,6 +1215,10 @@ def dra_score(problem: dict, choices: collections.abc.Sequence[tuple[typing.Supp
 def dra_solve(problem: dict) -> dict:
     """
     Solves one DRA allocation question (a dict of dra::Problem's fields; see gpufleet.dra.problem). Returns verdict, choices (request, device, candidate), score, reason, steps, gave_up, proved_best, error_request and error_device.
+    """
+def dra_solve_prepared(questions: collections.abc.Sequence[tuple[DraNodeTable, DraClaimRequests, DraHeld]], objective: str = 'pack', budget: typing.SupportsInt | typing.SupportsIndex = 200000) -> list[DraAnswer]:
+    """
+    Answers each (DraNodeTable, DraClaimRequests, DraHeld) question; a list of DraAnswer.
     """
 def engine_callback_points() -> list:
     """
