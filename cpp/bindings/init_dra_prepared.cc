@@ -16,6 +16,8 @@
 #include "dra_dicts.h"
 #include "gpufleet/dra/prepared.h"
 #include "gpufleet/dra/solve.h"
+#include "gpufleet/engine/scheduler.h"
+#include "locking.h"
 
 namespace py = pybind11;
 
@@ -114,6 +116,51 @@ std::shared_ptr<const PreparedHeld> MakeHeld(const dra::NodeTable& t, const std:
 using Question = std::tuple<TablePtr, std::shared_ptr<const PreparedRequests>,
                             std::shared_ptr<const PreparedHeld>>;
 
+// (name, profile, held, counterparts per DRA device as (device, core, memory, cores slot, memory
+// slot), claims' (core, memory) per accounting device)
+using EngineNode = std::tuple<std::string, int, std::shared_ptr<const PreparedHeld>,
+                              std::vector<std::vector<std::tuple<int, int64_t, int64_t, int, int>>>,
+                              std::vector<std::pair<int64_t, int64_t>>>;
+
+engine::DraLedger EngineLedger(const std::vector<TablePtr>& tables, const std::vector<EngineNode>& nodes,
+                               const py::list& tasks) {
+  engine::DraLedger ledger;
+  for (const TablePtr& t : tables) {
+    if (!t) throw py::value_error("engine_dra_set: None among the tables");
+    ledger.AddTable(t);
+  }
+  for (const auto& [name, profile, held, counterparts, usage] : nodes) {
+    if (profile < 0 || profile >= static_cast<int>(tables.size()) || !held || !held->Fits(*tables[profile]))
+      throw py::value_error("engine_dra_set: node " + name + ": its profile or holds do not match");
+    engine::DraNodeClaims n;
+    n.profile = profile;
+    n.held = held->held;
+    for (const auto& list : counterparts) {
+      n.counterparts.emplace_back();
+      for (const auto& [device, core, memory, cores_slot, memory_slot] : list)
+        n.counterparts.back().push_back({device, core, memory, cores_slot, memory_slot});
+    }
+    n.claim_usage = usage;
+    Check(ledger.SetNode(name, std::move(n)));
+  }
+  for (const py::handle& h : tasks) {
+    const py::tuple t = h.cast<py::tuple>();
+    const std::string name = t[0].cast<std::string>();
+    std::vector<std::shared_ptr<const dra::ClaimRequests>> by_profile;
+    for (const py::handle& r : t[1].cast<py::list>()) {
+      if (r.is_none()) {
+        by_profile.push_back(nullptr);
+        continue;
+      }
+      auto prepared = r.cast<std::shared_ptr<PreparedRequests>>();
+      // Shares the requests with the Python object that owns them.
+      by_profile.push_back(std::shared_ptr<const dra::ClaimRequests>(prepared, &prepared->requests));
+    }
+    Check(ledger.SetTask(name, std::move(by_profile), t[2].cast<std::vector<std::string>>()));
+  }
+  return ledger;
+}
+
 }  // namespace
 
 void InitDraPrepared(py::module_& m) {
@@ -187,6 +234,31 @@ void InitDraPrepared(py::module_& m) {
       },
       py::arg("questions"), py::arg("objective") = "pack", py::arg("budget") = 200000,
       "Answers each (DraNodeTable, DraClaimRequests, DraHeld) question; a list of DraAnswer.");
+
+  m.def(
+      "engine_dra_set",
+      [](engine::GuardedScheduler& eng, const std::vector<TablePtr>& tables,
+         const std::vector<EngineNode>& nodes, const py::list& tasks) {
+        engine::DraLedger ledger = EngineLedger(tables, nodes, tasks);
+        Writing(eng, "engine", [&](engine::Scheduler& s) { s.dra() = std::move(ledger); });
+      },
+      py::arg("engine"), py::arg("tables"), py::arg("nodes"), py::arg("tasks"),
+      "Sets the engine's DRA ledger (gpufleet.dra.engine builds the arguments): tables per node "
+      "profile; nodes as (name, profile, DraHeld, counterparts, claims' usage); tasks as (name, "
+      "DraClaimRequests or None per profile, refusal per profile).");
+  m.def(
+      "engine_dra_holdings",
+      [](const engine::GuardedScheduler& eng) {
+        auto holdings = Reading(eng, "engine", [](const engine::Scheduler& s) { return s.dra().holdings(); });
+        py::dict out;
+        for (const auto& [task, h] : holdings) {
+          py::list choices;
+          for (const dra::Choice& c : h.choices) choices.append(py::make_tuple(c.request, c.device, c.candidate));
+          out[py::str(task)] = py::make_tuple(h.node, choices);
+        }
+        return out;
+      },
+      py::arg("engine"), "What each task's claims hold: {task: (node, [(request, device, candidate)])}.");
 }
 
 }  // namespace gpufleet::bindings

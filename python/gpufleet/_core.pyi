@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Allocation', 'BindDecision', 'Cluster', 'CycleResult', 'DeviceGrant', 'DeviceRequest', 'DraAnswer', 'DraClaimRequests', 'DraHeld', 'DraNodeTable', 'EngineScheduler', 'EvictDecision', 'FitResult', 'HeldCapacity', 'JobState', 'JobView', 'OpenbReplayRun', 'PlaceResult', 'Pod', 'QueueShare', 'QueueSpec', 'QueueView', 'Resources', 'SimJobs', 'SimRun', 'SimSummary', 'SimTimeseries', 'TaskView', 'VirtualFunction', 'dra_score', 'dra_solve', 'dra_solve_prepared', 'engine_callback_points', 'engine_check_config', 'engine_default_config', 'engine_plugin_switches', 'format_bytes', 'maximize_lp', 'mig_geometry', 'parse_milli', 'parse_quantity', 'parse_quantity_exact', 'parse_resource_quantity', 'place_gang', 'queue_drs', 'queue_fair_shares', 'queue_objects', 'queue_tree_check', 'registry_duplicates', 'registry_metadata', 'sim_check_policy', 'sim_run', 'simulate_queues', 'topology_domains', 'water_fill', 'wire_keys']
+__all__: list[str] = ['Allocation', 'BindDecision', 'Cluster', 'CycleResult', 'DeviceGrant', 'DeviceRequest', 'DraAnswer', 'DraClaimRequests', 'DraHeld', 'DraNodeTable', 'EngineScheduler', 'EvictDecision', 'FitResult', 'HeldCapacity', 'JobState', 'JobView', 'OpenbReplayRun', 'PlaceResult', 'Pod', 'QueueShare', 'QueueSpec', 'QueueView', 'Resources', 'SimJobs', 'SimRun', 'SimSummary', 'SimTimeseries', 'TaskView', 'VirtualFunction', 'dra_score', 'dra_solve', 'dra_solve_prepared', 'engine_callback_points', 'engine_check_config', 'engine_default_config', 'engine_dra_holdings', 'engine_dra_set', 'engine_plugin_switches', 'format_bytes', 'maximize_lp', 'mig_geometry', 'parse_milli', 'parse_quantity', 'parse_quantity_exact', 'parse_resource_quantity', 'place_gang', 'queue_drs', 'queue_fair_shares', 'queue_objects', 'queue_tree_check', 'registry_duplicates', 'registry_metadata', 'sim_check_policy', 'sim_run', 'simulate_queues', 'topology_domains', 'water_fill', 'wire_keys']
 class DeviceRequest:
     """
     What a pod asks of one device type: `count` devices (whole when `whole`), or a share of one: `core` percent of its compute, `memory_bytes` or `memory_ratio` percent of its memory. Read from Pod.devices.
@@ -1230,6 +1230,14 @@ def engine_check_config(config: typing.Any) -> typing.Any:
     """
 def engine_default_config() -> typing.Any:
     ...
+def engine_dra_holdings(engine: EngineScheduler) -> dict:
+    """
+    What each task's claims hold: {task: (node, [(request, device, candidate)])}.
+    """
+def engine_dra_set(engine: EngineScheduler, tables: collections.abc.Sequence[DraNodeTable], nodes: collections.abc.Sequence[tuple[str, typing.SupportsInt | typing.SupportsIndex, DraHeld, collections.abc.Sequence[collections.abc.Sequence[tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex]]], collections.abc.Sequence[tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex]]]], tasks: list) -> None:
+    """
+    Sets the engine's DRA ledger (gpufleet.dra.engine builds the arguments): tables per node profile; nodes as (name, profile, DraHeld, counterparts, claims' usage); tasks as (name, DraClaimRequests or None per profile, refusal per profile).
+    """
 def engine_plugin_switches() -> list:
     """
     Volcano's per-plugin switches, as Volcano spells them: dicts with key, point (the callback point it gates, or None), on_when_absent and supported_on.

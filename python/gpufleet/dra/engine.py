@@ -1,0 +1,104 @@
+"""Pods with claims in the batch engine's gangs (gpufleet.engine.Engine).
+
+``set_claims(engine, dra, {task: [claims]})`` hands the engine what each task's claims ask of
+every node profile of a DraCluster (candidates from the CEL verdicts, made here once per profile)
+and what claims hold on each node (cpp/gpufleet/engine/dra_ledger.h). In the engine's cycles a
+task with claims fits a node only where its claims can be allocated (the pack strategy); placing
+the task allocates them and adds their whole GPUs to its allocation, and a gang that cannot be
+placed whole gives every claim back with its tasks. ``claim_results`` reads what the placed tasks'
+claims hold as AllocationResults, to commit into the DraCluster (or write to the API server).
+
+One accounting: a slice device that is a GPU of the engine's node (legacy.device_map: the same
+UUID, or a whole GPU of the same minor) is in use for claims while a pod holds any of it, and a
+claim's GPU is taken whole in the engine's accounting, so no pod asking through nvidia.com/gpu or
+shares is given it.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from gpufleet import _core
+from gpufleet.dra import legacy
+from gpufleet.dra.allocator import outcome_of
+from gpufleet.dra.objects import DraError
+
+
+def _whole_gpus(spec: dict[str, Any]) -> dict[tuple[str, int], tuple[int, int]]:
+    """(type, minor) -> (index among the node's devices, memory bytes) for its GPUs."""
+    out = {}
+    for i, d in enumerate(spec.get("devices") or []):
+        if d.get("type", "gpu") == "gpu":
+            memory = (d.get("resources") or {}).get("koordinator.sh/gpu-memory", "0")
+            out[("gpu", d["minor"])] = (i, int(_core.parse_quantity(str(memory))))
+    return out
+
+
+def _profiles(dra: Any, nodes: list[str]) -> tuple[list[Any], dict[str, int]]:
+    """One table per node profile (the first node's), and each node's profile."""
+    tables: list[Any] = []
+    index: dict[str, int] = {}
+    of: dict[str, int] = {}
+    for node in nodes:
+        table = dra._table(node)
+        p = index.setdefault(table.profile, len(tables))
+        if p == len(tables):
+            tables.append(table)
+        of[node] = p
+    return tables, of
+
+
+def set_claims(engine: Any, dra: Any, tasks: Mapping[str, Sequence[str]]) -> None:
+    """Gives the engine its tasks' claims (``{task: ["namespace/claim", ...]}``, unallocated
+    claims of `dra`) for its next cycles; nodes of the engine that `dra` does not know offer no
+    devices for claims. Replaces what an earlier call set, so commit the claims of placed tasks
+    first (claim_results). KeyError or DraError naming the claim when one cannot be read."""
+    eng_nodes = {name: engine.cluster.node(name) for name in engine.cluster.node_names()}
+    with dra._lock:
+        nodes = sorted(n for n in eng_nodes if n in dra._nodes)
+        tables, profile_of = _profiles(dra, nodes)
+        rows = []
+        for node in nodes:
+            table = dra._table(node)
+            gpus = _whole_gpus(eng_nodes[node])
+            counterparts: list[list[tuple[int, int, int, int, int]]] = [[] for _ in table.devices]
+            for i, key in legacy.device_map(eng_nodes[node], table.devices).items():
+                if key in gpus:
+                    device, memory = gpus[key]
+                    counterparts[i].append((device, 100, memory, -1, -1))
+            usage = [(0, 0)] * len(eng_nodes[node].get("devices") or [])
+            rows.append((node, profile_of[node], table.held(dra._held), counterparts, usage))
+        task_rows = []
+        for task, claims in tasks.items():
+            _, targets, classes, held = dra._question(list(claims), None)
+            by_profile: list[Any] = []
+            refusals: list[str] = []
+            for table in tables:
+                try:
+                    by_profile.append(table.request_part(targets, classes, held, dra._matcher).native(table))
+                    refusals.append("")
+                except DraError as e:
+                    by_profile.append(None)
+                    refusals.append(str(e))
+            task_rows.append((task, by_profile, refusals))
+        _core.engine_dra_set(engine._native, [t.native() for t in tables], rows, task_rows)
+
+
+def claim_results(engine: Any, dra: Any, tasks: Mapping[str, Sequence[str]]
+                  ) -> dict[str, tuple[str, dict[str, dict[str, Any]]]]:
+    """What the placed tasks' claims hold: ``{task: (node, {claim: AllocationResult})}``, for the
+    tasks of `tasks` that the engine placed (the claims as set_claims named them)."""
+    out = {}
+    holdings = _core.engine_dra_holdings(engine._native)
+    with dra._lock:
+        for task, (node, choices) in holdings.items():
+            if task not in tasks:
+                continue
+            claims = list(tasks[task])
+            _, targets, classes, held = dra._question(claims, None)
+            table = dra._table(node)
+            part = table.request_part(targets, classes, held, dra._matcher)
+            answer = {"verdict": "allocated", "choices": choices, "steps": 0, "score": {},
+                      "gave_up": False, "proved_best": True}
+            results = outcome_of(part, answer, targets, table).results
+            out[task] = (node, dict(zip(claims, results)))
+    return out

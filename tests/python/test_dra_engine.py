@@ -1,0 +1,113 @@
+"""Pods with claims in the batch engine's gangs (gpufleet.dra.engine): a task fits a node only
+where its claims can be allocated, a gang's claims are allocated together or not at all, and the
+claims' GPUs are held in the engine's accounting (and the accounting's in use for claims)."""
+from __future__ import annotations
+
+from typing import Any
+
+from gpufleet.dra import DraCluster
+from gpufleet.dra.engine import claim_results, set_claims
+from gpufleet.engine import Engine
+
+DRIVER = "gpu.example.com"
+MODELS = {"n1": "A100", "n2": "H100"}
+
+
+def _setup() -> tuple[Engine, DraCluster]:
+    eng = Engine()
+    eng.add_queue("q", weight=1)
+    dra = DraCluster()
+    dra.apply({"kind": "DeviceClass", "metadata": {"name": "gpu"},
+               "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}})
+    for node, model in MODELS.items():
+        eng.add_node({"name": node, "cpu": "64", "memory": "512Gi",
+                      "gpus": {"count": 2, "model": model, "memory": "80Gi"}})
+        dra.add_node(node)
+        dra.apply({"kind": "ResourceSlice", "metadata": {"name": f"{node}-gpus"}, "spec": {
+            "driver": DRIVER, "nodeName": node, "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": f"gpu-{m}", "attributes": {"type": {"string": "gpu"}, "minor": {"int": m},
+                                                            "model": {"string": model}}} for m in range(2)]}})
+    return eng, dra
+
+
+def _claims(dra: DraCluster, job: str, count: int) -> dict[str, list[str]]:
+    """One claim per task of `job` for one H100."""
+    out = {}
+    for i in range(count):
+        dra.apply({"kind": "ResourceClaim", "metadata": {"name": f"{job}-{i}", "namespace": "ml"}, "spec": {"devices": {
+            "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu", "selectors": [{"cel": {
+                "expression": f'device.attributes["{DRIVER}"].model == "H100"'}}]}}]}}})
+        out[f"{job}-{i}"] = [f"ml/{job}-{i}"]
+    return out
+
+
+def _binds(result: Any) -> list[dict[str, Any]]:
+    return result.binds.to_dict("records")
+
+
+def test_a_gang_of_claim_pods_lands_where_its_claims_fit_and_holds_their_gpus() -> None:
+    eng, dra = _setup()
+    tasks = _claims(dra, "train", 2)
+    eng.submit({"name": "train", "queue": "q", "replicas": 2, "requests": {"cpu": "1"}})
+    set_claims(eng, dra, tasks)
+    binds = _binds(eng.run_cycle(now=1))
+    assert sorted((b["task"], b["node"]) for b in binds) == [("train-0", "n2"), ("train-1", "n2")]
+    # Each task's allocation takes its claim's GPU whole.
+    assert sorted(d.minor for b in binds for d in b["devices"]) == [0, 1]
+    results = claim_results(eng, dra, tasks)
+    devices = set()
+    for task, (node, by_claim) in results.items():
+        assert node == "n2"
+        [allocation] = by_claim.values()
+        [res] = allocation["devices"]["results"]
+        assert (res["driver"], res["pool"], res["request"]) == (DRIVER, "n2", "gpu")
+        devices.add(res["device"])
+        minor = next(d.minor for b in binds if b["task"] == task for d in b["devices"])
+        assert res["device"] == f"gpu-{minor}"  # the engine's GPU is the claim's device
+    assert devices == {"gpu-0", "gpu-1"}
+    # The claims hold n2's GPUs in the accounting: three whole GPUs fit nowhere now.
+    eng.submit({"name": "plain", "queue": "q", "replicas": 3, "requests": {"cpu": "1", "nvidia.com/gpu": 1}})
+    result = eng.run_cycle(now=2)
+    assert not _binds(result) and "plain" in result.pending
+    # Committed into the DraCluster, the allocations are valid there.
+    for _, by_claim in results.values():
+        for claim, allocation in by_claim.items():
+            dra.commit(claim, allocation)
+
+
+def test_a_gang_whose_claims_do_not_all_fit_is_not_placed_and_holds_nothing() -> None:
+    eng, dra = _setup()
+    tasks = _claims(dra, "big", 3)  # three H100s asked, two exist
+    eng.submit({"name": "big", "queue": "q", "replicas": 3, "requests": {"cpu": "1"}})
+    set_claims(eng, dra, tasks)
+    result = eng.run_cycle(now=1)
+    assert not _binds(result) and "big" in result.pending
+    assert claim_results(eng, dra, tasks) == {}
+    # Nothing is left held: a gang of two such tasks fits afterwards.
+    eng.delete("big")
+    small = _claims(dra, "small", 2)
+    eng.submit({"name": "small", "queue": "q", "replicas": 2, "requests": {"cpu": "1"}})
+    set_claims(eng, dra, small)
+    assert sorted(b["node"] for b in _binds(eng.run_cycle(now=2))) == ["n2", "n2"]
+
+
+def test_a_gpu_a_pod_holds_is_in_use_for_claims() -> None:
+    eng, dra = _setup()
+    eng.submit({"name": "plain", "queue": "q", "replicas": 1, "requests": {"cpu": "1", "nvidia.com/gpu": 1}})
+    eng.start_task("plain", 0, "n2")
+    tasks = _claims(dra, "train", 2)
+    eng.submit({"name": "train", "queue": "q", "replicas": 2, "requests": {"cpu": "1"}})
+    set_claims(eng, dra, tasks)
+    result = eng.run_cycle(now=1)
+    assert not [b for b in _binds(result) if b["job"] == "train"] and "train" in result.pending
+    # One claim pod alone fits on the GPU left.
+    eng.delete("train")
+    one = _claims(dra, "one", 1)
+    eng.submit({"name": "one", "queue": "q", "replicas": 1, "requests": {"cpu": "1"}})
+    set_claims(eng, dra, one)
+    binds = _binds(eng.run_cycle(now=2))
+    assert [(b["task"], b["node"]) for b in binds] == [("one-0", "n2")]
+    plain_minor = eng.cluster.allocation("plain-0").devices[0].minor
+    [(_, by_claim)] = claim_results(eng, dra, one).values()
+    [res] = by_claim["ml/one-0"]["devices"]["results"]
+    assert res["device"] == f"gpu-{1 - plain_minor}" == f"gpu-{binds[0]['devices'][0].minor}"
