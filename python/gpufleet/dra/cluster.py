@@ -215,6 +215,13 @@ class DraCluster:
                 raise KeyError(f"ResourceClaim {name}: not found")
             return copy.deepcopy(self._claims[name])
 
+    def node(self, name: str) -> dict[str, Any]:
+        """A copy of the Node object ``name`` (its metadata: name and labels)."""
+        with self._lock:
+            if name not in self._nodes:
+                raise KeyError(f"Node {name}: not found")
+            return copy.deepcopy(self._nodes[name])
+
     def claim_names(self) -> list[str]:
         with self._lock:
             return sorted(self._claims)
