@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import copy
 import json
+import marshal
 import threading
 from typing import Any, Iterable
 
 from gpufleet import _core
 from gpufleet.dra import legacy
-from gpufleet.dra.allocator import AllocationOutcome, outcome_of, solve_on, solve_raw
+from gpufleet.dra.allocator import AllocationOutcome, outcome_of, solve_on
 from gpufleet.dra.node_devices import NodeDevices
 from gpufleet.dra.node_groups import NodeGroups, profile_key
 from gpufleet.dra.objects import (DraError, check_allocation, check_claim, check_class,
@@ -33,11 +34,19 @@ class _GangRefused(Exception):
 
 
 def _copy(value: Any) -> Any:
-    """A private copy of plain JSON-shaped data (faster than copy.deepcopy for it)."""
-    if type(value) is dict:
-        return {k: _copy(v) for k, v in value.items()}
-    if type(value) is list:
-        return [_copy(v) for v in value]
+    """A private copy of plain JSON-shaped data: through marshal (C, about twice as fast as a
+    walk in Python), or walked when it holds what marshal cannot write."""
+    try:
+        return marshal.loads(marshal.dumps(value))
+    except ValueError:
+        return _walk_copy(value)
+
+
+def _walk_copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _walk_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_walk_copy(v) for v in value]
     return value
 
 
