@@ -111,3 +111,46 @@ def test_a_gpu_a_pod_holds_is_in_use_for_claims() -> None:
     [(_, by_claim)] = claim_results(eng, dra, one).values()
     [res] = by_claim["ml/one-0"]["devices"]["results"]
     assert res["device"] == f"gpu-{1 - plain_minor}" == f"gpu-{binds[0]['devices'][0].minor}"
+
+
+def test_claims_on_a_gpu_shared_by_capacity_take_their_share_in_the_engine() -> None:
+    eng = Engine()
+    eng.add_queue("q", weight=1)
+    eng.add_node({"name": "n1", "cpu": "64", "memory": "512Gi", "gpus": {"count": 1, "model": "H100", "memory": "80Gi"}})
+    dra = DraCluster()
+    dra.apply({"kind": "DeviceClass", "metadata": {"name": "gpu"},
+               "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}})
+    dra.add_node("n1")
+    dra.apply({"kind": "ResourceSlice", "metadata": {"name": "n1-gpus"}, "spec": {
+        "driver": DRIVER, "nodeName": "n1", "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+        "devices": [{"name": "gpu-0", "allowMultipleAllocations": True,
+                     "attributes": {"type": {"string": "gpu"}, "minor": {"int": 0}},
+                     "capacity": {"cores": {"value": "100"}, "memory": {"value": "80Gi"}}}]}})
+
+    def shares(job: str, count: int) -> dict[str, list[str]]:
+        for i in range(count):
+            dra.apply({"kind": "ResourceClaim", "metadata": {"name": f"{job}-{i}", "namespace": "ml"}, "spec": {
+                "devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu", "capacity": {
+                    "requests": {"cores": "30", "memory": "10Gi"}}}}]}}})
+        return {f"{job}-{i}": [f"ml/{job}-{i}"] for i in range(count)}
+
+    # A pod holds 10% of the GPU: four 30% shares do not fit beside it (as a gang), three do.
+    eng.submit({"name": "plain", "queue": "q", "replicas": 1, "requests": {
+        "cpu": "1", "koordinator.sh/gpu-core": "10", "koordinator.sh/gpu-memory": "8Gi"}})
+    eng.start_task("plain", 0, "n1")
+    four = shares("four", 4)
+    eng.submit({"name": "four", "queue": "q", "replicas": 4, "requests": {"cpu": "1"}})
+    set_claims(eng, dra, four)
+    result = eng.run_cycle(now=1)
+    assert not _binds(result) and "four" in result.pending
+    eng.delete("four")
+    three = shares("three", 3)
+    eng.submit({"name": "three", "queue": "q", "replicas": 3, "requests": {"cpu": "1"}})
+    set_claims(eng, dra, three)
+    binds = _binds(eng.run_cycle(now=2))
+    assert sorted((b["task"], [(d.minor, d.core, d.memory_bytes) for d in b["devices"]]) for b in binds) == [
+        (f"three-{i}", [(0, 30, 10 << 30)]) for i in range(3)]
+    results = claim_results(eng, dra, three)
+    for _, by_claim in results.values():
+        [allocation] = by_claim.values()
+        assert allocation["devices"]["results"][0]["consumedCapacity"] == {"cores": "30", "memory": "10Gi"}

@@ -15,6 +15,7 @@ import copy
 import json
 import marshal
 import threading
+from decimal import Decimal
 from typing import Any, Iterable
 
 from gpufleet import _core
@@ -82,6 +83,7 @@ class DraCluster:
         # Derived from the objects, dropped whenever they change (under the lock).
         self._multi: set[tuple[str, str, str]] | None = None
         self._held = Ledger()  # what the claims' status holds, kept current by every change
+        self._share_pods: dict[str, list[str]] = {}  # claim -> its pseudo-pods of shared GPUs
         self._maps: dict[str, tuple[NodeDevices, dict[int, tuple[str, int]]]] = {}
         # Slices by the node they name (the others serve any node), and device -> its node.
         self._node_slices: dict[str, set[str]] = {}
@@ -193,7 +195,7 @@ class DraCluster:
                     self._verify(key, alloc)
                     self._hold(key, alloc)
                 elif key in self._claims and self._cluster is not None:
-                    legacy.drop(self._cluster, key)
+                    legacy.drop(self._cluster, key, self._share_pods.pop(key, []))
                 self._claim_changed(self._claims.get(key), obj)
                 self._claims[key] = obj
                 self._shapes[key] = json.dumps(obj["spec"], sort_keys=True)
@@ -210,7 +212,7 @@ class DraCluster:
             if kind == "ResourceClaim":
                 self._shapes.pop(name, None)
                 if self._cluster is not None:
-                    legacy.drop(self._cluster, name)
+                    legacy.drop(self._cluster, name, self._share_pods.pop(name, []))
                 self._claim_changed(old, None)
             elif kind == "ResourceSlice":
                 self._changed(old)
@@ -414,7 +416,7 @@ class DraCluster:
             if current is None:
                 raise KeyError(f"ResourceClaim {claim}: not found")
             if self._cluster is not None:
-                legacy.drop(self._cluster, claim)
+                legacy.drop(self._cluster, claim, self._share_pods.pop(claim, []))
             if current.get("status"):
                 status = {k: v for k, v in current["status"].items() if k not in ("allocation", "reservedFor")}
                 updated = {k: v for k, v in current.items() if k != "status"}
@@ -460,12 +462,29 @@ class DraCluster:
             table = self._table(node) if node is not None else None
             held = self._held
             if self._cluster is not None and node is not None:
-                mapping = self._mapping(node, table)
-                used = legacy.used_devices(self._cluster)
-                outside = {table.devices[i].id for i, (t, m) in mapping.items() if (node, t, m) in used}
-                if outside - held.devices:
-                    held = Ledger(devices=held.devices | outside, shared=held.shared)
+                held = self._with_pods(node, table, held)
             return table, targets, dict(self._classes), held
+
+    def _with_pods(self, node: str, table: NodeDevices, held: Ledger) -> Ledger:
+        """`held` and what pods hold on the node's Cluster devices: a whole device with any usage
+        is in use; a GPU shared by capacity has at least the Cluster's core percent and memory
+        consumed (which include the claims' own shares, so nothing counts twice)."""
+        use = legacy.device_use(self._cluster, node)
+        if not use:
+            return held
+        devices, shared = set(held.devices), dict(held.shared)
+        for i, key in self._mapping(node, table).items():
+            if key not in use:
+                continue
+            did = table.devices[i].id
+            if not table.multi[i]:
+                devices.add(did)
+                continue
+            mine = shared.get(did, {})
+            core, memory = use[key]
+            shared[did] = {**mine, legacy.CORES: max(mine.get(legacy.CORES, Decimal(0)), Decimal(core)),
+                           legacy.MEMORY: max(mine.get(legacy.MEMORY, Decimal(0)), Decimal(memory))}
+        return Ledger(devices=devices, shared=shared)
 
     def _table(self, node: str) -> NodeDevices:
         """What `node` offers (kept until its slices change); only the slices that can serve it
@@ -499,6 +518,7 @@ class DraCluster:
         if self._cluster is None:
             return
         per_node: dict[str, list[tuple[str, int]]] = {}
+        shares: dict[str, list[tuple[int, int, int]]] = {}
         for r in (allocation.get("devices") or {}).get("results") or []:
             if r.get("adminAccess"):
                 continue
@@ -509,13 +529,32 @@ class DraCluster:
                 continue  # a device not local to one known node: DRA's alone
             table = self._table(node)
             i = table.index.get((r["driver"], r["pool"], r["device"]))
-            if i is None or table.multi[i]:
+            grant = self._mapping(node, table).get(i) if i is not None else None
+            if grant is None:
                 continue
-            grant = self._mapping(node, table).get(i)
-            if grant is not None:
+            if not table.multi[i]:
                 per_node.setdefault(node, []).append(grant)
+                continue
+            # A GPU shared by capacity: the claim's cores and memory, as a share of it.
+            used = r.get("consumedCapacity") or {}
+            memory = _core.parse_quantity(str(used.get(legacy.MEMORY, "0")))  # rounded up
+            if grant[0] == "gpu" and memory > 0:
+                shares.setdefault(node, []).append((grant[1], _core.parse_quantity(str(used.get(legacy.CORES, "0"))), memory))
+        whole_before = self._cluster.allocation(legacy.pseudo_pod(claim)) is not None
+        before = set(self._share_pods.get(claim, ()))
         for node, grants in per_node.items():
             legacy.hold(self._cluster, claim, node, grants)
+        held: list[str] = []
+        try:
+            for node, node_shares in shares.items():
+                held += legacy.hold_shares(self._cluster, claim, node, node_shares)
+        except DraError:  # take back only what this call made
+            for name in ([] if whole_before else [legacy.pseudo_pod(claim)]) + [n for n in held if n not in before]:
+                if self._cluster.allocation(name) is not None:
+                    self._cluster.release(name)
+            raise
+        if held:
+            self._share_pods[claim] = held
 
     def _ledger(self, claims: Iterable[dict[str, Any]]) -> Ledger:
         multi = self._multi_devices()

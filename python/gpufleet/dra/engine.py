@@ -4,13 +4,15 @@
 every node profile of a DraCluster (candidates from the CEL verdicts, made here once per profile)
 and what claims hold on each node (cpp/gpufleet/engine/dra_ledger.h). In the engine's cycles a
 task with claims fits a node only where its claims can be allocated (the pack strategy); placing
-the task allocates them and adds their whole GPUs to its allocation, and a gang that cannot be
-placed whole gives every claim back with its tasks. ``claim_results`` reads what the placed tasks'
+the task allocates them and adds their GPUs to its allocation (whole, or the cores and memory a
+claim consumes of a GPU shared by capacity), and a gang that cannot be placed whole gives every
+claim back with its tasks. ``claim_results`` reads what the placed tasks'
 claims hold as AllocationResults, to commit into the DraCluster (or write to the API server).
 
 One accounting: a slice device that is a GPU of the engine's node (legacy.device_map: the same
-UUID, or a whole GPU of the same minor) is in use for claims while a pod holds any of it, and a
-claim's GPU is taken whole in the engine's accounting, so no pod asking through nvidia.com/gpu or
+UUID, or a GPU of the same minor) is in use for claims while a pod holds any of it, a GPU shared
+by capacity (``cores``, ``memory``) has what pods hold of it consumed, and a claim's GPU is taken
+in the engine's accounting (whole, or its share), so no pod asking through nvidia.com/gpu or
 shares is given it.
 """
 from __future__ import annotations
@@ -62,9 +64,17 @@ def set_claims(engine: Any, dra: Any, tasks: Mapping[str, Sequence[str]]) -> Non
             gpus = _whole_gpus(eng_nodes[node])
             counterparts: list[list[tuple[int, int, int, int, int]]] = [[] for _ in table.devices]
             for i, key in legacy.device_map(eng_nodes[node], table.devices).items():
-                if key in gpus:
-                    device, memory = gpus[key]
+                if key not in gpus:
+                    continue
+                device, memory = gpus[key]
+                if not table.multi[i]:
                     counterparts[i].append((device, 100, memory, -1, -1))
+                    continue
+                # Shared by capacity: its cores and memory are the GPU's percent and bytes.
+                cores_slot = table.capacity_slot.get((i, legacy.CORES), -1)
+                memory_slot = table.capacity_slot.get((i, legacy.MEMORY), -1)
+                if cores_slot >= 0 or memory_slot >= 0:
+                    counterparts[i].append((device, 0, 0, cores_slot, memory_slot))
             usage = [(0, 0)] * len(eng_nodes[node].get("devices") or [])
             rows.append((node, profile_of[node], table.held(dra._held), counterparts, usage))
         task_rows = []
