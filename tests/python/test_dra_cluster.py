@@ -316,3 +316,18 @@ def test_a_share_that_does_not_fit_beside_the_pods_is_refused_and_holds_nothing(
     with pytest.raises(DraError, match=r"^ResourceClaim ml/a: its share of a GPU on n1 does not fit beside the pods there: "):
         c.commit("ml/a", out.results[0])
     assert c.snapshot() == before and legacy_cluster.allocation("dra:ml/a@n1/gpu0") is None
+
+
+def test_allocatable_answers_as_allocate_on_each_node() -> None:
+    c = _cluster({f"n{i}": 1 + i % 3 for i in range(9)})
+    for name, count in (("a", 1), ("b", 2), ("big", 3)):
+        c.apply(_claim(name, count))
+    c.commit("ml/a", c.allocate(["ml/a"], "n1").results[0])  # n1 now holds like no other node
+    nodes = [f"n{i}" for i in range(9)]
+    for claims in (["ml/b"], ["ml/big"], ["ml/b", "ml/big"]):
+        want = {n: c.allocate(claims, n) for n in nodes}
+        assert c.allocatable(claims, nodes) == {n: "" if o.ok else f"{o.verdict}: {o.reason}" for n, o in want.items()}
+    assert [n for n, why in c.allocatable(["ml/big"], nodes).items() if not why] == ["n2", "n5", "n8"]
+    assert c.allocatable(["ml/b"], ["n1"]) == {"n1": "unallocatable: cannot allocate all claims"}
+    c.release("ml/a")
+    assert c.allocatable(["ml/b"], ["n1"]) == {"n1": ""}

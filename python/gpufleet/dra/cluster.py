@@ -245,6 +245,32 @@ class DraCluster:
             return solve_on(table, targets, classes, ledger, self._matcher,
                             strategy or self._strategy, self._budget)
 
+    def allocatable(self, claims: list[str], nodes: Iterable[str],
+                    strategy: str | None = None) -> dict[str, str]:
+        """Per node of `nodes`: "" where allocate(claims, node) would allocate, else its verdict
+        and reason ("unallocatable: ..."); nothing recorded. Nodes alike in what they publish and
+        hold (node_groups.py) are asked once, except where the answer is an error (its message
+        names the node's own devices, so that node is asked itself)."""
+        def why(out: AllocationOutcome) -> str:
+            return "" if out.ok else f"{out.verdict}: {out.reason}"
+
+        nodes = list(nodes)
+        if self._cluster is not None:  # pods' usage differs per node: ask each
+            return {n: why(self.allocate(claims, n, strategy)) for n in nodes}
+        with self._lock:
+            self._file_nodes()
+            by_group: dict[Any, AllocationOutcome] = {}
+            out = {}
+            for n in nodes:
+                group = self._groups.group_of.get(n)
+                hit = by_group.get(group) if group is not None else None
+                if hit is None or hit.verdict == "error":
+                    hit = self.allocate(claims, n, strategy)
+                    if group is not None:
+                        by_group[group] = hit
+                out[n] = why(hit)
+            return out
+
     def place(self, claims: list[str], nodes: Iterable[str] | None = None,
               strategy: str | None = None, remember: bool = True,
               commit: bool = False) -> tuple[str | None, AllocationOutcome]:

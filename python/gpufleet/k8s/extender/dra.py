@@ -158,8 +158,8 @@ class ClaimsFilter:
     """The filter's say on a pod's claims: a node passes only where every claim the pod names
     can be had there. A claim not known yet fails every node (it may be created soon); a claim
     allocated already passes the nodes its allocation's node selector admits; the claims not
-    allocated yet pass the nodes where they can be allocated together now (DraCluster.allocate,
-    nothing recorded: the bind allocates them)."""
+    allocated yet pass the nodes where they can be allocated together now
+    (DraCluster.allocatable: alike nodes asked once, nothing recorded: the bind allocates them)."""
 
     def __init__(self, sync: DraSync) -> None:
         self.sync = sync
@@ -182,18 +182,30 @@ class ClaimsFilter:
                 pending.append(name)
             elif allocation.get("nodeSelector"):
                 selectors.append((name, allocation["nodeSelector"]))
-        out = []
+        reachable = []
         for n in passed:
-            why = self._refusal(cluster, n, pending, selectors)
+            why = self._refusal(cluster, n, selectors)
             if why:
                 failed[n] = why
+            else:
+                reachable.append(n)
+        if not pending or not reachable:
+            return reachable
+        try:  # alike nodes are asked once
+            outcomes = cluster.allocatable(pending, reachable)
+        except (KeyError, DraError) as e:  # changed since it was read (deleted, allocated)
+            failed.update({n: str(e.args[0] if e.args else e) for n in reachable})
+            return []
+        out = []
+        for n in reachable:
+            if outcomes[n]:
+                failed[n] = f"claims {', '.join(pending)}: {outcomes[n]}"
             else:
                 out.append(n)
         return out
 
     @staticmethod
-    def _refusal(cluster: DraCluster, node: str, pending: list[str],
-                 selectors: list[tuple[str, dict[str, Any]]]) -> str:
+    def _refusal(cluster: DraCluster, node: str, selectors: list[tuple[str, dict[str, Any]]]) -> str:
         try:
             obj = cluster.node(node)
         except KeyError:
@@ -201,10 +213,6 @@ class ClaimsFilter:
         for name, selector in selectors:
             if not selector_matches(selector, obj):
                 return f"ResourceClaim {name} is allocated on devices this node cannot reach"
-        if pending:
-            out = cluster.allocate(pending, node)
-            if not out.ok:
-                return f"claims {', '.join(pending)}: {out.verdict}: {out.reason}"
         return ""
 
 
