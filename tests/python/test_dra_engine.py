@@ -144,13 +144,20 @@ def test_claims_on_a_gpu_shared_by_capacity_take_their_share_in_the_engine() -> 
     result = eng.run_cycle(now=1)
     assert not _binds(result) and "four" in result.pending
     eng.delete("four")
-    three = shares("three", 3)
-    eng.submit({"name": "three", "queue": "q", "replicas": 3, "requests": {"cpu": "1"}})
-    set_claims(eng, dra, three)
+    two = shares("two", 2)
+    eng.submit({"name": "two", "queue": "q", "replicas": 2, "requests": {"cpu": "1"}})
+    set_claims(eng, dra, two)
     binds = _binds(eng.run_cycle(now=2))
     assert sorted((b["task"], [(d.minor, d.core, d.memory_bytes) for d in b["devices"]]) for b in binds) == [
-        (f"three-{i}", [(0, 30, 10 << 30)]) for i in range(3)]
-    results = claim_results(eng, dra, three)
-    for _, by_claim in results.values():
-        [allocation] = by_claim.values()
+        (f"two-{i}", [(0, 30, 10 << 30)]) for i in range(2)]
+    for _, by_claim in claim_results(eng, dra, two).values():
+        [(claim, allocation)] = by_claim.items()
         assert allocation["devices"]["results"][0]["consumedCapacity"] == {"cores": "30", "memory": "10Gi"}
+        dra.commit(claim, allocation)
+    # Set up again with the two claims committed: 70% is used (the pod's 10, the claims' 60,
+    # counted once), so one more 30% share fits and a second does not.
+    more = shares("more", 2)
+    eng.submit({"name": "more", "queue": "q", "replicas": 2, "min_available": 1, "requests": {"cpu": "1"}})
+    set_claims(eng, dra, more)
+    binds = _binds(eng.run_cycle(now=3))
+    assert [[(d.minor, d.core) for d in b["devices"]] for b in binds] == [[(0, 30)]]

@@ -17,6 +17,7 @@ shares is given it.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping, Sequence
 
 from gpufleet import _core
@@ -49,6 +50,25 @@ def _profiles(dra: Any, nodes: list[str]) -> tuple[list[Any], dict[str, int]]:
     return tables, of
 
 
+def _claims_usage(engine: Any, dra: Any, node: str, table: Any, counterparts: list[Any],
+                  devices: int) -> list[tuple[int, int]]:
+    """Per device of the engine's node: what of its usage is the committed claims' shares (as far
+    as the usage goes), so that the core counts them once (the claims hold them, the rest is
+    pods')."""
+    usage = [[0, 0] for _ in range(devices)]
+    use = {m: v for (t, m), v in legacy.device_use(engine.cluster, node).items() if t == "gpu"}
+    for i, parts in enumerate(counterparts):
+        mine = dra._held.shared.get(table.devices[i].id) if table.multi[i] else None
+        for device, _, _, cores_slot, memory_slot in parts:
+            minor = engine.cluster.node(node)["devices"][device]["minor"]
+            if not mine or minor not in use:
+                continue
+            core, memory = use[minor]
+            usage[device][0] += min(core, math.ceil(mine.get(legacy.CORES, 0)))
+            usage[device][1] += min(memory, math.ceil(mine.get(legacy.MEMORY, 0)))
+    return [(c, m) for c, m in usage]
+
+
 def set_claims(engine: Any, dra: Any, tasks: Mapping[str, Sequence[str]]) -> None:
     """Gives the engine its tasks' claims (``{task: ["namespace/claim", ...]}``, unallocated
     claims of `dra`) for its next cycles; nodes of the engine that `dra` does not know offer no
@@ -75,8 +95,8 @@ def set_claims(engine: Any, dra: Any, tasks: Mapping[str, Sequence[str]]) -> Non
                 memory_slot = table.capacity_slot.get((i, legacy.MEMORY), -1)
                 if cores_slot >= 0 or memory_slot >= 0:
                     counterparts[i].append((device, 0, 0, cores_slot, memory_slot))
-            usage = [(0, 0)] * len(eng_nodes[node].get("devices") or [])
-            rows.append((node, profile_of[node], table.held(dra._held), counterparts, usage))
+            rows.append((node, profile_of[node], table.held(dra._held), counterparts,
+                         _claims_usage(engine, dra, node, table, counterparts, len(eng_nodes[node].get("devices") or []))))
         task_rows = []
         for task, claims in tasks.items():
             _, targets, classes, held = dra._question(list(claims), None)
