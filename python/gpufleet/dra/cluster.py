@@ -495,7 +495,7 @@ class DraCluster:
         """`held` and what pods hold on the node's Cluster devices: a whole device with any usage
         is in use; a GPU shared by capacity has at least the Cluster's core percent and memory
         consumed (which include the claims' own shares, so nothing counts twice)."""
-        use = legacy.device_use(self._cluster, node)
+        use = legacy.device_use(self._cluster, node).get(node)
         if not use:
             return held
         devices, shared = set(held.devices), dict(held.shared)

@@ -50,20 +50,20 @@ def _profiles(dra: Any, nodes: list[str]) -> tuple[list[Any], dict[str, int]]:
     return tables, of
 
 
-def _claims_usage(engine: Any, dra: Any, node: str, table: Any, counterparts: list[Any],
-                  devices: int) -> list[tuple[int, int]]:
-    """Per device of the engine's node: what of its usage is the committed claims' shares (as far
-    as the usage goes), so that the core counts them once (the claims hold them, the rest is
-    pods')."""
-    usage = [[0, 0] for _ in range(devices)]
-    use = {m: v for (t, m), v in legacy.device_use(engine.cluster, node).items() if t == "gpu"}
+def _claims_usage(spec: dict[str, Any], use: dict[tuple[str, int], tuple[int, int]], dra: Any, table: Any,
+                  counterparts: list[Any]) -> list[tuple[int, int]]:
+    """Per device of the engine's node (`spec`, whose devices hold `use`): what of its usage is
+    the committed claims' shares (as far as the usage goes), so that the core counts them once
+    (the claims hold them, the rest is pods')."""
+    devices = spec.get("devices") or []
+    usage = [[0, 0] for _ in devices]
     for i, parts in enumerate(counterparts):
         mine = dra._held.shared.get(table.devices[i].id) if table.multi[i] else None
         for device, _, _, cores_slot, memory_slot in parts:
-            minor = engine.cluster.node(node)["devices"][device]["minor"]
-            if not mine or minor not in use:
+            key = ("gpu", devices[device]["minor"])
+            if not mine or key not in use:
                 continue
-            core, memory = use[minor]
+            core, memory = use[key]
             usage[device][0] += min(core, math.ceil(mine.get(legacy.CORES, 0)))
             usage[device][1] += min(memory, math.ceil(mine.get(legacy.MEMORY, 0)))
     return [(c, m) for c, m in usage]
@@ -78,6 +78,7 @@ def set_claims(engine: Any, dra: Any, tasks: Mapping[str, Sequence[str]]) -> Non
     with dra._lock:
         nodes = sorted(n for n in eng_nodes if n in dra._nodes)
         tables, profile_of = _profiles(dra, nodes)
+        use = legacy.device_use(engine.cluster)
         rows = []
         for node in nodes:
             table = dra._table(node)
@@ -95,20 +96,29 @@ def set_claims(engine: Any, dra: Any, tasks: Mapping[str, Sequence[str]]) -> Non
                 memory_slot = table.capacity_slot.get((i, legacy.MEMORY), -1)
                 if cores_slot >= 0 or memory_slot >= 0:
                     counterparts[i].append((device, 0, 0, cores_slot, memory_slot))
-            rows.append((node, profile_of[node], table.held(dra._held), counterparts,
-                         _claims_usage(engine, dra, node, table, counterparts, len(eng_nodes[node].get("devices") or []))))
+            usage = _claims_usage(eng_nodes[node], use.get(node, {}), dra, table, counterparts)
+            rows.append((node, profile_of[node], table.held(dra._held), counterparts, usage))
         task_rows = []
+        # Claims of one shape ask the same of a profile: their requests are made once (unless
+        # shared devices make them depend on what is held).
+        made: dict[tuple[str, int], tuple[Any, str]] = {}
         for task, claims in tasks.items():
             _, targets, classes, held = dra._question(list(claims), None)
+            shape = "\x00".join([*(dra._shapes[n] for n in claims), str(dra._classes_version)])
             by_profile: list[Any] = []
             refusals: list[str] = []
-            for table in tables:
-                try:
-                    by_profile.append(table.request_part(targets, classes, held, dra._matcher).native(table))
-                    refusals.append("")
-                except DraError as e:
-                    by_profile.append(None)
-                    refusals.append(str(e))
+            for p, table in enumerate(tables):
+                hit = made.get((shape, p))
+                if hit is None:
+                    try:
+                        part = table.request_part(targets, classes, held, dra._matcher)
+                        hit = (part.native(table), "")
+                        if part.static:
+                            made[(shape, p)] = hit
+                    except DraError as e:
+                        hit = made[(shape, p)] = (None, str(e))
+                by_profile.append(hit[0])
+                refusals.append(hit[1])
             task_rows.append((task, by_profile, refusals))
         _core.engine_dra_set(engine._native, [t.native() for t in tables], rows, task_rows)
 

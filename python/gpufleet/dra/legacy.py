@@ -114,14 +114,16 @@ def hold_shares(cluster: Any, claim: str, node: str, shares: list[tuple[int, int
     return names
 
 
-def device_use(cluster: Any, node: str) -> dict[tuple[str, int], tuple[int, int]]:
-    """(type, minor) -> (core percent, memory bytes) held on the node's Cluster devices that
-    hold some usage."""
+def device_use(cluster: Any, node: str | None = None) -> dict[str, dict[tuple[str, int], tuple[int, int]]]:
+    """Per node (only `node` when given): (type, minor) -> (core percent, memory bytes) of its
+    Cluster devices that hold some usage."""
     u = cluster.device_usage(copy=True)
     names = u["node_names"]
-    return {(t, int(m)): (int(core), int(memory))
-            for n, t, m, core, memory in zip(u["node"], u["type"], u["minor"], u["core_used"], u["memory_used"])
-            if names[n] == node and (core > 0 or memory > 0)}
+    out: dict[str, dict[tuple[str, int], tuple[int, int]]] = {}
+    for n, t, m, core, memory in zip(u["node"], u["type"], u["minor"], u["core_used"], u["memory_used"]):
+        if (core > 0 or memory > 0) and (node is None or names[n] == node):
+            out.setdefault(names[n], {})[(t, int(m))] = (int(core), int(memory))
+    return out
 
 
 def drop(cluster: Any, claim: str, shares: tuple[str, ...] | list[str] = ()) -> None:
