@@ -17,6 +17,28 @@ dra::Result Refused(std::string reason) {
   return r;
 }
 
+constexpr size_t kMaxCachedAnswers = 100000;
+
+template <typename T>
+void AppendBytes(std::string& key, const std::vector<T>& v) {
+  const size_t n = v.size();
+  key.append(reinterpret_cast<const char*>(&n), sizeof(n));
+  key.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+}
+
+// Everything a question is made of but the table, which the profile names.
+std::string QuestionKey(const dra::ClaimRequests* requests, int profile, const dra::Held& h) {
+  std::string key;
+  const uintptr_t r = reinterpret_cast<uintptr_t>(requests);
+  key.append(reinterpret_cast<const char*>(&r), sizeof(r));
+  key.append(reinterpret_cast<const char*>(&profile), sizeof(profile));
+  AppendBytes(key, h.in_use);
+  AppendBytes(key, h.sharers);
+  AppendBytes(key, h.capacity_used);
+  AppendBytes(key, h.counter_used);
+  return key;
+}
+
 int64_t Amount(const dra::Amounts& amounts, int slot) {
   for (const auto& [s, a] : amounts)
     if (s == slot) return a;
@@ -62,6 +84,7 @@ absl::Status DraLedger::SetTask(const std::string& task,
         return absl::InvalidArgumentError(absl::StrFormat("dra: task %s: %s", task, s.message()));
     }
   tasks_[task] = TaskClaims{std::move(by_profile), std::move(refusals)};
+  cache_ = std::make_shared<AnswerCache>();
   return absl::OkStatus();
 }
 
@@ -94,8 +117,18 @@ dra::Result DraLedger::Solve(const std::string& task, const std::string& node,
         held.in_use[d] = 1;
       }
     }
-  return dra::Solve(dra::BuildProblem(*tables_[n.profile], *requests, held, dra::Objective::kPack,
-                                      200000));
+  const std::string key = QuestionKey(requests, n.profile, held);
+  {
+    std::lock_guard<std::mutex> lock(cache_->mu);
+    auto hit = cache_->answers.find(key);
+    if (hit != cache_->answers.end()) return hit->second;
+  }
+  dra::Result r = dra::Solve(
+      dra::BuildProblem(*tables_[n.profile], *requests, held, dra::Objective::kPack, 200000));
+  std::lock_guard<std::mutex> lock(cache_->mu);
+  if (cache_->answers.size() >= kMaxCachedAnswers) cache_->answers.clear();
+  cache_->answers.emplace(key, r);
+  return r;
 }
 
 const DraHolding& DraLedger::Hold(const std::string& task, const std::string& node,

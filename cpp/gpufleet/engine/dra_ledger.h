@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -88,10 +89,20 @@ class DraLedger {
   const dra::ClaimRequests* RequestsOn(const std::string& task, const DraNodeClaims& n) const;
   void Apply(const std::string& task, const DraHolding& h, int sign);
 
+  // Answers by question (the requests, the node's profile, what is held there): alike nodes
+  // and a task asked again on a node whose holds did not change cost no search. Shared by the
+  // copies a session makes (they hold the same requests); cleared when a task's requests change,
+  // since a freed request's address may be reused.
+  struct AnswerCache {
+    std::mutex mu;
+    absl::flat_hash_map<std::string, dra::Result> answers;
+  };
+
   std::vector<std::shared_ptr<const dra::NodeTable>> tables_;
   absl::flat_hash_map<std::string, DraNodeClaims> nodes_;
   absl::flat_hash_map<std::string, TaskClaims> tasks_;
   absl::flat_hash_map<std::string, DraHolding> holdings_;
+  std::shared_ptr<AnswerCache> cache_ = std::make_shared<AnswerCache>();
 };
 
 }  // namespace gpufleet::engine
