@@ -120,6 +120,30 @@ TEST(DraLedger, ASharedGpuShrinksByWhatPodsHoldButNotByWhatClaimsHold) {
   EXPECT_EQ(f.ledger.Solve("rest", "n1", f.View()).verdict, dra::Verdict::kAllocated);
 }
 
+TEST(DraLedger, RememberedAnswersFollowWhatIsHeldOnEachNode) {
+  Fixture f;
+  DraNodeClaims twin;
+  twin.profile = 0;
+  twin.held = dra::EmptyHeld(*Table());
+  twin.counterparts = {{{0, 100, 80 * kGiB, -1, -1}}, {{1, 100, 80 * kGiB, -1, -1}}, {{2, 0, 0, 0, 1}}};
+  twin.claim_usage.assign(3, {0, 0});
+  ASSERT_TRUE(f.ledger.SetNode("n2", std::move(twin)).ok());
+  f.Task("two", Requests(2));
+  // Alike and empty: the same answer on both nodes, asked again or not.
+  const dra::Result first = f.ledger.Solve("two", "n1", f.View());
+  ASSERT_EQ(first.verdict, dra::Verdict::kAllocated);
+  EXPECT_EQ(f.ledger.Solve("two", "n2", f.View()).choices.size(), first.choices.size());
+  // A pod on n1's GPU 0 changes n1's question only.
+  f.core[0] = 10;
+  EXPECT_EQ(f.ledger.Solve("two", "n1", f.View()).verdict, dra::Verdict::kUnallocatable);
+  f.core[0] = 0;
+  EXPECT_EQ(f.ledger.Solve("two", "n2", f.View()).verdict, dra::Verdict::kAllocated);
+  // So does a claim held there.
+  f.Task("one", Requests(1));
+  f.Place("one");
+  EXPECT_EQ(f.ledger.Solve("two", "n1", f.View()).verdict, dra::Verdict::kUnallocatable);
+}
+
 TEST(DraLedger, BadSetupIsRefused) {
   Fixture f;
   DraNodeClaims n;
