@@ -161,3 +161,17 @@ def test_claims_on_a_gpu_shared_by_capacity_take_their_share_in_the_engine() -> 
     set_claims(eng, dra, more)
     binds = _binds(eng.run_cycle(now=3))
     assert [[(d.minor, d.core) for d in b["devices"]] for b in binds] == [[(0, 30)]]
+
+
+def test_a_deleted_jobs_tasks_forget_their_claims() -> None:
+    eng, dra = _setup()
+    tasks = _claims(dra, "big", 3)  # three H100s asked, two exist: pending
+    eng.submit({"name": "big", "queue": "q", "replicas": 3, "requests": {"cpu": "1"}})
+    set_claims(eng, dra, tasks)
+    assert "big" in eng.run_cycle(now=1).pending
+    # Submitted again under the same name without claims, its tasks are plain pods.
+    eng.delete("big")
+    eng.submit({"name": "big", "queue": "q", "replicas": 3, "requests": {"cpu": "1"}})
+    binds = _binds(eng.run_cycle(now=2))
+    assert len(binds) == 3 and all(b["devices"] == [] for b in binds)
+    assert claim_results(eng, dra, tasks) == {}

@@ -178,6 +178,11 @@ void DraLedger::Restore(const std::string& task, DraHolding holding) {
   holdings_[task] = std::move(holding);
 }
 
+void DraLedger::Forget(const std::string& task) {
+  Release(task);
+  tasks_.erase(task);
+}
+
 void DraLedger::Apply(const std::string& task, const DraHolding& h, int sign) {
   DraNodeClaims& n = nodes_.at(h.node);
   dra::HoldChoices(*tables_[n.profile], *RequestsOn(task, n), h.choices, sign, n.held);

@@ -79,6 +79,8 @@ class DraLedger {
   // Gives back what the task's claims hold (nullopt if nothing); Restore puts it back.
   std::optional<DraHolding> Release(const std::string& task);
   void Restore(const std::string& task, DraHolding holding);
+  // Gives back what the task's claims hold and forgets its claims (its job was deleted).
+  void Forget(const std::string& task);
   const absl::flat_hash_map<std::string, DraHolding>& holdings() const { return holdings_; }
 
  private:

@@ -158,7 +158,7 @@ absl::Status Scheduler::DeleteJob(const std::string& name) {
   if (it == jobs_.end()) return absl::NotFoundError(absl::StrFormat("job %s does not exist", name));
   for (const Pod& p : it->second.tasks) {
     if (state_.FindAllocation(p.name) != nullptr) RETURN_IF_ERROR(state_.Release(p.name));
-    dra_.Release(p.name);
+    dra_.Forget(p.name);
     task_owner_.erase(p.name);
   }
   jobs_.erase(it);
