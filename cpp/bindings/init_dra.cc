@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "dra_dicts.h"
 #include "gpufleet/dra/search.h"
 #include "gpufleet/dra/solve.h"
 #include "status_cast.h"
@@ -18,73 +19,22 @@ namespace py = pybind11;
 namespace gpufleet::bindings {
 namespace {
 
-using dra::Amounts;
-
 template <typename T>
 T Get(const py::dict& d, const char* key, T fallback) {
   return d.contains(key) ? d[key].cast<T>() : fallback;
 }
 
-Amounts ToAmounts(const py::handle& h) {
-  Amounts out;
-  for (const py::handle& pair : h) {
-    auto t = pair.cast<std::pair<int, int64_t>>();
-    out.push_back(t);
-  }
-  return out;
-}
-
 dra::Problem ToProblem(const py::dict& d) {
   dra::Problem p;
-  for (const py::handle& h : d["devices"].cast<py::list>()) {
-    const py::dict x = h.cast<py::dict>();
-    dra::Device dev;
-    dev.in_use = Get<bool>(x, "in_use", false);
-    dev.multi = Get<bool>(x, "multi", false);
-    if (x.contains("counters")) dev.counters = ToAmounts(x["counters"]);
-    dev.unit = Get<int>(x, "unit", -1);
-    dev.root = Get<int>(x, "root", -1);
-    dev.twin = Get<int>(x, "twin", -1);
-    p.devices.push_back(std::move(dev));
-  }
+  p.devices = ToDevices(d["devices"]);
   p.counter_free = Get<std::vector<int64_t>>(d, "counter_free", {});
   p.capacity_free = Get<std::vector<int64_t>>(d, "capacity_free", {});
   p.unit_free = Get<std::vector<int64_t>>(d, "unit_free", {});
   p.unit_opened = Get<std::vector<uint8_t>>(d, "unit_opened", {});
-  for (const py::handle& h : d["requests"].cast<py::list>()) {
-    const py::dict x = h.cast<py::dict>();
-    dra::Request r;
-    r.claim = x["claim"].cast<int>();
-    r.group = x["group"].cast<int>();
-    r.mode = Get<bool>(x, "all", false) ? dra::Mode::kAll : dra::Mode::kExactCount;
-    r.count = Get<int>(x, "count", 1);
-    r.admin = Get<bool>(x, "admin", false);
-    for (const py::handle& c : x["candidates"].cast<py::list>()) {
-      dra::Candidate cand;
-      if (py::isinstance<py::int_>(c)) {
-        cand.device = c.cast<int>();
-      } else {
-        const py::dict cd = c.cast<py::dict>();
-        cand.device = cd["device"].cast<int>();
-        cand.blocked = Get<bool>(cd, "blocked", false);
-        if (cd.contains("capacity")) cand.capacity = ToAmounts(cd["capacity"]);
-        cand.unit_take = Get<int64_t>(cd, "unit_take", -1);
-      }
-      r.candidates.push_back(std::move(cand));
-    }
-    p.requests.push_back(std::move(r));
-  }
+  p.requests = ToRequests(d["requests"]);
   p.num_claims = d["num_claims"].cast<int>();
   p.num_groups = d["num_groups"].cast<int>();
-  for (const py::handle& h : Get<py::list>(d, "constraints", py::list())) {
-    const py::dict x = h.cast<py::dict>();
-    dra::Constraint c;
-    c.claim = x["claim"].cast<int>();
-    c.distinct = Get<bool>(x, "distinct", false);
-    c.requests = x["requests"].cast<std::vector<int>>();
-    c.values = x["values"].cast<std::vector<std::vector<int>>>();
-    p.constraints.push_back(std::move(c));
-  }
+  p.constraints = ToConstraints(Get<py::list>(d, "constraints", py::list()));
   p.max_devices_per_claim = Get<int>(d, "max_devices_per_claim", 32);
   p.objective = Get<std::string>(d, "objective", "pack") == "first" ? dra::Objective::kFirst
                                                                      : dra::Objective::kPack;
@@ -92,31 +42,6 @@ dra::Problem ToProblem(const py::dict& d) {
   p.budget = Get<int64_t>(d, "budget", 200000);
   p.combinations = Get<bool>(d, "combinations", false);
   return p;
-}
-
-py::dict ScoreDict(const dra::Score& s) {
-  py::dict out;
-  out["roots"] = s.roots;
-  out["opened"] = s.opened;
-  out["leftover"] = s.leftover;
-  return out;
-}
-
-py::dict ResultDict(const dra::Result& r) {
-  static const char* kVerdicts[] = {"allocated", "unallocatable", "error"};
-  py::list choices;
-  for (const dra::Choice& c : r.choices) choices.append(py::make_tuple(c.request, c.device, c.candidate));
-  py::dict out;
-  out["verdict"] = kVerdicts[static_cast<int>(r.verdict)];
-  out["choices"] = choices;
-  out["score"] = ScoreDict(r.score);
-  out["reason"] = r.reason;
-  out["steps"] = r.steps;
-  out["gave_up"] = r.gave_up;
-  out["proved_best"] = r.proved_best;
-  out["error_request"] = r.error_request;
-  out["error_device"] = r.error_device;
-  return out;
 }
 
 dra::Problem Checked(const py::dict& d) {
@@ -128,7 +53,10 @@ dra::Problem Checked(const py::dict& d) {
 
 }  // namespace
 
+void InitDraPrepared(py::module_& m);
+
 void InitDra(py::module_& m) {
+  InitDraPrepared(m);
   m.def(
       "dra_solve",
       [](const py::dict& problem) {

@@ -90,5 +90,36 @@ def test_allocation_errors_name_the_claim_request_and_expression(where: str, pre
     assert allocate(s["node"], s["claims"], s["classes"], s["slices"]).ok
 
 
+TAGS = 'device.attributes["gpu.example.com"].tags'
+TOO_EXPENSIVE = f'{TAGS}.all(a, {TAGS}.all(b, {TAGS}.all(c, a == b && b == c)))'
+
+
+def test_selector_costs_are_estimated_and_bounded() -> None:
+    from gpufleet.dra.cel import _runtime
+    from gpufleet.dra.cel_cost import estimated_cost
+    _, env, _, _ = _runtime()
+
+    def cost(expression: str) -> int:
+        return estimated_cost(env.compile(expression).serialize())
+
+    assert cost('device.driver == "x"') == 4  # the call, its select, ident and constant
+    # A comprehension costs its range's size times its body: a literal has its length, a
+    # device's list at most 64.
+    per_entry = cost("[1].all(x, x > 0)") - cost("[].all(x, x > 0)")
+    assert per_entry > 1 and cost("[1, 2, 3, 4].all(x, x > 0)") - cost("[1, 2].all(x, x > 0)") == 2 * per_entry
+    two = cost(f"{TAGS}.all(a, {TAGS}.all(b, a == b))")
+    assert 64 * 64 < two < 1_000_000 < cost(TOO_EXPENSIVE)
+    with pytest.raises(CelError, match=r"^estimated cost [\d,]+ passes the limit of 1,000,000 \(cel_cost.py\)$"):
+        compile_selector(TOO_EXPENSIVE)
+
+
+def test_a_selector_too_expensive_is_refused_naming_the_claim_and_request() -> None:
+    s = _scenario(TOO_EXPENSIVE, "claim")
+    out = allocate(s["node"], s["claims"], s["classes"], s["slices"])
+    assert out.verdict == "error"
+    assert out.reason.startswith("claim default/c0, request r0: selector #0")
+    assert "passes the limit of 1,000,000" in out.reason and "\n" not in out.reason
+
+
 def test_each_expression_is_compiled_once() -> None:
     assert compile_selector('device.driver != ""') is compile_selector('device.driver != ""')

@@ -259,3 +259,75 @@ def test_gangs_are_all_or_nothing() -> None:
     nodes, why = c.place_gang([[f"ml/g{i}"] for i in range(4)])
     assert why == "" and sorted(nodes) == ["n1", "n1", "n2", "n2"]
     assert all(c.claim(f"ml/g{i}")["status"]["allocation"] for i in range(4))
+
+
+def _share_claim(name: str, cores: int, memory: str) -> dict:
+    return {"kind": "ResourceClaim", "metadata": {"name": name, "namespace": "ml"}, "spec": {"devices": {
+        "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu", "capacity": {
+            "requests": {"cores": str(cores), "memory": memory}}}}]}}}
+
+
+def test_a_gpu_shared_by_capacity_is_one_ledger_with_koordinator_shares() -> None:
+    from gpufleet import Pod
+    c, legacy_cluster = _bridged(1)
+    sl = _slice("n1", 1)
+    sl["spec"]["devices"][0].update({"allowMultipleAllocations": True, "capacity": {
+        "cores": {"value": "100"}, "memory": {"value": "80Gi"}}})
+    sl["spec"]["devices"][0]["attributes"].update({"type": {"string": "gpu"}, "minor": {"int": 0}})
+    c.apply(sl)
+    c.apply(_share_claim("a", 40, "8Gi"))
+    c.commit("ml/a", c.allocate(["ml/a"], "n1").results[0])
+    # The claim's share is held in the Cluster: 40% and 8Gi of GPU 0.
+    pseudo = legacy_cluster.allocation("dra:ml/a@n1/gpu0")
+    assert [(g.minor, g.core, g.memory_bytes) for g in pseudo.devices] == [(0, 40, 8 << 30)]
+    assert legacy_cluster.place(Pod.from_dict({"name": "whole", "requests": {"nvidia.com/gpu": 1}}),
+                                commit=False)[0] is None
+    # And the reverse: a Koordinator share beside it counts for claims, the claim's own share once.
+    alloc, _ = legacy_cluster.place(Pod.from_dict({"name": "q", "requests": {
+        "koordinator.sh/gpu-core": "50", "koordinator.sh/gpu-memory": "40Gi"}}))
+    assert alloc is not None
+    c.apply(_share_claim("b", 20, "8Gi"))
+    c.apply(_share_claim("c", 10, "8Gi"))
+    assert c.allocate(["ml/b"], "n1").verdict == "unallocatable"  # 40 + 50 + 20 > 100
+    assert c.allocate(["ml/c"], "n1").ok                           # 40 + 50 + 10
+    # Released, the claim's share goes; restored from the claim's status, it comes back.
+    snap = c.snapshot()
+    c.release("ml/a")
+    assert legacy_cluster.allocation("dra:ml/a@n1/gpu0") is None
+    assert c.allocate(["ml/b"], "n1").ok
+    DraCluster.restore(snap, cluster=legacy_cluster)
+    assert legacy_cluster.allocation("dra:ml/a@n1/gpu0") is not None
+    legacy_cluster.check_invariants()
+
+
+def test_a_share_that_does_not_fit_beside_the_pods_is_refused_and_holds_nothing() -> None:
+    from gpufleet import Pod
+    c, legacy_cluster = _bridged(1)
+    sl = _slice("n1", 1)
+    sl["spec"]["devices"][0].update({"allowMultipleAllocations": True, "capacity": {
+        "cores": {"value": "100"}, "memory": {"value": "80Gi"}}})
+    sl["spec"]["devices"][0]["attributes"].update({"type": {"string": "gpu"}, "minor": {"int": 0}})
+    c.apply(sl)
+    c.apply(_share_claim("a", 60, "8Gi"))
+    out = c.allocate(["ml/a"], "n1")
+    legacy_cluster.place(Pod.from_dict({"name": "q", "requests": {
+        "koordinator.sh/gpu-core": "50", "koordinator.sh/gpu-memory": "40Gi"}}))
+    before = c.snapshot()
+    with pytest.raises(DraError, match=r"^ResourceClaim ml/a: its share of a GPU on n1 does not fit beside the pods there: "):
+        c.commit("ml/a", out.results[0])
+    assert c.snapshot() == before and legacy_cluster.allocation("dra:ml/a@n1/gpu0") is None
+
+
+def test_allocatable_answers_as_allocate_on_each_node() -> None:
+    c = _cluster({f"n{i}": 1 + i % 3 for i in range(9)})
+    for name, count in (("a", 1), ("b", 2), ("big", 3)):
+        c.apply(_claim(name, count))
+    c.commit("ml/a", c.allocate(["ml/a"], "n1").results[0])  # n1 now holds like no other node
+    nodes = [f"n{i}" for i in range(9)]
+    for claims in (["ml/b"], ["ml/big"], ["ml/b", "ml/big"]):
+        want = {n: c.allocate(claims, n) for n in nodes}
+        assert c.allocatable(claims, nodes) == {n: "" if o.ok else f"{o.verdict}: {o.reason}" for n, o in want.items()}
+    assert [n for n, why in c.allocatable(["ml/big"], nodes).items() if not why] == ["n2", "n5", "n8"]
+    assert c.allocatable(["ml/b"], ["n1"]) == {"n1": "unallocatable: cannot allocate all claims"}
+    c.release("ml/a")
+    assert c.allocatable(["ml/b"], ["n1"]) == {"n1": ""}

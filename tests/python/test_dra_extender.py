@@ -161,3 +161,52 @@ def test_concurrent_binds_never_write_a_device_twice() -> None:
     assert sum(done) == 2 and len(inner.records) == 2
     written = [p[2]["status"]["allocation"]["devices"]["results"][0]["device"] for p in api.patches]
     assert sorted(written) == ["gpu-0", "gpu-1"]
+
+
+class _TwoNodes(FakeCore):
+    def list_node(self, _preload_content: bool = True) -> _Resp:
+        return _Resp({"items": [{"metadata": {"name": "n1"}}, {"metadata": {"name": "n2"}}]})
+
+
+def _kube_pod(name: str, claims: list[str]) -> dict:
+    pod = _pod(name, claims)
+    pod["metadata"]["uid"] = f"uid-{name}"
+    pod["spec"]["containers"] = [{"name": "main", "image": "x", "resources": {"requests": {"cpu": "1"}}}]
+    return pod
+
+
+def test_the_filter_passes_only_nodes_where_the_pods_claims_can_be_had() -> None:
+    import gpufleet
+    from gpufleet.k8s.extender.app import Extender
+    from gpufleet.k8s.extender.dra import enable
+    from gpufleet.k8s.extender.state import ExtenderState
+    on_n1 = {"allocation": {"devices": {"results": [{"request": "gpu", "driver": D, "pool": "n1", "device": "gpu-1"}]},
+                            "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                                {"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]}}}
+    state = ExtenderState(api=gpufleet)
+    for n in ("n1", "n2", "n3"):
+        state.add_node({"name": n, "cpu": "64", "memory": "256Gi"})
+    api = FakeResource([_claim("a"), _claim("b"), _claim("held", on_n1)])
+    enable(state, _TwoNodes({}), api)
+    ext = Extender(state)
+
+    def run(claims: list[str]) -> tuple[list[str], dict[str, str]]:
+        out = ext.filter({"Pod": _kube_pod("p", claims), "Nodes": None, "NodeNames": ["n1", "n2", "n3"]})
+        return out["NodeNames"], out["FailedNodes"]
+
+    # Only n1 publishes devices (one GPU is held: one claim fits, two do not); n3 has no Node
+    # object in the API server's list.
+    passed, failed = run(["a"])
+    assert passed == ["n1"]
+    assert failed["n2"].startswith("claims ml/a: unallocatable:")
+    assert failed["n3"] == "node n3 is not known to DRA (no Node object listed)"
+    passed, failed = run(["a", "b"])
+    assert passed == [] and failed["n1"].startswith("claims ml/a, ml/b: unallocatable:")
+    passed, failed = run(["held"])  # allocated: only where its node selector admits
+    assert passed == ["n1"]
+    assert failed["n2"] == "ResourceClaim ml/held is allocated on devices this node cannot reach"
+    passed, failed = run(["missing"])
+    assert passed == [] and set(failed.values()) == {"ResourceClaim ml/missing: not found"}
+    passed, failed = run([])  # a pod without claims is not the filter's business
+    assert passed == ["n1", "n2", "n3"] and failed == {}
+    assert api.patches == []  # the filter records nothing

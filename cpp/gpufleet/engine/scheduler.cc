@@ -158,6 +158,7 @@ absl::Status Scheduler::DeleteJob(const std::string& name) {
   if (it == jobs_.end()) return absl::NotFoundError(absl::StrFormat("job %s does not exist", name));
   for (const Pod& p : it->second.tasks) {
     if (state_.FindAllocation(p.name) != nullptr) RETURN_IF_ERROR(state_.Release(p.name));
+    dra_.Forget(p.name);
     task_owner_.erase(p.name);
   }
   jobs_.erase(it);
@@ -203,6 +204,7 @@ absl::StatusOr<CycleResult> Scheduler::RunCycleAt(double now) {
   in.disabled = config_.DisabledPoints();
   in.hold_plan = hold_plan_;
   in.queue_memory = &queue_memory_;
+  in.dra = &dra_;
   Session session(in);
   session.set_cycle(cycle_);
   std::vector<std::unique_ptr<Plugin>> plugins;
@@ -232,6 +234,7 @@ absl::StatusOr<CycleResult> Scheduler::RunCycleAt(double now) {
   state_ = std::move(session.state());
   hold_plan_ = session.reservations().plan();
   queue_memory_ = std::move(session.queue_memory());
+  if (!dra_.empty()) dra_ = std::move(session.dra());
   for (const JobInfo& j : session.jobs()) {
     if (j.inqueue) admitted_.insert(j.name());
     int& w = waiting_[j.name()];

@@ -21,6 +21,7 @@
 #include "gpufleet/engine/action.h"
 #include "gpufleet/engine/config.h"
 #include "gpufleet/engine/decisions.h"
+#include "gpufleet/engine/dra_ledger.h"
 #include "gpufleet/engine/job.h"
 #include "gpufleet/engine/queue.h"
 #include "gpufleet/engine/reservation_ledger.h"
@@ -65,6 +66,10 @@ class Scheduler {
   std::vector<JobState> Jobs() const;
   const Job* FindJob(const std::string& name) const;
 
+  // The tasks' claims (dra_ledger.h): set up by gpufleet.dra.engine before cycles, kept by them.
+  DraLedger& dra() { return dra_; }
+  const DraLedger& dra() const { return dra_; }
+
   // Runs a cycle at the clock's time (RunCycle) or at `now` seconds (RunCycleAt; tests and
   // notebooks drive time this way). A cycle's time must not be before the last cycle's.
   absl::StatusOr<CycleResult> RunCycle();
@@ -94,6 +99,7 @@ class Scheduler {
   std::set<std::string> admitted_;
   HoldPlan hold_plan_;  // where the starvation target will go (reservation_ledger.h)
   queues::QueueMemory queue_memory_;  // preemption ledger and usage history of queue trees
+  DraLedger dra_;
   int cycle_ = 0;
   int64_t last_creation_ = 0;
   std::function<double()> clock_;

@@ -110,6 +110,12 @@ Session::Session(const SessionInput& in)
   strategy_ = binpack.ok() ? *std::move(binpack) : nullptr;
   reservations_.Restore(in.hold_plan);
   if (in.queue_memory != nullptr) queue_memory_ = *in.queue_memory;
+  if (in.dra != nullptr && !in.dra->empty()) {
+    // Whether claims fit depends on what claims hold per node: no shared misses or node classes.
+    dra_ = *in.dra;
+    fit_cache_enabled_ = false;
+    classes_enabled_ = false;
+  }
 }
 
 Session::~Session() = default;
@@ -214,6 +220,10 @@ FitResult Session::Predicate(const TaskInfo& task, int node) const {
   }
   if (!reservations_.Admits(*this, task, node))
     return FitResult::Unschedulable("capacity held for the reservation target");
+  if (!dra_.empty() && dra_.HasClaims(task.name()) &&
+      dra_.Solve(task.name(), state_.node(node).name, state_.View(node)).verdict !=
+          dra::Verdict::kAllocated)
+    return FitResult::Unschedulable("cannot allocate the pod's claims");
   return FitResult::Ok();
 }
 

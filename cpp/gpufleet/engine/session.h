@@ -21,6 +21,7 @@
 #include "gpufleet/accounting/cluster_state.h"
 #include "gpufleet/engine/callback_points.h"
 #include "gpufleet/engine/decisions.h"
+#include "gpufleet/engine/dra_ledger.h"
 #include "gpufleet/engine/gang_topology.h"
 #include "gpufleet/engine/reservation_ledger.h"
 #include "gpufleet/engine/session_types.h"
@@ -62,6 +63,8 @@ struct SessionInput {
   // What queue trees remember across cycles (queues/queue_memory.h); copied into the session,
   // and adopted back by the scheduler only when the cycle succeeds.
   const queues::QueueMemory* queue_memory = nullptr;
+  // The tasks' claims (dra_ledger.h); copied into the session, adopted back with the cycle.
+  const DraLedger* dra = nullptr;
 };
 
 class Session {
@@ -175,6 +178,8 @@ class Session {
   // job's task. Opened by the plugin that elects the target.
   ReservationLedger& reservations() { return reservations_; }
   const ReservationLedger& reservations() const { return reservations_; }
+  // The tasks' claims: a task with claims fits a node only where they can be allocated.
+  DraLedger& dra() { return dra_; }
 
   // Decisions, pending reasons and queue shares; call once, after the actions ran.
   CycleResult Close();
@@ -189,6 +194,7 @@ class Session {
   std::vector<int> Victims(const std::vector<std::vector<VictimsFn>>& fns,
                            const TaskInfo& preemptor, const std::vector<int>& candidates) const;
 
+  DraLedger dra_;
   ClusterState state_;
   std::vector<TaskInfo> tasks_;
   std::vector<JobInfo> jobs_;

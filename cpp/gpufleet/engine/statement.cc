@@ -20,9 +20,31 @@ absl::Status Statement::Allocate(int id, const Allocation& plan) {
   if (node < 0) return absl::NotFoundError(absl::StrFormat("node %s does not exist", plan.node));
   Allocation a = plan;
   a.pod = task.name();
-  RETURN_IF_ERROR(session_.state().Reserve(a));
+  if (session_.dra().HasClaims(task.name())) {
+    RETURN_IF_ERROR(AllocateClaims(task, node, a));
+  } else {
+    RETURN_IF_ERROR(session_.state().Reserve(a));
+  }
   session_.OnAllocate(task, node);
-  ops_.push_back(Op{false, id, {}, ""});
+  ops_.push_back(Op{false, id, {}, "", std::nullopt});
+  return absl::OkStatus();
+}
+
+absl::Status Statement::AllocateClaims(TaskInfo& task, int node, Allocation& a) {
+  // The plan's own devices count as taken while the claims are chosen.
+  RETURN_IF_ERROR(session_.state().Reserve(a));
+  const NodeView view = session_.state().View(node);
+  dra::Result r = session_.dra().Solve(task.name(), a.node, view);
+  (void)session_.state().Unreserve(a.pod);
+  if (r.verdict != dra::Verdict::kAllocated)
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "cannot allocate the claims of task %s on %s: %s", task.name(), a.node, r.reason));
+  const DraHolding& held = session_.dra().Hold(task.name(), a.node, std::move(r.choices), view);
+  a.devices.insert(a.devices.end(), held.grants.begin(), held.grants.end());
+  if (absl::Status s = session_.state().Reserve(a); !s.ok()) {
+    session_.dra().Release(task.name());
+    return s;
+  }
   return absl::OkStatus();
 }
 
@@ -34,8 +56,9 @@ absl::Status Statement::Evict(int id, const std::string& reason) {
   const Allocation* held = session_.state().FindAllocation(task.name());
   if (held == nullptr)
     return absl::InternalError(absl::StrFormat("running task %s holds no allocation", task.name()));
-  Op op{true, id, *held, reason};
+  Op op{true, id, *held, reason, std::nullopt};
   RETURN_IF_ERROR(session_.state().Release(task.name()));
+  op.claims = session_.dra().Release(task.name());
   session_.OnDeallocate(task, TaskStatus::kReleasing);
   session_.OnRelease();
   ops_.push_back(std::move(op));
@@ -81,10 +104,12 @@ void Statement::Undo(size_t from) {
     if (it->evict) {
       // Restores exactly what was released; the state is back to where it was before, so it fits.
       if (session_.state().Reserve(it->saved).ok()) (void)session_.state().Commit(task.name());
+      if (it->claims) session_.dra().Restore(task.name(), *it->claims);
       session_.OnAllocate(task, session_.state().FindNode(it->saved.node));
       task.status = TaskStatus::kRunning;
     } else {
       (void)session_.state().Unreserve(task.name());
+      session_.dra().Release(task.name());
       session_.OnDeallocate(task, TaskStatus::kPending);
     }
   }

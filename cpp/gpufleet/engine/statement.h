@@ -6,6 +6,7 @@
 #ifndef GPUFLEET_ENGINE_STATEMENT_H_
 #define GPUFLEET_ENGINE_STATEMENT_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,9 +22,11 @@ class Statement {
   Statement(const Statement&) = delete;
   Statement& operator=(const Statement&) = delete;
 
-  // Reserves `plan` for a pending task. Fails (changing nothing) when the plan does not fit.
+  // Reserves `plan` for a pending task, and allocates the task's claims on the plan's node (their
+  // devices' grants join the allocation). Fails (changing nothing) when either does not fit.
   absl::Status Allocate(int task, const Allocation& plan);
-  // Releases a running task's allocation; it is not placed again in this session.
+  // Releases a running task's allocation (and its claims'); it is not placed again in this
+  // session.
   absl::Status Evict(int task, const std::string& reason);
   void Commit();
   void Discard();
@@ -39,7 +42,9 @@ class Statement {
     int task = 0;
     Allocation saved;  // an evicted task's allocation, to restore on discard
     std::string reason;
+    std::optional<DraHolding> claims;  // an evicted task's claims, to restore on discard
   };
+  absl::Status AllocateClaims(TaskInfo& task, int node, Allocation& a);
   void Undo(size_t from);
 
   Session& session_;

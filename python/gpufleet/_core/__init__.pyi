@@ -11,8 +11,15 @@ from gpufleet._core.cluster import PlaceResult
 from gpufleet._core.cluster import Pod
 from gpufleet._core.cluster import VirtualFunction
 from gpufleet._core.cluster import effective_requests
+from gpufleet._core.dra import DraAnswer
+from gpufleet._core.dra import DraClaimRequests
+from gpufleet._core.dra import DraHeld
+from gpufleet._core.dra import DraNodeTable
 from gpufleet._core.dra import dra_score
 from gpufleet._core.dra import dra_solve
+from gpufleet._core.dra import dra_solve_prepared
+from gpufleet._core.dra import engine_dra_holdings
+from gpufleet._core.dra import engine_dra_set
 from gpufleet._core.engine import BindDecision
 from gpufleet._core.engine import CycleResult
 from gpufleet._core.engine import EngineScheduler
@@ -71,4 +78,4 @@ from . import registry
 from . import queues
 from . import topology
 from . import dra
-__all__: list[str] = ['Allocation', 'BindDecision', 'Cluster', 'CycleResult', 'DeviceGrant', 'DeviceRequest', 'EngineScheduler', 'EvictDecision', 'FitResult', 'HeldCapacity', 'JobState', 'JobView', 'OpenbReplayRun', 'PlaceResult', 'Pod', 'QueueShare', 'QueueSpec', 'QueueView', 'ReplayOptions', 'Resources', 'SimJobs', 'SimOptions', 'SimRun', 'SimSummary', 'SimTimeseries', 'TaskView', 'VirtualFunction', 'cluster', 'dra', 'dra_score', 'dra_solve', 'effective_requests', 'engine', 'engine_callback_points', 'engine_check_config', 'engine_default_config', 'engine_plugin_switches', 'extender', 'format_bytes', 'host_priorities', 'maximize_lp', 'maximize_lp_centred', 'mig_geometry', 'parse_milli', 'parse_quantity', 'parse_quantity_exact', 'parse_resource_quantity', 'partition_nodes', 'place_gang', 'quantity', 'queue_drs', 'queue_fair_shares', 'queue_objects', 'queue_tree_check', 'queues', 'registry', 'registry_duplicates', 'registry_metadata', 'replay', 'sim', 'sim_check_policy', 'sim_run', 'simulate_queues', 'topology', 'topology_domains', 'water_fill', 'wire_keys']
+__all__: list[str] = ['Allocation', 'BindDecision', 'Cluster', 'CycleResult', 'DeviceGrant', 'DeviceRequest', 'DraAnswer', 'DraClaimRequests', 'DraHeld', 'DraNodeTable', 'EngineScheduler', 'EvictDecision', 'FitResult', 'HeldCapacity', 'JobState', 'JobView', 'OpenbReplayRun', 'PlaceResult', 'Pod', 'QueueShare', 'QueueSpec', 'QueueView', 'ReplayOptions', 'Resources', 'SimJobs', 'SimOptions', 'SimRun', 'SimSummary', 'SimTimeseries', 'TaskView', 'VirtualFunction', 'cluster', 'dra', 'dra_score', 'dra_solve', 'dra_solve_prepared', 'effective_requests', 'engine', 'engine_callback_points', 'engine_check_config', 'engine_default_config', 'engine_dra_holdings', 'engine_dra_set', 'engine_plugin_switches', 'extender', 'format_bytes', 'host_priorities', 'maximize_lp', 'maximize_lp_centred', 'mig_geometry', 'parse_milli', 'parse_quantity', 'parse_quantity_exact', 'parse_resource_quantity', 'partition_nodes', 'place_gang', 'quantity', 'queue_drs', 'queue_fair_shares', 'queue_objects', 'queue_tree_check', 'queues', 'registry', 'registry_duplicates', 'registry_metadata', 'replay', 'sim', 'sim_check_policy', 'sim_run', 'simulate_queues', 'topology', 'topology_domains', 'water_fill', 'wire_keys']

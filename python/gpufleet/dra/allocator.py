@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from gpufleet.dra.objects import DraError, check_claim, check_class, check_slice
+from gpufleet.k8s import keys
 from gpufleet.dra.problem import (Built, DeviceMatcher, Ledger, claim_label, features_from,
                                   results_of)
 
@@ -67,7 +68,7 @@ def allocate(node: dict[str, Any] | str, claims: list[dict[str, Any]],
     if strategy not in STRATEGIES:
         raise DraError(f"strategy: unknown {strategy!r} (known: {', '.join(STRATEGIES)})")
     if isinstance(node, str):
-        node = {"metadata": {"name": node, "labels": {"kubernetes.io/hostname": node}}}
+        node = {"metadata": {"name": node, "labels": {keys.LABEL_HOSTNAME: node}}}
     if check:
         for c in claims:
             check_claim(c)
@@ -99,22 +100,25 @@ def solve_on(table: Any, claims: list[dict[str, Any]], classes: dict[str, dict[s
 def solve_raw(table: Any, claims: list[dict[str, Any]], classes: dict[str, dict[str, Any]],
               ledger: Ledger, matcher: DeviceMatcher, strategy: str, budget: int, part: Any = None
               ) -> tuple[Any, dict[str, Any]] | AllocationOutcome:
-    """The built problem and the native answer, or the error outcome when building fails.
-    `part` is a NodeDevices.request_part to reuse."""
+    """The requests' part (NodeDevices.request_part, or `part` to reuse) and the native answer as
+    a dict, or the error outcome when the requests cannot be read. The core builds the problem
+    from the node's table, the part and what `ledger` holds there (dra/prepared.h)."""
     from gpufleet import _core
     if strategy not in STRATEGIES:
         raise DraError(f"strategy: unknown {strategy!r} (known: {', '.join(STRATEGIES)})")
     try:
-        built = table.problem(claims, classes, ledger, matcher, objective=strategy, budget=budget,
-                              part=part)
+        if part is None:
+            part = table.request_part(claims, classes, ledger, matcher)
     except DraError as e:
         return AllocationOutcome("error", reason=str(e))
-    return built, _core.dra_solve(built.problem)
+    question = (table.native(), part.native(table), table.held(ledger))
+    return part, _core.dra_solve_prepared([question], strategy, budget)[0].to_dict()
 
 
 def outcome_of(built: Any, answer: dict[str, Any], claims: list[dict[str, Any]], table: Any) -> AllocationOutcome:
     """The native answer as an outcome, with the devices named as `table` (the node asked, or
-    another node alike position for position) names them."""
+    another node alike position for position) names them. `built` is what the question was
+    made of (a RequestPart or a Built: its requests and consumed capacity)."""
     verdict = answer["verdict"]
     if verdict == "error":
         rq = built.requests[answer["error_request"]]
@@ -131,7 +135,7 @@ def outcome_of(built: Any, answer: dict[str, Any], claims: list[dict[str, Any]],
                                      steps=answer["steps"])
         return AllocationOutcome("unallocatable", reason=answer["reason"], steps=answer["steps"],
                                  gave_up=answer["gave_up"])
-    named = Built(built.problem, table.devices, built.requests, claims, built.consumed, table.pools)
+    named = Built({}, table.devices, built.requests, claims, built.consumed, table.pools)
     results = results_of(named, answer["choices"], table.node, share_ids=lambda: str(uuid.uuid4()))
     return AllocationOutcome("allocated", results=results, steps=answer["steps"],
                              score=answer["score"], gave_up=answer["gave_up"],

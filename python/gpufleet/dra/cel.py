@@ -12,7 +12,8 @@ the same comparisons. The strings and bindings extensions (``lowerAscii``, ``spl
 ``cel.bind``...) and list attributes' ``includes`` are there too.
 
 Each expression is compiled once (``compile_selector``, cached per text) and evaluated once per
-distinct device (``Selector.matches``, cached per device key by the caller).
+distinct device (``Selector.matches``, cached per device key by the caller). An expression whose
+estimated worst-case cost passes 1,000,000 (cel_cost.py) is refused when compiled.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from decimal import Decimal
 from typing import Any
 
 from gpufleet._extras import require
-
+from gpufleet.dra.cel_cost import MAX_COST, estimated_cost
 from gpufleet.dra.objects import _SEMVER
 
 _TYPE_PACKAGE = "gpufleet.dra.cel"
@@ -220,6 +221,9 @@ def compile_selector(expression: str) -> Selector:
     rtype = program.return_type()
     if rtype != cel.Type.BOOL and rtype != cel.Type.DYN:
         raise CelError(f"must evaluate to bool, not {rtype.name().lower()}")
+    cost = estimated_cost(program.serialize())
+    if cost > MAX_COST:
+        raise CelError(f"estimated cost {cost:,} passes the limit of {MAX_COST:,} (cel_cost.py)")
     selector = Selector(expression, program)
     with _compiled_lock:
         if len(_compiled) >= _MAX_COMPILED:

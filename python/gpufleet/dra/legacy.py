@@ -8,8 +8,12 @@ what NVIDIA's DRA driver publishes for a whole GPU. Devices that map nowhere bel
 
 **One accounting.** A committed claim holds its mapped devices in the Cluster too, as a bound
 allocation of the pseudo-pod ``dra:<namespace>/<claim>`` that takes each device whole (so no
-pod asking through any other vocabulary is given it); releasing the claim releases it. In the
-other direction, every Cluster device with usage is in use for DRA questions. The claim's
+pod asking through any other vocabulary is given it); a GPU published as shared by capacity
+(``cores`` in percent, ``memory`` in bytes, HAMi's names) is held as a Koordinator share of the
+cores and memory the claim consumes, by the pseudo-pod ``dra:<namespace>/<claim>@<node>/gpu<minor>``.
+Releasing the claim releases them. In the other direction, every whole device with usage is in
+use for DRA questions, and a GPU shared by capacity has at least the Cluster's core percent and
+memory consumed (those include the claims' own shares, so nothing counts twice). The claim's
 ``status.allocation`` stays the record: a restore re-applies the claims and recreates the
 pseudo-pods from it, as the extender rebuilds from the API server.
 """
@@ -22,6 +26,10 @@ from gpufleet.k8s.keys import (RES_ALIYUN_GPU_COUNT, RES_ALIYUN_GPU_MEM, RES_GPU
                                RES_GPU_MEMORY, RES_GPU_MEMORY_RATIO, RES_NVIDIA_GPU)
 
 PSEUDO_POD_PREFIX = "dra:"
+# The capacities of a GPU shared by capacity that map onto the Cluster's shares (HAMi's names):
+# percent of its cores, bytes of its memory.
+CORES = "cores"
+MEMORY = "memory"
 # HAMi's names for a share of one GPU (memory in MiB, percent of the cores).
 RES_HAMI_GPU_MEM = "nvidia.com/gpumem"
 RES_HAMI_GPU_CORES = "nvidia.com/gpucores"
@@ -54,14 +62,6 @@ def device_map(node_spec: dict[str, Any], devices: list[Any]) -> dict[int, tuple
     return out
 
 
-def used_devices(cluster: Any) -> set[tuple[str, str, int]]:
-    """(node, type, minor) of every Cluster device that holds some usage."""
-    u = cluster.device_usage(copy=True)
-    names = u["node_names"]
-    used = (u["core_used"] > 0) | (u["memory_used"] > 0)
-    return {(names[n], t, int(m)) for n, t, m, busy in zip(u["node"], u["type"], u["minor"], used) if busy}
-
-
 def hold(cluster: Any, claim: str, node: str, grants: list[tuple[str, int]]) -> None:
     """Binds the claim's mapped devices whole to its pseudo-pod; DraError (state unchanged) when a
     pod outside DRA holds one."""
@@ -81,9 +81,56 @@ def hold(cluster: Any, claim: str, node: str, grants: list[tuple[str, int]]) -> 
                        f"{e}") from None
 
 
-def drop(cluster: Any, claim: str) -> None:
-    if cluster.allocation(pseudo_pod(claim)) is not None:
-        cluster.release(pseudo_pod(claim))
+def share_pod(claim: str, node: str, minor: int) -> str:
+    """The pseudo-pod that holds a claim's share of one GPU shared by capacity."""
+    return f"{pseudo_pod(claim)}@{node}/gpu{minor}"
+
+
+def hold_shares(cluster: Any, claim: str, node: str, shares: list[tuple[int, int, int]]) -> list[str]:
+    """Binds each (minor, core percent, memory bytes) share a claim consumes of a GPU shared by
+    capacity to a pseudo-pod of its own (Koordinator's gpu-core and gpu-memory); returns their
+    names. DraError, with none of them held, when a GPU has no room left for its share."""
+    from gpufleet import Pod
+    from gpufleet.k8s.annotations import DeviceGrant, render_device_allocated
+    from gpufleet.k8s.keys import KOORD_DEVICE_ALLOCATED
+    names: list[str] = []
+    made: list[str] = []  # by this call: the only ones taken back on failure
+    try:
+        for minor, core, memory in shares:
+            name = share_pod(claim, node, minor)
+            names.append(name)
+            if cluster.allocation(name) is not None:
+                continue
+            requests = {RES_GPU_MEMORY: str(memory), **({RES_GPU_CORE: str(core)} if core else {})}
+            annotation = render_device_allocated([DeviceGrant("gpu", minor, core, memory, None)])
+            cluster.restore_allocation(Pod.from_dict({"name": name, "requests": requests}), node,
+                                       {KOORD_DEVICE_ALLOCATED: annotation})
+            made.append(name)
+    except (ValueError, KeyError) as e:
+        for name in made:
+            cluster.release(name)
+        raise DraError(f"ResourceClaim {claim}: its share of a GPU on {node} does not fit beside the "
+                       f"pods there: {e.args[0] if e.args else e}") from None
+    return names
+
+
+def device_use(cluster: Any, node: str | None = None) -> dict[str, dict[tuple[str, int], tuple[int, int]]]:
+    """Per node (only `node` when given): (type, minor) -> (core percent, memory bytes) of its
+    Cluster devices that hold some usage."""
+    u = cluster.device_usage(copy=True)
+    names = u["node_names"]
+    out: dict[str, dict[tuple[str, int], tuple[int, int]]] = {}
+    for n, t, m, core, memory in zip(u["node"], u["type"], u["minor"], u["core_used"], u["memory_used"]):
+        if (core > 0 or memory > 0) and (node is None or names[n] == node):
+            out.setdefault(names[n], {})[(t, int(m))] = (int(core), int(memory))
+    return out
+
+
+def drop(cluster: Any, claim: str, shares: tuple[str, ...] | list[str] = ()) -> None:
+    """Releases the claim's pseudo-pods (the whole devices', and `shares`)."""
+    for name in (pseudo_pod(claim), *shares):
+        if cluster.allocation(name) is not None:
+            cluster.release(name)
 
 
 # --- requests of the device-plugin vocabularies as claims -----------------------------------------

@@ -38,6 +38,23 @@ class RequestPart:
     constraints: list[dict[str, Any]]
     static: bool
     twins: list[Any]  # per device: its twin signature (see _twin_signatures)
+    combinations: bool = False
+    num_claims: int = 0
+    _native: Any = None
+
+    def native(self, table: "NodeDevices") -> Any:
+        """The requests as the core keeps them (_core.DraClaimRequests), made once; any table of
+        the same profile takes them."""
+        if self._native is None:
+            from gpufleet import _core
+            ids: dict[Any, int] = {}
+            signature = [-1 if sig is None else ids.setdefault(sig, len(ids)) for sig in self.twins]
+            num_groups = (self.requests[-1].group + 1) if self.requests else 0
+            self._native = _core.DraClaimRequests(table.native(), {
+                "requests": self.native_requests, "num_claims": self.num_claims,
+                "num_groups": num_groups, "constraints": self.constraints,
+                "twin_signature": signature, "combinations": self.combinations})
+        return self._native
 
 
 class NodeDevices:
@@ -53,7 +70,8 @@ class NodeDevices:
                     if per_device and not placement_matches(d, node):
                         continue
                     self.devices.append(DeviceRef(pool.driver, pool, s, d, device_key(pool.driver, d)))
-        self.index = {ref.id: i for i, ref in enumerate(self.devices)}
+        self.ids = [ref.id for ref in self.devices]
+        self.index = {did: i for i, did in enumerate(self.ids)}
         multi_on = "ConsumableCapacity" in features
         self.multi = [multi_on and bool(ref.device.get("allowMultipleAllocations")) for ref in self.devices]
         # Counter slots (pool, set, counter) with their totals, and what each device consumes.
@@ -86,8 +104,8 @@ class NodeDevices:
                 unit_of[key] = len(self.unit_keys)
                 self.unit_keys.append(key)
             self.dev_unit.append(unit_of[key])
-        self.unit_slots = [[v for k, v in self.counter_slot.items() if k[:3] == key[1:]]
-                           if key[0] == "set" else [] for key in self.unit_keys]
+        self.unit_slots = [tuple(v for k, v in self.counter_slot.items() if k[:3] == key[1:])
+                           if key[0] == "set" else () for key in self.unit_keys]
         roots: dict[str, int] = {}
         self.dev_root = []
         for ref in self.devices:
@@ -97,8 +115,50 @@ class NodeDevices:
         self._lock = threading.Lock()
         self._masks: dict[tuple[str, ...], Any] = {}
         self._values: dict[str, list[list[Any]]] = {}
+        self._native: Any = None
 
-    def _counters_of(self, driver: str, pool: Any, device: dict[str, Any]) -> list[tuple[int, int]]:
+    # --- the core's view ----------------------------------------------------------------------
+    def native(self) -> Any:
+        """This table as the core keeps it (_core.DraNodeTable), made once."""
+        if self._native is None:
+            from gpufleet import _core
+            capacity_device = [0] * len(self.capacity_total)
+            for (i, _), slot in self.capacity_slot.items():
+                capacity_device[slot] = i
+            native = _core.DraNodeTable({
+                "devices": [{"multi": self.multi[i], "counters": self.dev_counters[i], "unit": self.dev_unit[i],
+                             "root": self.dev_root[i]} for i in range(len(self.devices))],
+                "counter_total": self.counter_total, "capacity_total": self.capacity_total,
+                "capacity_device": capacity_device,
+                "unit_counters": [self.unit_slots[u] if key[0] == "set" else [] for u, key in enumerate(self.unit_keys)],
+                "unit_device": [-1 if key[0] == "set" else key[1] for key in self.unit_keys]})
+            with self._lock:
+                if self._native is None:
+                    self._native = native
+        return self._native
+
+    def held(self, ledger: Ledger) -> Any:
+        """What `ledger` holds on this node, as the core reads it (_core.DraHeld): devices held
+        whole, shared devices with their consumed capacity, counters that devices published for
+        other nodes consume."""
+        from gpufleet import _core
+        held = ledger.devices
+        in_use = [i for i, did in enumerate(self.ids) if did in held]
+        sharers, capacity = [], []
+        if ledger.shared:
+            for i, did in enumerate(self.ids):
+                use = ledger.shared.get(did) if self.multi[i] else None
+                if use is None:
+                    continue
+                sharers.append(i)
+                for name, v in use.items():
+                    slot = self.capacity_slot.get((i, name))
+                    if slot is not None:
+                        capacity.append((slot, milli(v, up=True)))
+        counters = [pair for did, use in self.other_counters if did in held for pair in use]
+        return _core.DraHeld(self.native(), in_use, sharers, capacity, counters)
+
+    def _counters_of(self, driver: str, pool: Any, device: dict[str, Any]) -> tuple[tuple[int, int], ...]:
         """(counter slot, amount) for what the device consumes (an invalid pool's unknown sets
         are skipped: its devices are not offered)."""
         out = []
@@ -114,7 +174,7 @@ class NodeDevices:
                     self.counter_slot[key] = len(self.counter_total)
                     self.counter_total.append(milli(_q(cset[cname]["value"]), up=False))
                 out.append((self.counter_slot[key], milli(_q(c["value"]), up=True)))
-        return out
+        return tuple(out)  # immutable, so the collector stops tracking it
 
     # --- cached per node ----------------------------------------------------------------------
     def selectable(self, matcher: DeviceMatcher, expressions: tuple[str, ...]
@@ -289,7 +349,8 @@ class NodeDevices:
         _check_claim_sizes(claims, requests, native_requests)
         constraints = self._constraints(claims, requests)
         return RequestPart(requests, native_requests, consumed, constraints, static,
-                           _twin_signatures(self, native_requests, constraints))
+                           _twin_signatures(self, native_requests, constraints),
+                           combinations=not features <= STABLE_FEATURES, num_claims=len(claims))
 
     def _candidates(self, matcher: DeviceMatcher, claim: dict[str, Any], rq: RequestRef) -> list[int]:
         """The class's selectors, then the request's on the devices the class admits (as

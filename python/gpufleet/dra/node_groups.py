@@ -34,10 +34,13 @@ def profile_key(table: NodeDevices) -> str:
 
 
 def state_key(table: NodeDevices, ledger: Ledger) -> tuple[Any, ...]:
-    held = tuple(i for i, ref in enumerate(table.devices) if ref.id in ledger.devices)
-    shared = tuple((i, tuple(sorted((k, str(v)) for k, v in ledger.shared.get(ref.id, {}).items())))
-                   for i, ref in enumerate(table.devices) if table.multi[i] and ref.id in ledger.shared)
-    return (held, shared)
+    held = tuple(i for i, did in enumerate(table.ids) if did in ledger.devices)
+    shared = tuple((i, tuple(sorted((k, str(v)) for k, v in ledger.shared.get(did, {}).items())))
+                   for i, did in enumerate(table.ids) if table.multi[i] and did in ledger.shared) \
+        if ledger.shared else ()
+    # Devices of this node's pools published for other nodes consume its counters when held.
+    others = tuple(did in ledger.devices for did, _ in table.other_counters)
+    return (held, shared, others)
 
 
 class NodeGroups:
@@ -53,6 +56,7 @@ class NodeGroups:
         self.members: dict[tuple[Any, ...], set[str]] = {}
         self.heads: dict[tuple[Any, ...], list[tuple[int, str]]] = {}
         self.answers: dict[tuple[str, tuple[Any, ...]], Any] = {}
+        self.held: dict[tuple[Any, ...], Any] = {}  # group -> what it holds, as the core reads it
         # Per (claim shape, profile): the requests' candidates and constraints, which do not
         # depend on what is held (NodeDevices.request_part with static true).
         self.parts: dict[tuple[str, int], Any] = {}
@@ -66,10 +70,7 @@ class NodeGroups:
         if old == group:
             return
         if old is not None:
-            self.members[old].discard(node)
-            if not self.members[old]:
-                del self.members[old]
-                self.heads.pop(old, None)
+            self._leave(node, old)
         self.group_of[node] = group
         self.members.setdefault(group, set()).add(node)
         heapq.heappush(self.heads.setdefault(group, []), (self.order[node], node))
@@ -77,10 +78,14 @@ class NodeGroups:
     def forget(self, node: str) -> None:
         old = self.group_of.pop(node, None)
         if old is not None:
-            self.members[old].discard(node)
-            if not self.members[old]:
-                del self.members[old]
-                self.heads.pop(old, None)
+            self._leave(node, old)
+
+    def _leave(self, node: str, group: tuple[Any, ...]) -> None:
+        self.members[group].discard(node)
+        if not self.members[group]:
+            del self.members[group]
+            self.heads.pop(group, None)
+            self.held.pop(group, None)
 
     def first(self, group: tuple[Any, ...]) -> str:
         """The group's earliest node."""

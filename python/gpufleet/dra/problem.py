@@ -82,7 +82,7 @@ def device_key(driver: str, device: dict[str, Any]) -> str:
                        bool(device.get("allowMultipleAllocations"))], sort_keys=True)
 
 
-@dataclass
+@dataclass(slots=True)  # one per device of every node's table: no __dict__ each
 class DeviceRef:
     driver: str
     pool: Pool

@@ -166,6 +166,8 @@ class Extender:
                 unresolvable.pop(own, None)
                 keep = set(passed) | {own}
                 passed = [n for n in names if n in keep]
+            if st.claims_filter is not None:  # --dra: the pod's claims must be had there too
+                passed = st.claims_filter.narrow(args.get("Pod"), passed, failed)
         out: dict[str, Any] = {"Nodes": None, "NodeNames": None, "FailedNodes": failed,
                                "FailedAndUnresolvableNodes": unresolvable, "Error": ""}
         if items is None:

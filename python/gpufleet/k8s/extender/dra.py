@@ -1,6 +1,7 @@
 """DRA behind the extender (``gpufleet extender --kube --dra``): ResourceSlices, DeviceClasses and
 ResourceClaims watched into a ``DraCluster`` (claims' ``status.allocation`` is the record, so a
-restart rebuilds from the API server), and a binder that, before the Binding, allocates the pod's
+restart rebuilds from the API server), a filter that passes only the nodes where the pod's claims
+can be had, and a binder that, before the Binding, allocates the pod's
 claims on the chosen node and writes each claim's ``status.allocation`` and ``reservedFor``, as
 kube-scheduler's DynamicResources plugin does in PreBind.
 
@@ -20,6 +21,7 @@ from typing import Any, Callable, Optional
 
 from gpufleet.dra.cluster import DraCluster, claim_key
 from gpufleet.dra.objects import DraError
+from gpufleet.dra.pools import selector_matches
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +118,10 @@ class DraBinder:
         pending = [c for c in claims if not (cluster.claim(c).get("status") or {}).get("allocation")]
         written: list[str] = []
         if pending:
-            out = cluster.allocate(pending, node)
+            try:
+                out = cluster.allocate(pending, node)
+            except (KeyError, DraError) as e:  # changed since it was read (deleted, allocated)
+                return str(e.args[0] if e.args else e)
             if not out.ok:
                 raise DraError(f"pod {namespace}/{name}: claims {', '.join(pending)} on {node}: "
                                f"{out.verdict}: {out.reason}")
@@ -150,6 +155,68 @@ class DraBinder:
             self.sync.cluster.release(claim)
 
 
+class ClaimsFilter:
+    """The filter's say on a pod's claims: a node passes only where every claim the pod names
+    can be had there. A claim not known yet fails every node (it may be created soon); a claim
+    allocated already passes the nodes its allocation's node selector admits; the claims not
+    allocated yet pass the nodes where they can be allocated together now
+    (DraCluster.allocatable: alike nodes asked once, nothing recorded: the bind allocates them)."""
+
+    def __init__(self, sync: DraSync) -> None:
+        self.sync = sync
+
+    def narrow(self, pod: dict[str, Any], passed: list[str], failed: dict[str, str]) -> list[str]:
+        """`passed` less the nodes the claims refuse, each added to `failed` with why."""
+        claims = pod_claims(pod) if isinstance(pod, dict) and isinstance(pod.get("metadata"), dict) else []
+        if not claims or not passed:
+            return passed
+        cluster = self.sync.cluster
+        pending: list[str] = []
+        selectors: list[tuple[str, dict[str, Any]]] = []
+        for name in claims:
+            try:
+                allocation = (cluster.claim(name).get("status") or {}).get("allocation")
+            except KeyError:
+                failed.update({n: f"ResourceClaim {name}: not found" for n in passed})
+                return []
+            if not allocation:
+                pending.append(name)
+            elif allocation.get("nodeSelector"):
+                selectors.append((name, allocation["nodeSelector"]))
+        reachable = []
+        for n in passed:
+            why = self._refusal(cluster, n, selectors)
+            if why:
+                failed[n] = why
+            else:
+                reachable.append(n)
+        if not pending or not reachable:
+            return reachable
+        try:  # alike nodes are asked once
+            outcomes = cluster.allocatable(pending, reachable)
+        except (KeyError, DraError) as e:  # changed since it was read (deleted, allocated)
+            failed.update({n: str(e.args[0] if e.args else e) for n in reachable})
+            return []
+        out = []
+        for n in reachable:
+            if outcomes[n]:
+                failed[n] = f"claims {', '.join(pending)}: {outcomes[n]}"
+            else:
+                out.append(n)
+        return out
+
+    @staticmethod
+    def _refusal(cluster: DraCluster, node: str, selectors: list[tuple[str, dict[str, Any]]]) -> str:
+        try:
+            obj = cluster.node(node)
+        except KeyError:
+            return f"node {node} is not known to DRA (no Node object listed)"
+        for name, selector in selectors:
+            if not selector_matches(selector, obj):
+                return f"ResourceClaim {name} is allocated on devices this node cannot reach"
+        return ""
+
+
 def pod_claims(pod: dict[str, Any]) -> list[str]:
     """The pod's ResourceClaims as namespace/name: named ones, and those the control plane
     generated from templates (status.resourceClaimStatuses)."""
@@ -172,4 +239,5 @@ def enable(state: Any, core_v1: Any = None, resource_v1: Any = None) -> DraSync:
     sync.sync()
     state.binder = DraBinder(state.binder, sync,
                              lambda ns, name: _raw(core_v1.read_namespaced_pod(name, ns, _preload_content=False)))
+    state.claims_filter = ClaimsFilter(sync)
     return sync

@@ -160,6 +160,8 @@ class ExtenderState:
         # Gangs placed by network topology (gangs.py): only with a topology (levels or HyperNodes).
         self.gangs: Optional[GangDomains] = (GangDomains(topology, topology_fit)
                                              if topology is not None else None)
+        # --dra: narrows the filter's nodes to those where the pod's claims can be had (dra.py).
+        self.claims_filter: Any = None
         # Named readiness checks for /readyz beyond "the state is loaded" (the Kubernetes watches).
         self.ready_checks: dict[str, Callable[[], bool]] = {}
         self.hold_timeout_s = hold_timeout_s

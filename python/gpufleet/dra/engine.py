@@ -1,0 +1,145 @@
+"""Pods with claims in the batch engine's gangs (gpufleet.engine.Engine).
+
+``set_claims(engine, dra, {task: [claims]})`` hands the engine what each task's claims ask of
+every node profile of a DraCluster (candidates from the CEL verdicts, made here once per profile)
+and what claims hold on each node (cpp/gpufleet/engine/dra_ledger.h). In the engine's cycles a
+task with claims fits a node only where its claims can be allocated (the pack strategy); placing
+the task allocates them and adds their GPUs to its allocation (whole, or the cores and memory a
+claim consumes of a GPU shared by capacity), and a gang that cannot be placed whole gives every
+claim back with its tasks. ``claim_results`` reads what the placed tasks'
+claims hold as AllocationResults, to commit into the DraCluster (or write to the API server).
+
+One accounting: a slice device that is a GPU of the engine's node (legacy.device_map: the same
+UUID, or a GPU of the same minor) is in use for claims while a pod holds any of it, a GPU shared
+by capacity (``cores``, ``memory``) has what pods hold of it consumed, and a claim's GPU is taken
+in the engine's accounting (whole, or its share), so no pod asking through nvidia.com/gpu or
+shares is given it.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+from gpufleet import _core
+from gpufleet.dra import legacy
+from gpufleet.dra.allocator import outcome_of
+from gpufleet.dra.objects import DraError
+from gpufleet.k8s import keys
+
+
+def _whole_gpus(spec: dict[str, Any]) -> dict[tuple[str, int], tuple[int, int]]:
+    """(type, minor) -> (index among the node's devices, memory bytes) for its GPUs."""
+    out = {}
+    for i, d in enumerate(spec.get("devices") or []):
+        if d.get("type", "gpu") == "gpu":
+            memory = (d.get("resources") or {}).get(keys.RES_GPU_MEMORY, "0")
+            out[("gpu", d["minor"])] = (i, int(_core.parse_quantity(str(memory))))
+    return out
+
+
+def _profiles(dra: Any, nodes: list[str]) -> tuple[list[Any], dict[str, int]]:
+    """One table per node profile (the first node's), and each node's profile."""
+    tables: list[Any] = []
+    index: dict[str, int] = {}
+    of: dict[str, int] = {}
+    for node in nodes:
+        table = dra._table(node)
+        p = index.setdefault(table.profile, len(tables))
+        if p == len(tables):
+            tables.append(table)
+        of[node] = p
+    return tables, of
+
+
+def _claims_usage(spec: dict[str, Any], use: dict[tuple[str, int], tuple[int, int]], dra: Any, table: Any,
+                  counterparts: list[Any]) -> list[tuple[int, int]]:
+    """Per device of the engine's node (`spec`, whose devices hold `use`): what of its usage is
+    the committed claims' shares (as far as the usage goes), so that the core counts them once
+    (the claims hold them, the rest is pods')."""
+    devices = spec.get("devices") or []
+    usage = [[0, 0] for _ in devices]
+    for i, parts in enumerate(counterparts):
+        mine = dra._held.shared.get(table.devices[i].id) if table.multi[i] else None
+        for device, _, _, cores_slot, memory_slot in parts:
+            key = ("gpu", devices[device]["minor"])
+            if not mine or key not in use:
+                continue
+            core, memory = use[key]
+            usage[device][0] += min(core, math.ceil(mine.get(legacy.CORES, 0)))
+            usage[device][1] += min(memory, math.ceil(mine.get(legacy.MEMORY, 0)))
+    return [(c, m) for c, m in usage]
+
+
+def set_claims(engine: Any, dra: Any, tasks: Mapping[str, Sequence[str]]) -> None:
+    """Gives the engine its tasks' claims (``{task: ["namespace/claim", ...]}``, unallocated
+    claims of `dra`) for its next cycles; nodes of the engine that `dra` does not know offer no
+    devices for claims. Replaces what an earlier call set, so commit the claims of placed tasks
+    first (claim_results). KeyError or DraError naming the claim when one cannot be read."""
+    eng_nodes = {name: engine.cluster.node(name) for name in engine.cluster.node_names()}
+    with dra._lock:
+        nodes = sorted(n for n in eng_nodes if n in dra._nodes)
+        tables, profile_of = _profiles(dra, nodes)
+        use = legacy.device_use(engine.cluster)
+        rows = []
+        for node in nodes:
+            table = dra._table(node)
+            gpus = _whole_gpus(eng_nodes[node])
+            counterparts: list[list[tuple[int, int, int, int, int]]] = [[] for _ in table.devices]
+            for i, key in legacy.device_map(eng_nodes[node], table.devices).items():
+                if key not in gpus:
+                    continue
+                device, memory = gpus[key]
+                if not table.multi[i]:
+                    counterparts[i].append((device, 100, memory, -1, -1))
+                    continue
+                # Shared by capacity: its cores and memory are the GPU's percent and bytes.
+                cores_slot = table.capacity_slot.get((i, legacy.CORES), -1)
+                memory_slot = table.capacity_slot.get((i, legacy.MEMORY), -1)
+                if cores_slot >= 0 or memory_slot >= 0:
+                    counterparts[i].append((device, 0, 0, cores_slot, memory_slot))
+            usage = _claims_usage(eng_nodes[node], use.get(node, {}), dra, table, counterparts)
+            rows.append((node, profile_of[node], table.held(dra._held), counterparts, usage))
+        task_rows = []
+        # Claims of one shape ask the same of a profile: their requests are made once (unless
+        # shared devices make them depend on what is held).
+        made: dict[tuple[str, int], tuple[Any, str]] = {}
+        for task, claims in tasks.items():
+            _, targets, classes, held = dra._question(list(claims), None)
+            shape = "\x00".join([*(dra._shapes[n] for n in claims), str(dra._classes_version)])
+            by_profile: list[Any] = []
+            refusals: list[str] = []
+            for p, table in enumerate(tables):
+                hit = made.get((shape, p))
+                if hit is None:
+                    try:
+                        part = table.request_part(targets, classes, held, dra._matcher)
+                        hit = (part.native(table), "")
+                        if part.static:
+                            made[(shape, p)] = hit
+                    except DraError as e:
+                        hit = made[(shape, p)] = (None, str(e))
+                by_profile.append(hit[0])
+                refusals.append(hit[1])
+            task_rows.append((task, by_profile, refusals))
+        _core.engine_dra_set(engine._native, [t.native() for t in tables], rows, task_rows)
+
+
+def claim_results(engine: Any, dra: Any, tasks: Mapping[str, Sequence[str]]
+                  ) -> dict[str, tuple[str, dict[str, dict[str, Any]]]]:
+    """What the placed tasks' claims hold: ``{task: (node, {claim: AllocationResult})}``, for the
+    tasks of `tasks` that the engine placed (the claims as set_claims named them)."""
+    out = {}
+    holdings = _core.engine_dra_holdings(engine._native)
+    with dra._lock:
+        for task, (node, choices) in holdings.items():
+            if task not in tasks:
+                continue
+            claims = list(tasks[task])
+            _, targets, classes, held = dra._question(claims, None)
+            table = dra._table(node)
+            part = table.request_part(targets, classes, held, dra._matcher)
+            answer = {"verdict": "allocated", "choices": choices, "steps": 0, "score": {},
+                      "gave_up": False, "proved_best": True}
+            results = outcome_of(part, answer, targets, table).results
+            out[task] = (node, dict(zip(claims, results)))
+    return out
