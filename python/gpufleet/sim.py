@@ -13,6 +13,7 @@ plots.
 """
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from gpufleet import _core, registries
 from gpufleet._lazy import lazy
-from gpufleet.errors import NotFoundError
+from gpufleet.errors import InvalidInputError, NotFoundError
 
 # Imported by the first call that needs them: `import gpufleet` stays fast.
 np = lazy("numpy")
@@ -241,13 +242,17 @@ def simulate(jobs: pd.DataFrame, cluster: ClusterLike, policy: str | Mapping[str
              gavel_compat: bool | Mapping[str, bool] = False, restore_delay: float = 0.0,
              tick: float = 0.0, scheduling_interval: float = 0.0, record_timeseries: bool = True, progress: bool | None = None,
              memory_gib: np.ndarray | Sequence[float] | None = None, placement: str | None = "binpack",
-             racks: tuple[int, int] | None = None, **policy_params: Any) -> SimResult:
+             racks: tuple[int, int] | None = None, params: Mapping[str, Any] | None = None,
+             **policy_params: Any) -> SimResult:
     """Simulate ``policy`` on ``jobs`` (unified job schema, :mod:`gpufleet.traces`) over
     ``cluster`` (see :func:`cluster_spec`).
 
     * ``policy``: a registered name (:func:`policy_names`), a spec such as
-      ``"dlas-gpu(queue_limits=[3250,7200])"``, a dict with ``name``, or a name plus keyword
-      parameters (``simulate(jobs, 8, "las", service="time")``).
+      ``"dlas-gpu(queue_limits=[3250,7200])"``, a dict with ``name``, or a name plus its
+      parameters in ``params`` (``simulate(jobs, 8, "las", params={"service": "time"})``).
+      Parameters given as further keywords (``service="time"``) still work; a keyword that is
+      neither an option nor a parameter of the policy is an error that suggests the nearest of
+      both (``restore_dealy=30``: did you mean "restore_delay"?).
     * Speeds: if the jobs carry ``throughput_<model>`` columns for the cluster's models, a job
       runs at throughput_model / throughput_reference work-seconds per second; otherwise
       every model runs every job at its trace duration.
@@ -288,7 +293,7 @@ def simulate(jobs: pd.DataFrame, cluster: ClusterLike, policy: str | Mapping[str
                tiresias_compat=tiresias_compat, gavel_compat=gavel_compat, restore_delay=restore_delay,
                tick=tick, scheduling_interval=scheduling_interval, record_timeseries=record_timeseries,
                progress=progress, memory_gib=memory_gib, placement=placement, racks=racks,
-               policy_params=policy_params)
+               policy_params=_policy_params(policy, params, policy_params, "simulate"))
     out = frame if run.order is None else frame.iloc[run.order].reset_index(drop=True)
     out = out.copy()
     for k, v in run.outputs.items():
@@ -306,11 +311,48 @@ def simulate_summary(jobs: Mapping[str, Any], cluster: ClusterLike, policy: str 
     if hasattr(jobs, "columns"):   # a DataFrame
         attrs = dict(jobs.attrs) if attrs is None else attrs
         jobs = {c: jobs[c].to_numpy() for c in jobs.columns}
-    names = ("tiresias_compat", "gavel_compat", "restore_delay", "tick", "scheduling_interval",
-             "record_timeseries", "progress", "memory_gib", "placement", "racks")
+    params = options.pop("params", None)
+    chosen = {k: options.pop(k) for k in SIM_OPTIONS if k in options}
     run = _run({c: np.asarray(v) for c, v in jobs.items()}, dict(attrs or {}), cluster, policy, seed,
-               **{k: options.pop(k) for k in names if k in options}, policy_params=options)
+               **chosen, policy_params=_policy_params(policy, params, options, "simulate_summary"))
     return run.summary
+
+
+# The keyword options of simulate besides seed and params; policy parameters live apart (params=).
+SIM_OPTIONS = ("tiresias_compat", "gavel_compat", "restore_delay", "tick", "scheduling_interval",
+               "record_timeseries", "progress", "memory_gib", "placement", "racks")
+
+
+def _policy_params(policy: str | Mapping[str, Any], params: Mapping[str, Any] | None,
+                   keywords: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The policy's parameters from ``params`` and the leftover keywords of ``where``. A keyword
+    the policy does not declare is taken for a misspelt option: the error suggests the nearest
+    option or parameter (the native check would only list the policy's parameters)."""
+    if params is not None and not isinstance(params, Mapping):
+        raise TypeError(f"{where}: params must be a mapping of policy parameters, got {type(params).__name__}")
+    both = sorted(set(params or {}) & set(keywords))
+    if both:
+        raise ValueError(f"{where}: policy parameter(s) {both} given both in params and as keywords")
+    if keywords:
+        name = str(policy.get("name", "")) if isinstance(policy, Mapping) else str(policy).split("(", 1)[0]
+        entry = next((e for e in registries.entries("policies") if e["name"] == name.strip()), None)
+        if entry is not None:   # an unknown name is left to policy_spec's error
+            declared = [p["name"] for p in entry["parameters"]]
+            for key in keywords:
+                if key in declared:
+                    continue
+                if entry["open_parameters"]:   # a Python policy takes any name, bar a near option
+                    close = difflib.get_close_matches(key, SIM_OPTIONS, n=1, cutoff=0.8)
+                    if not close:
+                        continue
+                known = ["seed", "params", *SIM_OPTIONS, *declared]
+                raise InvalidInputError(f"{where}: unknown option {key!r}{_did_you_mean(key, known)}")
+    return {**(params or {}), **keywords}
+
+
+def _did_you_mean(word: str, known: Sequence[str]) -> str:
+    close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(known)}"
 
 
 @dataclass
@@ -505,5 +547,5 @@ def gain(runs: pd.DataFrame, baseline: str, policy: str, metric: str = "avg_jct"
             "min": float(ratio.min()), "max": float(ratio.max())}
 
 
-__all__ = ["GAVEL_COMPAT_OPTIONS", "SimResult", "cluster_spec", "compare", "gain", "policy_description", "policy_names", "policy_spec",
+__all__ = ["GAVEL_COMPAT_OPTIONS", "SIM_OPTIONS", "SimResult", "cluster_spec", "compare", "gain", "policy_description", "policy_names", "policy_spec",
            "simulate", "simulate_summary"]
