@@ -284,7 +284,15 @@ def test_cli_prints_means_next_to_the_published_ones(traces, tmp_path, capsys):
     doc = json.loads(out)
     assert doc["ran"] == 0 and doc["reused"] == 4
     fgd = [r for r in doc["summary"] if r["policy"] == "fgd" and r["metric"] == "alloc_ratio_at_100"][0]
-    assert fgd["published"] == 90 and fgd["difference"] == pytest.approx(fgd["mean"] - 90)
+    # one unit per metric: the document holds fractions, as simulate/replay and summarize do;
+    # only the table prints them in percent
+    assert fgd["published"] == pytest.approx(0.90) and fgd["difference"] == pytest.approx(fgd["mean"] - 0.90)
+    frame = S.read_results(tmp_path / "r")
+    summary = S.summarize(frame[frame.policy == "fgd"], ["alloc_ratio_at_100"])
+    assert 0 < fgd["mean"] <= 1 and fgd["mean"] == pytest.approx(float(summary["mean"].iloc[0]))
+    cells = rows[0].split()
+    assert cells[3] == "alloc_ratio_at_100" and cells[4] == "(%)"
+    assert cells[5] == f"{100 * fgd['mean']:.2f}" and cells[-1] == f"{100 * fgd['difference']:+.2f}"
 
 
 def test_cli_bad_input_exits_1_naming_it(traces, capsys):

@@ -10,7 +10,7 @@ import json
 import math
 import os
 import sys
-from typing import Any
+from typing import Any, Mapping
 
 from gpufleet.commands._bounds import (EXPERIMENTS_MAX, SEED_MAX, SEEDS_MAX, WORKERS_MAX, cluster_too_large,
                                        count)
@@ -104,15 +104,15 @@ def _pai_published(r: dict[str, Any], option_names: list[str], seeds: list[int])
 
 
 def _summary_rows(summary, published, option_names: list[str], seeds: list[int] | None = None) -> list[dict[str, Any]]:
-    """The summary as plain rows; openb ratio and share metrics in percent, with the published
-    allocation ratio (openb) or the PAI-2020 README's figure and the difference where one is known."""
-    pub = {(r.trace, r.policy): float(r.published) for r in published.itertuples()}
+    """The summary as plain rows, every metric in the unit of the run's summary (ratios and shares
+    are fractions, as ``simulate``, ``replay_openb`` and ``summarize`` give them), with the
+    published allocation ratio (openb; the study's percent turned into a fraction) or the PAI-2020
+    README's figure and the difference where one is known."""
+    pub = {(r.trace, r.policy): float(r.published) / 100.0 for r in published.itertuples()}
     rows = []
     for r in summary.to_dict("records"):
         row = {k: r[k] for k in ("kind", "trace", "policy", *option_names, "metric")}
-        scale = 100.0 if r["kind"] == "openb" and ("ratio" in r["metric"] or "share" in r["metric"]) else 1.0
-        row["unit"] = "%" if scale == 100.0 else ""
-        row.update(mean=_num(r["mean"] * scale), std=_num(r["std"] * scale), runs=int(r["runs"]))
+        row.update(mean=_num(r["mean"]), std=_num(r["std"]), runs=int(r["runs"]))
         if r["kind"] == "openb" and r["metric"] == "alloc_ratio_at_100" and (r["trace"], r["policy"]) in pub:
             row["published"] = pub[(r["trace"], r["policy"])]
             row["difference"] = None if row["mean"] is None else row["mean"] - row["published"]
@@ -121,6 +121,11 @@ def _summary_rows(summary, published, option_names: list[str], seeds: list[int] 
             row["difference"] = None if row["mean"] is None else row["mean"] - pai
         rows.append(row)
     return rows
+
+
+def _in_percent(row: Mapping[str, Any]) -> bool:
+    """Whether the table shows this row's figures in percent: openb ratios and shares."""
+    return row["kind"] == "openb" and ("ratio" in row["metric"] or "share" in row["metric"])
 
 
 def _num(v: Any) -> float | None:
@@ -203,11 +208,12 @@ def run(args: argparse.Namespace) -> int:
     header += ["PUBLISHED", "DIFF"] if has_pub else []
     out = []
     for r in rows:
-        unit = r["unit"]
+        scale = 100.0 if _in_percent(r) else 1.0
         cells = [r["kind"], r["trace"], r["policy"], *[_opt(r[o]) for o in option_names],
-                 r["metric"] + (" (%)" if unit else ""), _fmt(r["mean"]), _fmt(r["std"]), r["runs"]]
+                 r["metric"] + (" (%)" if scale == 100.0 else ""), _fmt(r["mean"], scale=scale),
+                 _fmt(r["std"], scale=scale), r["runs"]]
         if has_pub:
-            cells += [_fmt(r.get("published")), _fmt(r.get("difference"), sign=True)]
+            cells += [_fmt(r.get("published"), scale=scale), _fmt(r.get("difference"), sign=True, scale=scale)]
         out.append(cells)
     print(table(out, header, right=["MEAN", "STD", "RUNS", "PUBLISHED", "DIFF"]))
     return 0
@@ -231,9 +237,10 @@ def _opt(v: Any) -> str:
     return "-" if v is None or v != v else str(v)
 
 
-def _fmt(v: Any, sign: bool = False) -> str:
+def _fmt(v: Any, sign: bool = False, scale: float = 1.0) -> str:
     if v is None:
         return "-"
+    v = v * scale
     if abs(v) < 1e4:
         return f"{v:+.2f}" if sign else f"{v:.2f}"
     return number(v)
