@@ -83,6 +83,13 @@ def __getattr__(name: str) -> object:
         value = module if name == _LAZY[name] else getattr(module, name)
         globals()[name] = value
         return value
+    if _core_error is None and not name.startswith("_"):
+        # A submodule read as an attribute (`gpufleet.sim.simulate` after `import gpufleet`), as
+        # it was when this package imported its modules eagerly.
+        import importlib
+        import importlib.util
+        if importlib.util.find_spec(f"gpufleet.{name}") is not None:
+            return importlib.import_module(f"gpufleet.{name}")
     if _core_error is not None and name in __all__:
         raise ImportError(
             f"gpufleet.{name} needs the native extension gpufleet._core, which is not built here "
