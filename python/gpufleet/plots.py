@@ -2,7 +2,7 @@
 
 Each helper takes ``{label: SimResult}`` (or one result) and an optional ``ax``, draws, and
 returns the axes; :func:`sweep_errorbars` takes the frame of a sweep (:func:`gpufleet.sweep`).
-matplotlib is imported lazily (``pip install gpufleet[plot]``).
+matplotlib is imported lazily (``pip install ".[plot]"``).
 
 Log-scaled axes get readable ticks: :func:`log_time_axis` labels a seconds axis "10 s", "1 min",
 "1 h", "1 d"; :func:`log_number_axis` labels plain numbers "1", "10", "100" (or "2x" with a
