@@ -9,11 +9,11 @@ claim consumes of a GPU shared by capacity), and a gang that cannot be placed wh
 claim back with its tasks. ``claim_results`` reads what the placed tasks'
 claims hold as AllocationResults, to commit into the DraCluster (or write to the API server).
 
-One accounting: a slice device that is a GPU of the engine's node (legacy.device_map: the same
-UUID, or a GPU of the same minor) is in use for claims while a pod holds any of it, a GPU shared
-by capacity (``cores``, ``memory``) has what pods hold of it consumed, and a claim's GPU is taken
-in the engine's accounting (whole, or its share), so no pod asking through nvidia.com/gpu or
-shares is given it.
+One accounting: a slice device that is a whole GPU of the engine's node (legacy.device_map: the
+same UUID, or a GPU of the same minor; not a MIG partition, nor a GPU the node splits) is in use
+for claims while a pod holds any of it, a GPU shared by capacity (``cores``, ``memory``) has what
+pods hold of it consumed, and a claim's GPU is taken in the engine's accounting (whole, or its
+share), so no pod asking through nvidia.com/gpu or shares is given it.
 """
 from __future__ import annotations
 
@@ -85,7 +85,9 @@ def set_claims(engine: Any, dra: Any, tasks: Mapping[str, Sequence[str]]) -> Non
             table = dra._table(node)
             gpus = _whole_gpus(eng_nodes[node])
             counterparts: list[list[tuple[int, int, int, int, int]]] = [[] for _ in table.devices]
-            for i, key in legacy.device_map(eng_nodes[node], table.devices).items():
+            # Whole GPUs only (the device that is exactly a GPU the engine keeps whole): MIG
+            # partitions are held for claims in the DRA ledger alone.
+            for key, i in legacy.device_map(eng_nodes[node], table.devices).exact.items():
                 if key not in gpus:
                     continue
                 device, memory = gpus[key]
