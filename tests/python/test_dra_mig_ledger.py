@@ -218,6 +218,29 @@ def test_on_a_single_strategy_node_the_instances_are_gpus() -> None:
     legacy.check_invariants()
 
 
+@pytest.mark.parametrize("attributes, capacity, held", [
+    # by the instance's UUID alone
+    ({"type": {"string": "mig"}, "uuid": {"string": "MIG-0-4"}}, {}, ["mig-2g.20gb 4"]),
+    # by parentMinor and the memory-slice capacities, with the driver's domain on the names
+    ({"gpu.nvidia.com/type": {"string": "mig"}, "gpu.nvidia.com/profile": {"string": "1g.10gb"},
+      "gpu.nvidia.com/parentMinor": {"int": 0}}, {"memorySlice6": {"value": "1"}}, ["mig-1g.10gb 6"]),
+    # no memory slots, or a parent the node lacks: DRA's alone
+    ({"type": {"string": "mig"}, "profile": {"string": "1g.10gb"}, "parentUUID": {"string": "GPU-0"}},
+     {"memory": {"value": "10Gi"}}, None),
+    ({"type": {"string": "mig"}, "profile": {"string": "1g.10gb"}, "parentMinor": {"int": 5}},
+     {"memorySlice6": {"value": "1"}}, None),
+])
+def test_how_a_partition_is_found(attributes: dict, capacity: dict, held: list[str] | None) -> None:
+    c, legacy = _bridged()
+    c.apply({"kind": "ResourceSlice", "metadata": {"name": "n1-extra"}, "spec": {
+        "driver": DRIVER, "nodeName": "n1", "pool": {"name": "extra", "generation": 1, "resourceSliceCount": 1},
+        "devices": [{"name": "part", "attributes": attributes, "capacity": capacity}]}})
+    c.apply(_claim("a", None))
+    c.commit("ml/a", {"devices": {"results": [{"request": "r", "driver": DRIVER, "pool": "extra", "device": "part"}]}})
+    pseudo = legacy.allocation("dra:ml/a")
+    assert (None if pseudo is None else [f"{g.type} {g.minor}" for g in pseudo.devices]) == held
+
+
 def _taken_slots(c: DraCluster, legacy: Cluster) -> list[tuple[int, int]]:
     """Every (GPU, memory slot) given out, once per holder: the claims' partitions by their
     counters, the pods' instances and whole GPUs by the Cluster's layout."""

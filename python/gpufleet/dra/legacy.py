@@ -133,14 +133,15 @@ def device_map(node_spec: dict[str, Any], devices: list[Any]) -> DeviceMap:
                 if found[1]:
                     exact[found[0][0]] = i
             continue
-        minor = by_id[uuid][1] if isinstance(uuid, str) and uuid in by_id else (
-            attr("minor") if kind == "gpu" and isinstance(attr("minor"), int) else None)
-        if minor is None:
+        if isinstance(uuid, str) and uuid in by_id:
+            key = by_id[uuid]
+        elif kind == "gpu" and isinstance(attr("minor"), int) and attr("minor") in gpus:
+            key = ("gpu", attr("minor"))
+        else:
             continue
-        if minor in migs:  # a whole GPU in MIG mode is all its instances
-            grants[i] = tuple(inst[0] for inst in migs[minor])
-        elif (isinstance(uuid, str) and uuid in by_id) or minor in gpus:
-            key = by_id[uuid] if isinstance(uuid, str) and uuid in by_id else ("gpu", minor)
+        if key[0] == "gpu" and key[1] in migs:  # a whole GPU in MIG mode is all its instances
+            grants[i] = tuple(inst[0] for inst in migs[key[1]])
+        else:
             grants[i], exact[key] = (key,), i
     return DeviceMap(grants, exact)
 
@@ -150,7 +151,7 @@ def _partition(parent: Any, profile: Any, slots: list[int], migs: dict[int, list
     """(the Cluster devices a MIG partition takes, whether it is exactly one instance), or None
     when its parent or its memory slots are not known. On a GPU the Cluster splits, it takes the
     instances whose slots it overlaps; on one the Cluster keeps whole, that GPU."""
-    if not isinstance(parent, int) or not slots:
+    if type(parent) is not int or not slots:  # an int attribute, not a bool
         return None
     if parent not in migs:
         return ((("gpu", parent),), False) if parent in gpus else None
