@@ -304,3 +304,60 @@ def test_random_interleavings_never_give_a_slot_twice(seed: int) -> None:
     for name in claims:
         c.release(name)
     assert _taken_slots(c, legacy) == [] and legacy.allocations() == []
+
+
+# --- the batch engine ------------------------------------------------------------------------------
+
+def _engine_with_claims():  # type: ignore[no-untyped-def]
+    from gpufleet.engine import Engine
+    eng = Engine()
+    eng.add_queue("q", weight=1)
+    eng.add_node({"name": "n1", "cpu": "64", "memory": "512Gi", "devices": [
+        {"type": "gpu", "minor": 0, "id": "GPU-0", "model": "A100-80GB",
+         "mig": [{"profile": "1g.10gb", "start": s} for s in range(7)]},
+        {"type": "gpu", "minor": 1, "id": "GPU-1", "model": "A100-80GB", "memory": "80Gi"}]})
+    dra = DraCluster()
+    dra.apply({"kind": "DeviceClass", "metadata": {"name": "nvidia"},
+               "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}})
+    dra.add_node("n1")
+    for sl in _slices():
+        dra.apply(sl)
+    return eng, dra
+
+
+def test_the_engine_holds_a_claims_mig_instance_and_sees_a_pods() -> None:
+    from gpufleet.dra.engine import claim_results, set_claims
+    eng, dra = _engine_with_claims()
+    # Two tasks with a claim for a 1g partition of GPU 0: each task's allocation takes the
+    # claim's instance.
+    for name in ("a", "b"):
+        dra.apply(_claim(name, "1g.10gb", "GPU-0"))
+        eng.submit({"name": name, "queue": "q", "replicas": 1, "requests": {"cpu": "1"}})
+    tasks = {"a-0": ["ml/a"], "b-0": ["ml/b"]}
+    set_claims(eng, dra, tasks)
+    binds = {b["task"]: b for b in eng.run_cycle(now=1).binds.to_dict("records")}
+    assert set(binds) == {"a-0", "b-0"}
+    results = claim_results(eng, dra, tasks)
+    slots = set()
+    for task in tasks:
+        device = results[task][1][tasks[task][0]]["devices"]["results"][0]["device"]
+        [grant] = binds[task]["devices"]
+        assert (grant.type, grant.minor) == ("mig-1g.10gb", int(device.rsplit("-", 1)[1]))
+        slots.add(grant.minor)
+        dra.commit(tasks[task][0], results[task][1][tasks[task][0]])
+    assert len(slots) == 2
+    # Pods asking through nvidia.com/mig-1g.10gb find the five instances left, not seven.
+    eng.submit({"name": "six", "queue": "q", "replicas": 6, "requests": {"cpu": "1", "nvidia.com/mig-1g.10gb": 1}})
+    result = eng.run_cycle(now=2)
+    assert len(result.binds) == 0 and "six" in result.pending
+    eng.submit({"name": "one", "queue": "q", "replicas": 1, "requests": {"cpu": "1", "nvidia.com/mig-1g.10gb": 1}})
+    [one] = eng.run_cycle(now=3).binds.to_dict("records")
+    assert one["devices"][0].minor not in slots
+    # And the reverse: with a pod on one of its instances, GPU 0 whole is not given to a claim
+    # (GPU 1 whole is).
+    for name, parent in (("w0", "GPU-0"), ("w1", "GPU-1")):
+        dra.apply(_claim(name, None, parent))
+        eng.submit({"name": name, "queue": "q", "replicas": 1, "requests": {"cpu": "1"}})
+    set_claims(eng, dra, {"w0-0": ["ml/w0"], "w1-0": ["ml/w1"]})
+    result = eng.run_cycle(now=4)
+    assert [b["task"] for b in result.binds.to_dict("records")] == ["w1-0"] and "w0" in result.pending

@@ -58,6 +58,7 @@ class DeviceMap(NamedTuple):
     exactly it (a whole GPU, or the MIG partition of the same profile and placement)."""
     grants: dict[int, tuple[tuple[str, int], ...]]
     exact: dict[tuple[str, int], int]
+    parents: set[int]  # DRA devices that are a whole GPU the Cluster splits into MIG instances
 
 
 # The counters or capacities through which NVIDIA's driver publishes a partition's memory slices.
@@ -108,6 +109,7 @@ def device_map(node_spec: dict[str, Any], devices: list[Any]) -> DeviceMap:
     instance_ids = {i[4]: (minor, i) for minor, insts in migs.items() for i in insts if i[4]}
     grants: dict[int, tuple[tuple[str, int], ...]] = {}
     exact: dict[tuple[str, int], int] = {}
+    parents: set[int] = set()
     for i, ref in enumerate(devices):
         spec = ref.slice["spec"]
         if spec.get("nodeName") != node_spec.get("name") or spec.get("perDeviceNodeSelection"):
@@ -141,9 +143,10 @@ def device_map(node_spec: dict[str, Any], devices: list[Any]) -> DeviceMap:
             continue
         if key[0] == "gpu" and key[1] in migs:  # a whole GPU in MIG mode is all its instances
             grants[i] = tuple(inst[0] for inst in migs[key[1]])
+            parents.add(i)
         else:
             grants[i], exact[key] = (key,), i
-    return DeviceMap(grants, exact)
+    return DeviceMap(grants, exact, parents)
 
 
 def _partition(parent: Any, profile: Any, slots: list[int], migs: dict[int, list[Any]],
