@@ -346,12 +346,19 @@ def test_the_engine_holds_a_claims_mig_instance_and_sees_a_pods() -> None:
         slots.add(grant.minor)
         dra.commit(tasks[task][0], results[task][1][tasks[task][0]])
     assert len(slots) == 2
-    # Pods asking through nvidia.com/mig-1g.10gb find the five instances left, not seven.
-    eng.submit({"name": "six", "queue": "q", "replicas": 6, "requests": {"cpu": "1", "nvidia.com/mig-1g.10gb": 1}})
-    result = eng.run_cycle(now=2)
-    assert len(result.binds) == 0 and "six" in result.pending
+    # Committed, the claims' instances leave GPU 0's other partitions to later claims.
+    dra.apply(_claim("c", "1g.10gb", "GPU-0"))
+    eng.submit({"name": "c", "queue": "q", "replicas": 1, "requests": {"cpu": "1"}})
+    set_claims(eng, dra, {"c-0": ["ml/c"]})
+    [c] = eng.run_cycle(now=2).binds.to_dict("records")
+    assert c["devices"][0].minor not in slots
+    slots.add(c["devices"][0].minor)
+    # Pods asking through nvidia.com/mig-1g.10gb find the four instances left, not seven.
+    eng.submit({"name": "five", "queue": "q", "replicas": 5, "requests": {"cpu": "1", "nvidia.com/mig-1g.10gb": 1}})
+    result = eng.run_cycle(now=3)
+    assert len(result.binds) == 0 and "five" in result.pending
     eng.submit({"name": "one", "queue": "q", "replicas": 1, "requests": {"cpu": "1", "nvidia.com/mig-1g.10gb": 1}})
-    [one] = eng.run_cycle(now=3).binds.to_dict("records")
+    [one] = eng.run_cycle(now=4).binds.to_dict("records")
     assert one["devices"][0].minor not in slots
     # And the reverse: with a pod on one of its instances, GPU 0 whole is not given to a claim
     # (GPU 1 whole is).
@@ -359,5 +366,5 @@ def test_the_engine_holds_a_claims_mig_instance_and_sees_a_pods() -> None:
         dra.apply(_claim(name, None, parent))
         eng.submit({"name": name, "queue": "q", "replicas": 1, "requests": {"cpu": "1"}})
     set_claims(eng, dra, {"w0-0": ["ml/w0"], "w1-0": ["ml/w1"]})
-    result = eng.run_cycle(now=4)
+    result = eng.run_cycle(now=5)
     assert [b["task"] for b in result.binds.to_dict("records")] == ["w1-0"] and "w0" in result.pending

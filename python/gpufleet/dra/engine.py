@@ -73,8 +73,12 @@ def _claims_usage(count: int, keys_of: dict[int, tuple[str, int]], use: dict[tup
     usage = [[0, 0] for _ in range(count)]
     for i, parts in enumerate(counterparts):
         mine = dra._held.shared.get(table.devices[i].id) if table.multi[i] else None
+        whole = not table.multi[i] and table.devices[i].id in dra._held.devices
         for device, _, _, cores_slot, memory_slot in parts:
             key = keys_of[device]
+            if whole and key in use:  # a claim holds it whole: all of its usage is the claim's
+                usage[device] = list(use[key])
+                continue
             if not mine or key not in use:
                 continue
             core, memory = use[key]
