@@ -361,10 +361,12 @@ def test_the_engine_holds_a_claims_mig_instance_and_sees_a_pods() -> None:
     [one] = eng.run_cycle(now=4).binds.to_dict("records")
     assert one["devices"][0].minor not in slots
     # And the reverse: with a pod on one of its instances, GPU 0 whole is not given to a claim
-    # (GPU 1 whole is).
-    for name, parent in (("w0", "GPU-0"), ("w1", "GPU-1")):
-        dra.apply(_claim(name, None, parent))
+    # (GPU 1 whole is), while a partition the pod leaves free is.
+    for name, profile, parent in (("w0", None, "GPU-0"), ("w1", None, "GPU-1"), ("d", "1g.10gb", "GPU-0")):
+        dra.apply(_claim(name, profile, parent))
         eng.submit({"name": name, "queue": "q", "replicas": 1, "requests": {"cpu": "1"}})
-    set_claims(eng, dra, {"w0-0": ["ml/w0"], "w1-0": ["ml/w1"]})
+    set_claims(eng, dra, {"w0-0": ["ml/w0"], "w1-0": ["ml/w1"], "d-0": ["ml/d"]})
     result = eng.run_cycle(now=5)
-    assert [b["task"] for b in result.binds.to_dict("records")] == ["w1-0"] and "w0" in result.pending
+    binds = {b["task"]: b for b in result.binds.to_dict("records")}
+    assert sorted(binds) == ["d-0", "w1-0"] and "w0" in result.pending
+    assert binds["d-0"]["devices"][0].minor not in slots | {one["devices"][0].minor}

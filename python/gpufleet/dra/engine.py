@@ -87,6 +87,28 @@ def _claims_usage(count: int, keys_of: dict[int, tuple[str, int]], use: dict[tup
     return [(c, m) for c, m in usage]
 
 
+def _pods_partitions(table: Any, mapping: Any, gpus: dict[tuple[str, int], tuple[int, int]],
+                     use: dict[tuple[str, int], tuple[int, int]], usage: list[tuple[int, int]],
+                     held: Any) -> Any:
+    """`held` and the exact partitions of the MIG instances pods hold now, where their counters
+    refuse every whole GPU that takes the instance too: the instance's usage then counts as
+    held (in `usage`), so the native ledger does not mark the whole GPU in use with all its
+    counters, which would keep claims off the GPU's other partitions."""
+    from gpufleet.dra.cluster import DraCluster
+    extra = set()
+    for key, p in mapping.exact.items():
+        if key not in gpus or key not in use or table.multi[p] or table.devices[p].id in held.devices:
+            continue
+        index = gpus[key][0]
+        pods = use[key][0] - usage[index][0] > 0 or use[key][1] - usage[index][1] > 0
+        parents = [i for i in mapping.parents if key in mapping.grants[i]]
+        mine = {table.devices[p].id}
+        if pods and parents and all(DraCluster._excluded(table, i, p, mine) for i in parents):
+            extra.add(table.devices[p].id)
+            usage[index] = use[key]
+    return held if not extra else type(held)(devices=held.devices | extra, shared=held.shared)
+
+
 def set_claims(engine: Any, dra: Any, tasks: Mapping[str, Sequence[str]]) -> None:
     """Gives the engine its tasks' claims (``{task: ["namespace/claim", ...]}``, unallocated
     claims of `dra`) for its next cycles; nodes of the engine that `dra` does not know offer no
@@ -122,7 +144,8 @@ def set_claims(engine: Any, dra: Any, tasks: Mapping[str, Sequence[str]]) -> Non
                     counterparts[i].append((device, 0, 0, cores_slot, memory_slot))
             keys_of = {index: key for key, (index, _) in gpus.items()}
             usage = _claims_usage(count, keys_of, use.get(node, {}), dra, table, counterparts)
-            rows.append((node, profile_of[node], table.held(dra._held), counterparts, usage))
+            held = _pods_partitions(table, mapping, gpus, use.get(node, {}), usage, dra._held)
+            rows.append((node, profile_of[node], table.held(held), counterparts, usage))
         task_rows = []
         # Claims of one shape ask the same of a profile: their requests are made once (unless
         # shared devices make them depend on what is held).
