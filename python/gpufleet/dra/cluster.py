@@ -512,7 +512,9 @@ class DraCluster:
                 continue
             did = table.devices[i].id
             if not table.multi[i]:
-                if not all(self._excluded(table, i, mapping.exact.get(g), devices) for g in used):
+                counterparts = [mapping.exact.get(g) for g in used]
+                if not all(e is not None and e != i and table.devices[e].id in devices
+                           and legacy.refused_by_counters(table, i, e) for e in counterparts):
                     devices.add(did)
                 continue
             mine = shared.get(did, {})
@@ -520,16 +522,6 @@ class DraCluster:
             shared[did] = {**mine, legacy.CORES: max(mine.get(legacy.CORES, Decimal(0)), Decimal(core)),
                            legacy.MEMORY: max(mine.get(legacy.MEMORY, Decimal(0)), Decimal(memory))}
         return Ledger(devices=devices, shared=shared)
-
-    @staticmethod
-    def _excluded(table: NodeDevices, i: int, other: int | None, devices: set[Any]) -> bool:
-        """Whether device `i` is already refused by the counters of `other`, in use: both consume
-        a counter of which they cannot have their sum."""
-        if other is None or other == i or table.devices[other].id not in devices:
-            return False
-        theirs = dict(table.dev_counters[other])
-        return any(slot in theirs and amount + theirs[slot] > table.counter_total[slot]
-                   for slot, amount in table.dev_counters[i])
 
     def _table(self, node: str) -> NodeDevices:
         """What `node` offers (kept until its slices change); only the slices that can serve it

@@ -94,7 +94,6 @@ def _pods_partitions(table: Any, mapping: Any, gpus: dict[tuple[str, int], tuple
     refuse every whole GPU that takes the instance too: the instance's usage then counts as
     held (in `usage`), so the native ledger does not mark the whole GPU in use with all its
     counters, which would keep claims off the GPU's other partitions."""
-    from gpufleet.dra.cluster import DraCluster
     extra = set()
     for key, p in mapping.exact.items():
         if key not in gpus or key not in use or table.multi[p] or table.devices[p].id in held.devices:
@@ -102,8 +101,7 @@ def _pods_partitions(table: Any, mapping: Any, gpus: dict[tuple[str, int], tuple
         index = gpus[key][0]
         pods = use[key][0] - usage[index][0] > 0 or use[key][1] - usage[index][1] > 0
         parents = [i for i in mapping.parents if key in mapping.grants[i]]
-        mine = {table.devices[p].id}
-        if pods and parents and all(DraCluster._excluded(table, i, p, mine) for i in parents):
+        if pods and parents and all(legacy.refused_by_counters(table, i, p) for i in parents):
             extra.add(table.devices[p].id)
             usage[index] = use[key]
     return held if not extra else type(held)(devices=held.devices | extra, shared=held.shared)

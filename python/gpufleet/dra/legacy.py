@@ -164,6 +164,14 @@ def _partition(parent: Any, profile: Any, slots: list[int], migs: dict[int, list
     return (tuple(inst[0] for inst in hit), same) if hit else None
 
 
+def refused_by_counters(table: Any, i: int, other: int) -> bool:
+    """Whether DRA device `i` of a node's table cannot be had beside device `other`: both
+    consume a counter that cannot hold their sum."""
+    theirs = dict(table.dev_counters[other])
+    return any(slot in theirs and amount + theirs[slot] > table.counter_total[slot]
+               for slot, amount in table.dev_counters[i])
+
+
 def hold(cluster: Any, claim: str, node: str, grants: list[tuple[str, int]]) -> None:
     """Binds the claim's mapped devices (whole GPUs, MIG instances) whole to its pseudo-pod;
     DraError (state unchanged) when a pod outside DRA holds one."""
