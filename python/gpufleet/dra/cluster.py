@@ -86,7 +86,7 @@ class DraCluster:
         self._multi: set[tuple[str, str, str]] | None = None
         self._held = Ledger()  # what the claims' status holds, kept current by every change
         self._share_pods: dict[str, list[str]] = {}  # claim -> its pseudo-pods of shared GPUs
-        self._maps: dict[str, tuple[NodeDevices, dict[int, tuple[str, int]]]] = {}
+        self._maps: dict[str, tuple[NodeDevices, legacy.DeviceMap]] = {}
         # Slices by the node they name (the others serve any node), and device -> its node.
         self._node_slices: dict[str, set[str]] = {}
         self._unbound_slices: set[str] = set()
@@ -494,22 +494,31 @@ class DraCluster:
             return table, targets, dict(self._classes), held
 
     def _with_pods(self, node: str, table: NodeDevices, held: Ledger) -> Ledger:
-        """`held` and what pods hold on the node's Cluster devices: a whole device with any usage
-        is in use; a GPU shared by capacity has at least the Cluster's core percent and memory
-        consumed (which include the claims' own shares, so nothing counts twice)."""
+        """`held` and what the node's Cluster devices have in use: a DRA device that takes a
+        Cluster device with any usage is in use (exact counterparts first, so that a device whose
+        exclusion their counters already decide, such as the whole parent of a MIG instance in
+        use, is left to the counters and nothing is counted twice); a GPU shared by capacity has
+        at least the Cluster's core percent and memory consumed (which include the claims' own
+        shares, so nothing counts twice)."""
         use = legacy.device_use(self._cluster, node).get(node)
         if not use:
             return held
         devices, shared = set(held.devices), dict(held.shared)
-        for i, key in self._mapping(node, table).items():
-            if key not in use:
+        mapping = self._mapping(node, table)
+        exact = set(mapping.exact.values())
+        for i, grants in sorted(mapping.grants.items(), key=lambda item: item[0] not in exact):
+            used = [g for g in grants if g in use]
+            if not used:
                 continue
             did = table.devices[i].id
             if not table.multi[i]:
-                devices.add(did)
+                counterparts = [mapping.exact.get(g) for g in used]
+                if not all(e is not None and e != i and table.devices[e].id in devices
+                           and legacy.refused_by_counters(table, i, e) for e in counterparts):
+                    devices.add(did)
                 continue
             mine = shared.get(did, {})
-            core, memory = use[key]
+            core, memory = use[used[0]]
             shared[did] = {**mine, legacy.CORES: max(mine.get(legacy.CORES, Decimal(0)), Decimal(core)),
                            legacy.MEMORY: max(mine.get(legacy.MEMORY, Decimal(0)), Decimal(memory))}
         return Ledger(devices=devices, shared=shared)
@@ -529,7 +538,7 @@ class DraCluster:
             self._tables[node] = table
         return table
 
-    def _mapping(self, node: str, table: NodeDevices) -> dict[int, tuple[str, int]]:
+    def _mapping(self, node: str, table: NodeDevices) -> legacy.DeviceMap:
         hit = self._maps.get(node)
         if hit is None or hit[0] is not table:
             try:
@@ -557,12 +566,13 @@ class DraCluster:
                 continue  # a device not local to one known node: DRA's alone
             table = self._table(node)
             i = table.index.get((r["driver"], r["pool"], r["device"]))
-            grant = self._mapping(node, table).get(i) if i is not None else None
-            if grant is None:
+            grants = self._mapping(node, table).grants.get(i) if i is not None else None
+            if not grants:
                 continue
             if not table.multi[i]:
-                per_node.setdefault(node, []).append(grant)
+                per_node.setdefault(node, []).extend(grants)
                 continue
+            grant = grants[0]
             # A GPU shared by capacity: the claim's cores and memory, as a share of it.
             used = r.get("consumedCapacity") or {}
             memory = _core.parse_quantity(str(used.get(legacy.MEMORY, "0")))  # rounded up

@@ -9,11 +9,13 @@ claim consumes of a GPU shared by capacity), and a gang that cannot be placed wh
 claim back with its tasks. ``claim_results`` reads what the placed tasks'
 claims hold as AllocationResults, to commit into the DraCluster (or write to the API server).
 
-One accounting: a slice device that is a GPU of the engine's node (legacy.device_map: the same
-UUID, or a GPU of the same minor) is in use for claims while a pod holds any of it, a GPU shared
-by capacity (``cores``, ``memory``) has what pods hold of it consumed, and a claim's GPU is taken
-in the engine's accounting (whole, or its share), so no pod asking through nvidia.com/gpu or
-shares is given it.
+One accounting: a slice device that is a whole GPU of the engine's node (legacy.device_map: the
+same UUID, or a GPU of the same minor), a MIG partition that is exactly one of its instances, or
+a GPU it splits (all of its instances) is in use for claims while a pod holds any of it, a GPU
+shared by capacity (``cores``, ``memory``) has what pods hold of it consumed, and a claim's
+devices are taken in the engine's accounting (whole, or its share), so no pod asking through
+nvidia.com/gpu, nvidia.com/mig-<profile> or shares is given them. Accounting devices are counted
+as the engine does: the spec's devices in order, a split GPU as its instances.
 """
 from __future__ import annotations
 
@@ -27,14 +29,26 @@ from gpufleet.dra.objects import DraError
 from gpufleet.k8s import keys
 
 
-def _whole_gpus(spec: dict[str, Any]) -> dict[tuple[str, int], tuple[int, int]]:
-    """(type, minor) -> (index among the node's devices, memory bytes) for its GPUs."""
-    out = {}
-    for i, d in enumerate(spec.get("devices") or []):
+def _accounting_gpus(spec: dict[str, Any]) -> tuple[dict[tuple[str, int], tuple[int, int]], int]:
+    """(type, minor) -> (index among the node's accounting devices, memory bytes) for its whole
+    GPUs and MIG instances, and how many accounting devices the node has: the spec's devices in
+    order, a GPU split into MIG instances counting as its instances."""
+    single = spec.get("mig_strategy") == "single"
+    out: dict[tuple[str, int], tuple[int, int]] = {}
+    index = 0
+    for d in spec.get("devices") or []:
+        if d.get("type", "gpu") == "gpu" and d.get("mig"):
+            for inst in d["mig"]:
+                kind = "gpu" if single else f"mig-{inst['profile']}"
+                memory = int(_core.parse_quantity(str(inst.get("memory", "0"))))
+                out[(kind, 8 * d["minor"] + inst["start"])] = (index, memory)
+                index += 1
+            continue
         if d.get("type", "gpu") == "gpu":
             memory = (d.get("resources") or {}).get(keys.RES_GPU_MEMORY, "0")
-            out[("gpu", d["minor"])] = (i, int(_core.parse_quantity(str(memory))))
-    return out
+            out[("gpu", d["minor"])] = (index, int(_core.parse_quantity(str(memory))))
+        index += 1
+    return out, index
 
 
 def _profiles(dra: Any, nodes: list[str]) -> tuple[list[Any], dict[str, int]]:
@@ -51,23 +65,46 @@ def _profiles(dra: Any, nodes: list[str]) -> tuple[list[Any], dict[str, int]]:
     return tables, of
 
 
-def _claims_usage(spec: dict[str, Any], use: dict[tuple[str, int], tuple[int, int]], dra: Any, table: Any,
-                  counterparts: list[Any]) -> list[tuple[int, int]]:
-    """Per device of the engine's node (`spec`, whose devices hold `use`): what of its usage is
-    the committed claims' shares (as far as the usage goes), so that the core counts them once
-    (the claims hold them, the rest is pods')."""
-    devices = spec.get("devices") or []
-    usage = [[0, 0] for _ in devices]
+def _claims_usage(count: int, keys_of: dict[int, tuple[str, int]], use: dict[tuple[str, int], tuple[int, int]],
+                  dra: Any, table: Any, counterparts: list[Any]) -> list[tuple[int, int]]:
+    """Per accounting device of the engine's node (`count` of them, `keys_of` naming the GPUs,
+    which hold `use`): what of its usage is the committed claims' shares (as far as the usage
+    goes), so that the core counts them once (the claims hold them, the rest is pods')."""
+    usage = [[0, 0] for _ in range(count)]
     for i, parts in enumerate(counterparts):
         mine = dra._held.shared.get(table.devices[i].id) if table.multi[i] else None
+        whole = not table.multi[i] and table.devices[i].id in dra._held.devices
         for device, _, _, cores_slot, memory_slot in parts:
-            key = ("gpu", devices[device]["minor"])
+            key = keys_of[device]
+            if whole and key in use:  # a claim holds it whole: all of its usage is the claim's
+                usage[device] = list(use[key])
+                continue
             if not mine or key not in use:
                 continue
             core, memory = use[key]
             usage[device][0] += min(core, math.ceil(mine.get(legacy.CORES, 0)))
             usage[device][1] += min(memory, math.ceil(mine.get(legacy.MEMORY, 0)))
     return [(c, m) for c, m in usage]
+
+
+def _pods_partitions(table: Any, mapping: Any, gpus: dict[tuple[str, int], tuple[int, int]],
+                     use: dict[tuple[str, int], tuple[int, int]], usage: list[tuple[int, int]],
+                     held: Any) -> Any:
+    """`held` and the exact partitions of the MIG instances pods hold now, where their counters
+    refuse every whole GPU that takes the instance too: the instance's usage then counts as
+    held (in `usage`), so the native ledger does not mark the whole GPU in use with all its
+    counters, which would keep claims off the GPU's other partitions."""
+    extra = set()
+    for key, p in mapping.exact.items():
+        if key not in gpus or key not in use or table.multi[p] or table.devices[p].id in held.devices:
+            continue
+        index = gpus[key][0]
+        pods = use[key][0] - usage[index][0] > 0 or use[key][1] - usage[index][1] > 0
+        parents = [i for i in mapping.parents if key in mapping.grants[i]]
+        if pods and parents and all(legacy.refused_by_counters(table, i, p) for i in parents):
+            extra.add(table.devices[p].id)
+            usage[index] = use[key]
+    return held if not extra else type(held)(devices=held.devices | extra, shared=held.shared)
 
 
 def set_claims(engine: Any, dra: Any, tasks: Mapping[str, Sequence[str]]) -> None:
@@ -83,22 +120,30 @@ def set_claims(engine: Any, dra: Any, tasks: Mapping[str, Sequence[str]]) -> Non
         rows = []
         for node in nodes:
             table = dra._table(node)
-            gpus = _whole_gpus(eng_nodes[node])
+            gpus, count = _accounting_gpus(eng_nodes[node])
             counterparts: list[list[tuple[int, int, int, int, int]]] = [[] for _ in table.devices]
-            for i, key in legacy.device_map(eng_nodes[node], table.devices).items():
-                if key not in gpus:
+            mapping = legacy.device_map(eng_nodes[node], table.devices)
+            # A device that is exactly a whole GPU or a MIG instance, and a whole GPU the node
+            # splits (all its instances). A MIG partition the node's layout lacks is the DRA
+            # ledger's alone: two claims' partitions inside one instance would take it twice here.
+            for i, grants in mapping.grants.items():
+                if i not in mapping.parents and mapping.exact.get(grants[0]) != i:
                     continue
-                device, memory = gpus[key]
+                if any(g not in gpus for g in grants):
+                    continue
                 if not table.multi[i]:
-                    counterparts[i].append((device, 100, memory, -1, -1))
+                    counterparts[i] += [(gpus[g][0], 100, gpus[g][1], -1, -1) for g in grants]
                     continue
+                device = gpus[grants[0]][0]
                 # Shared by capacity: its cores and memory are the GPU's percent and bytes.
                 cores_slot = table.capacity_slot.get((i, legacy.CORES), -1)
                 memory_slot = table.capacity_slot.get((i, legacy.MEMORY), -1)
                 if cores_slot >= 0 or memory_slot >= 0:
                     counterparts[i].append((device, 0, 0, cores_slot, memory_slot))
-            usage = _claims_usage(eng_nodes[node], use.get(node, {}), dra, table, counterparts)
-            rows.append((node, profile_of[node], table.held(dra._held), counterparts, usage))
+            keys_of = {index: key for key, (index, _) in gpus.items()}
+            usage = _claims_usage(count, keys_of, use.get(node, {}), dra, table, counterparts)
+            held = _pods_partitions(table, mapping, gpus, use.get(node, {}), usage, dra._held)
+            rows.append((node, profile_of[node], table.held(held), counterparts, usage))
         task_rows = []
         # Claims of one shape ask the same of a profile: their requests are made once (unless
         # shared devices make them depend on what is held).

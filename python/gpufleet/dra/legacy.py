@@ -4,22 +4,35 @@ gpushare/HAMi shares), and the translation of those requests into ResourceClaims
 **How slices map onto a node's devices.** A ResourceSlice device is the Cluster device of the
 same node (the slice's ``nodeName``) with the same UUID (a ``uuid`` attribute equal to the
 device's ``id``) or, without a UUID, a ``type: gpu`` device with the same ``minor`` attribute:
-what NVIDIA's DRA driver publishes for a whole GPU. Devices that map nowhere belong to DRA alone.
+what NVIDIA's DRA driver publishes for a whole GPU. A GPU the Cluster splits into MIG instances
+is all of its instances. A MIG partition (``type: mig``) is the Cluster instance with its UUID or,
+without one, it is found by its parent GPU (``parentUUID``, or ``parentMinor``) and the memory
+slots it takes (the ``memorySlice<i>`` counters it consumes or capacities it publishes): the
+instance of the same profile and first slot, else, conservatively, every instance it overlaps,
+or the parent whole where the Cluster does not split it. Devices that map nowhere belong to DRA
+alone.
 
 **One accounting.** A committed claim holds its mapped devices in the Cluster too, as a bound
 allocation of the pseudo-pod ``dra:<namespace>/<claim>`` that takes each device whole (so no
 pod asking through any other vocabulary is given it); a GPU published as shared by capacity
 (``cores`` in percent, ``memory`` in bytes, HAMi's names) is held as a Koordinator share of the
 cores and memory the claim consumes, by the pseudo-pod ``dra:<namespace>/<claim>@<node>/gpu<minor>``.
-Releasing the claim releases them. In the other direction, every whole device with usage is in
-use for DRA questions, and a GPU shared by capacity has at least the Cluster's core percent and
+Releasing the claim releases them. In the other direction, a DRA device that takes a Cluster
+device with usage is in use for DRA questions (unless the counters of that device's exact
+counterpart, in use, already refuse it: so a pod's MIG instance takes its partition's counters
+from the parent once, and the parent's other partitions stay free), and a GPU shared by capacity has at least the Cluster's core percent and
 memory consumed (those include the claims' own shares, so nothing counts twice). The claim's
 ``status.allocation`` stays the record: a restore re-applies the claims and recreates the
 pseudo-pods from it, as the extender rebuilds from the API server.
 """
 from __future__ import annotations
 
-from typing import Any
+import functools
+import json
+import re
+from typing import Any, NamedTuple
+
+from gpufleet import _core
 
 from gpufleet.dra.objects import DraError
 from gpufleet.k8s.keys import (RES_ALIYUN_GPU_COUNT, RES_ALIYUN_GPU_MEM, RES_GPU, RES_GPU_CORE,
@@ -39,11 +52,64 @@ def pseudo_pod(claim: str) -> str:
     return PSEUDO_POD_PREFIX + claim
 
 
-def device_map(node_spec: dict[str, Any], devices: list[Any]) -> dict[int, tuple[str, int]]:
-    """DRA device index -> (type, minor) of the node's Cluster device it is."""
-    by_id = {d.get("id"): (d.get("type", "gpu"), d["minor"]) for d in node_spec.get("devices") or [] if d.get("id")}
-    gpus = {d["minor"] for d in node_spec.get("devices") or [] if d.get("type", "gpu") == "gpu"}
-    out: dict[int, tuple[str, int]] = {}
+class DeviceMap(NamedTuple):
+    """How a node's DRA devices map onto its Cluster devices. `grants`: DRA device index -> the
+    Cluster devices (type, minor) it takes; `exact`: a Cluster device -> the DRA device that is
+    exactly it (a whole GPU, or the MIG partition of the same profile and placement)."""
+    grants: dict[int, tuple[tuple[str, int], ...]]
+    exact: dict[tuple[str, int], int]
+    parents: set[int]  # DRA devices that are a whole GPU the Cluster splits into MIG instances
+
+
+# The counters or capacities through which NVIDIA's driver publishes a partition's memory slices.
+_MEMORY_SLICE = re.compile(r"^memory-?[sS]lice-?(\d+)$")
+
+
+@functools.lru_cache(maxsize=1)
+def _memory_slots() -> dict[str, dict[str, int]]:
+    """GPU model (and its aliases) -> MIG profile -> the memory slots it takes."""
+    out = {}
+    for model in _core.mig_geometry():
+        for name in (model["model"], *model["aliases"]):
+            out[name] = {p["name"]: p["memory_slices"] for p in model["profiles"]}
+    return out
+
+
+def _mig_instances(node_spec: dict[str, Any]) -> dict[int, list[tuple[tuple[str, int], str, int, int, str]]]:
+    """GPU minor -> its MIG instances as ((type, minor), profile, first slot, slots, id); an
+    instance is a device of type mig-<profile>, or gpu on a node of the single strategy."""
+    single = node_spec.get("mig_strategy") == "single"
+    out: dict[int, list[tuple[tuple[str, int], str, int, int, str]]] = {}
+    for d in node_spec.get("devices") or []:
+        if d.get("type", "gpu") != "gpu" or not d.get("mig"):
+            continue
+        for inst in d["mig"]:
+            span = _memory_slots().get(d.get("model"), {}).get(inst["profile"], 1)
+            kind = "gpu" if single else f"mig-{inst['profile']}"
+            out.setdefault(d["minor"], []).append(
+                ((kind, 8 * d["minor"] + inst["start"]), inst["profile"], inst["start"], span,
+                 inst.get("id") or ""))
+    return out
+
+
+def _memory_slices(device: dict[str, Any]) -> list[int]:
+    """The memory slots a partition takes, read from the memory-slice counters it consumes or
+    the memory-slice capacities it publishes."""
+    names = [n for use in device.get("consumesCounters") or [] for n in use.get("counters") or {}]
+    names += list(device.get("capacity") or {})
+    return sorted({int(m.group(1)) for m in map(_MEMORY_SLICE.match, names) if m})
+
+
+def device_map(node_spec: dict[str, Any], devices: list[Any]) -> DeviceMap:
+    """Which Cluster devices of the node each DRA device takes (see the module's docstring)."""
+    specs = node_spec.get("devices") or []
+    migs = _mig_instances(node_spec)
+    by_id = {d.get("id"): (d.get("type", "gpu"), d["minor"]) for d in specs if d.get("id")}
+    gpus = {d["minor"] for d in specs if d.get("type", "gpu") == "gpu"}
+    instance_ids = {i[4]: (minor, i) for minor, insts in migs.items() for i in insts if i[4]}
+    grants: dict[int, tuple[tuple[str, int], ...]] = {}
+    exact: dict[tuple[str, int], int] = {}
+    parents: set[int] = set()
     for i, ref in enumerate(devices):
         spec = ref.slice["spec"]
         if spec.get("nodeName") != node_spec.get("name") or spec.get("perDeviceNodeSelection"):
@@ -54,31 +120,91 @@ def device_map(node_spec: dict[str, Any], devices: list[Any]) -> dict[int, tuple
             value = attrs.get(name, attrs.get(f"{ref.driver}/{name}"))
             return next(iter(value.values())) if isinstance(value, dict) and value else None
 
-        uuid = attr("uuid")
+        uuid, kind = attr("uuid"), attr("type")
+        if isinstance(uuid, str) and uuid in instance_ids:  # a MIG partition by its UUID
+            key = instance_ids[uuid][1][0]
+            grants[i], exact[key] = (key,), i
+            continue
+        if kind == "mig":
+            parent = attr("parentMinor")
+            if attr("parentUUID") in by_id:
+                parent = by_id[attr("parentUUID")][1]
+            found = _partition(parent, attr("profile"), _memory_slices(ref.device), migs, gpus)
+            if found is not None:
+                grants[i] = found[0]
+                if found[1]:
+                    exact[found[0][0]] = i
+            continue
         if isinstance(uuid, str) and uuid in by_id:
-            out[i] = by_id[uuid]
-        elif attr("type") == "gpu" and isinstance(attr("minor"), int) and attr("minor") in gpus:
-            out[i] = ("gpu", attr("minor"))
-    return out
+            key = by_id[uuid]
+        elif kind == "gpu" and isinstance(attr("minor"), int) and attr("minor") in gpus:
+            key = ("gpu", attr("minor"))
+        else:
+            continue
+        if key[0] == "gpu" and key[1] in migs:  # a whole GPU in MIG mode is all its instances
+            grants[i] = tuple(inst[0] for inst in migs[key[1]])
+            parents.add(i)
+        else:
+            grants[i], exact[key] = (key,), i
+    return DeviceMap(grants, exact, parents)
+
+
+def _partition(parent: Any, profile: Any, slots: list[int], migs: dict[int, list[Any]],
+               gpus: set[int]) -> tuple[tuple[tuple[str, int], ...], bool] | None:
+    """(the Cluster devices a MIG partition takes, whether it is exactly one instance), or None
+    when its parent or its memory slots are not known. On a GPU the Cluster splits, it takes the
+    instances whose slots it overlaps; on one the Cluster keeps whole, that GPU."""
+    if type(parent) is not int or not slots:  # an int attribute, not a bool
+        return None
+    if parent not in migs:
+        return ((("gpu", parent),), False) if parent in gpus else None
+    first, last = slots[0], slots[-1]
+    hit = [inst for inst in migs[parent] if inst[2] <= last and first < inst[2] + inst[3]]
+    same = len(hit) == 1 and hit[0][1] == profile and hit[0][2] == first
+    return (tuple(inst[0] for inst in hit), same) if hit else None
+
+
+def refused_by_counters(table: Any, i: int, other: int) -> bool:
+    """Whether DRA device `i` of a node's table cannot be had beside device `other`: both
+    consume a counter that cannot hold their sum."""
+    theirs = dict(table.dev_counters[other])
+    return any(slot in theirs and amount + theirs[slot] > table.counter_total[slot]
+               for slot, amount in table.dev_counters[i])
 
 
 def hold(cluster: Any, claim: str, node: str, grants: list[tuple[str, int]]) -> None:
-    """Binds the claim's mapped devices whole to its pseudo-pod; DraError (state unchanged) when a
-    pod outside DRA holds one."""
+    """Binds the claim's mapped devices (whole GPUs, MIG instances) whole to its pseudo-pod;
+    DraError (state unchanged) when a pod outside DRA holds one."""
     from gpufleet import Pod
     from gpufleet.k8s.annotations import DeviceGrant, render_device_allocated
     from gpufleet.k8s.keys import KOORD_DEVICE_ALLOCATED
     if not grants or cluster.allocation(pseudo_pod(claim)) is not None:
         return
-    if any(t != "gpu" for t, _ in grants):
-        raise DraError(f"ResourceClaim {claim}: only whole GPUs are held in the Cluster, got {grants}")
-    pod = Pod.from_dict({"name": pseudo_pod(claim), "requests": {RES_NVIDIA_GPU: len(grants)}})
-    annotation = render_device_allocated([DeviceGrant("gpu", m, 100, None, 100) for _, m in sorted(grants)])
+    grants = sorted(set(grants))
+    if any(t != "gpu" and not t.startswith("mig-") for t, _ in grants):
+        raise DraError(f"ResourceClaim {claim}: only whole GPUs and MIG instances are held in the "
+                       f"Cluster, got {grants}")
+    requests: dict[str, int] = {}
+    for t, _ in grants:
+        resource = RES_NVIDIA_GPU if t == "gpu" else f"nvidia.com/{t}"
+        requests[resource] = requests.get(resource, 0) + 1
+    doc = json.loads(render_device_allocated([DeviceGrant("gpu", m, 100, None, 100) for t, m in grants if t == "gpu"]))
+    memory = _instance_memory(cluster.node(node))
+    for t, m in grants:
+        if t != "gpu":  # a MIG instance is granted whole, with its memory
+            doc.setdefault(t, []).append({"minor": m, "resources": {
+                f"koordinator.sh/{t}": "100", RES_GPU_MEMORY: str(memory.get((t, m), 0))}})
+    pod = Pod.from_dict({"name": pseudo_pod(claim), "requests": requests})
     try:
-        cluster.restore_allocation(pod, node, {KOORD_DEVICE_ALLOCATED: annotation})
+        cluster.restore_allocation(pod, node, {KOORD_DEVICE_ALLOCATED: json.dumps(doc, separators=(",", ":"))})
     except (ValueError, KeyError) as e:
         raise DraError(f"ResourceClaim {claim}: its devices on {node} are held outside DRA: "
                        f"{e}") from None
+
+
+def _instance_memory(node_spec: dict[str, Any]) -> dict[tuple[str, int], int]:
+    return {(f"mig-{inst['profile']}", 8 * d["minor"] + inst["start"]): _core.parse_quantity(str(inst["memory"]))
+            for d in node_spec.get("devices") or [] for inst in d.get("mig") or [] if inst.get("memory")}
 
 
 def share_pod(claim: str, node: str, minor: int) -> str:
