@@ -10,6 +10,7 @@ import pytest
 from gpufleet import queues
 from gpufleet.dra import DraCluster
 from gpufleet.dra.engine import claim_results, set_claims
+from gpufleet.dra.objects import DraError
 from gpufleet.dra.quota import claim_devices
 from gpufleet.engine import Engine
 
@@ -132,6 +133,9 @@ def test_mapped_class_names_a_resource_and_bad_mappings_are_refused() -> None:
     set_claims(eng, dra, tasks, {"whole-gpus": [CLASS]})
     r = eng.run_cycle(now=2)
     assert r.binds.empty and "whole-gpus limit" in r.pending["a1"]
+    # A task's claims are placed together: some allocated and some not is refused.
+    with pytest.raises(DraError, match="task x: ResourceClaim ml/a0 is allocated and others are not"):
+        set_claims(eng, dra, {"x": ["ml/a0", "ml/a1"]})
 
 
 def test_kueue_cluster_queues_read_the_class_as_a_resource() -> None:
