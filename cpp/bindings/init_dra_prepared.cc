@@ -7,6 +7,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -124,8 +125,11 @@ using EngineNode = std::tuple<std::string, int, std::shared_ptr<const PreparedHe
                               std::vector<std::pair<int64_t, int64_t>>>;
 
 engine::DraLedger EngineLedger(const std::vector<TablePtr>& tables, const std::vector<EngineNode>& nodes,
-                               const py::list& tasks) {
+                               const py::list& tasks, const std::map<std::string, double>& resources,
+                               const std::map<std::string, std::map<std::string, double>>& queue_devices) {
   engine::DraLedger ledger;
+  Check(ledger.SetQueueResources(resources));
+  for (const auto& [task, devices] : queue_devices) Check(ledger.SetQueueDevices(task, devices));
   for (const TablePtr& t : tables) {
     if (!t) throw InvalidInput("engine_dra_set: None among the tables");
     ledger.AddTable(t);
@@ -239,14 +243,20 @@ void InitDraPrepared(py::module_& m) {
   m.def(
       "engine_dra_set",
       [](engine::GuardedScheduler& eng, const std::vector<TablePtr>& tables,
-         const std::vector<EngineNode>& nodes, const py::list& tasks) {
-        engine::DraLedger ledger = EngineLedger(tables, nodes, tasks);
+         const std::vector<EngineNode>& nodes, const py::list& tasks,
+         const std::map<std::string, double>& resources,
+         const std::map<std::string, std::map<std::string, double>>& queue_devices) {
+        engine::DraLedger ledger = EngineLedger(tables, nodes, tasks, resources, queue_devices);
         Writing(eng, "engine", [&](engine::Scheduler& s) { s.dra() = std::move(ledger); });
       },
       py::arg("engine"), py::arg("tables"), py::arg("nodes"), py::arg("tasks"),
+      py::arg("resources") = std::map<std::string, double>{},
+      py::arg("queue_devices") = std::map<std::string, std::map<std::string, double>>{},
       "Sets the engine's DRA ledger (gpufleet.dra.engine builds the arguments): tables per node "
       "profile; nodes as (name, profile, DraHeld, counterparts, claims' usage); tasks as (name, "
-      "DraClaimRequests or None per profile, refusal per profile).");
+      "DraClaimRequests or None per profile, refusal per profile); for queue trees, resources "
+      "({queue resource: devices the slices publish}) and queue_devices ({task: {queue "
+      "resource: devices its claims take}}).");
   m.def(
       "engine_dra_holdings",
       [](const engine::GuardedScheduler& eng) {

@@ -1,6 +1,7 @@
 #include "gpufleet/engine/dra_ledger.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_format.h"
 #include "gpufleet/dra/solve.h"
@@ -86,6 +87,40 @@ absl::Status DraLedger::SetTask(const std::string& task,
   tasks_[task] = TaskClaims{std::move(by_profile), std::move(refusals)};
   cache_ = std::make_shared<AnswerCache>();
   return absl::OkStatus();
+}
+
+absl::Status DraLedger::SetQueueResources(std::map<std::string, double> capacity) {
+  for (const auto& [resource, devices] : capacity) {
+    if (resource.empty() || resource == "cpu" || resource == "memory" || resource == "gpu" ||
+        resource.rfind("mig-", 0) == 0)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "dra: queue resource \"%s\" is not a name for devices of claims (cpu, memory, gpu and "
+          "mig-* count the engine's own requests)", resource));
+    if (!(devices >= 0) || std::isinf(devices))
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "dra: queue resource %s: capacity must be a number >= 0, got %g", resource, devices));
+  }
+  queue_resources_ = std::move(capacity);
+  return absl::OkStatus();
+}
+
+absl::Status DraLedger::SetQueueDevices(const std::string& task,
+                                        std::map<std::string, double> devices) {
+  for (const auto& [resource, count] : devices) {
+    if (!queue_resources_.contains(resource))
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "dra: task %s: %s is not among the queue resources of claims", task, resource));
+    if (!(count >= 0) || std::isinf(count))
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "dra: task %s: %s devices must be a number >= 0, got %g", task, resource, count));
+  }
+  queue_devices_[task] = std::move(devices);
+  return absl::OkStatus();
+}
+
+const std::map<std::string, double>* DraLedger::QueueDevices(const std::string& task) const {
+  auto t = queue_devices_.find(task);
+  return t == queue_devices_.end() ? nullptr : &t->second;
 }
 
 const dra::ClaimRequests* DraLedger::RequestsOn(const std::string& task,
@@ -181,6 +216,7 @@ void DraLedger::Restore(const std::string& task, DraHolding holding) {
 void DraLedger::Forget(const std::string& task) {
   Release(task);
   tasks_.erase(task);
+  queue_devices_.erase(task);
 }
 
 void DraLedger::Apply(const std::string& task, const DraHolding& h, int sign) {

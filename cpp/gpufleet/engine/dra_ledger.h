@@ -12,10 +12,15 @@
 // did not put there, a shared device's core and memory capacity shrink by that usage, and a
 // task's claims add their counterparts' grants to the task's allocation, so no other pod is given
 // them.
+//
+// Queue trees count claims too: a task's claims take devices of DeviceClasses, and a queue's
+// quota, limit or guarantee on a resource named like the class (or the name gpufleet.dra.engine
+// maps it to) is charged with that many devices (queue_tree_session.h).
 #ifndef GPUFLEET_ENGINE_DRA_LEDGER_H_
 #define GPUFLEET_ENGINE_DRA_LEDGER_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -69,6 +74,14 @@ class DraLedger {
   absl::Status SetTask(const std::string& task,
                        std::vector<std::shared_ptr<const dra::ClaimRequests>> by_profile,
                        std::vector<std::string> refusals);
+  // The queue resources that claims count in ({DeviceClass or mapped name: the devices of its
+  // classes that the slices publish}, the resource's capacity in the queue tree), then per task
+  // the devices its claims take of each (pending claims and claims already allocated alike).
+  absl::Status SetQueueResources(std::map<std::string, double> capacity);
+  absl::Status SetQueueDevices(const std::string& task, std::map<std::string, double> devices);
+  const std::map<std::string, double>& queue_resources() const { return queue_resources_; }
+  // Null when the task's claims take no queue resource.
+  const std::map<std::string, double>* QueueDevices(const std::string& task) const;
   bool HasClaims(const std::string& task) const { return tasks_.contains(task); }
   // The task's claims on `node`, whose accounting `view` shows (the pack objective).
   dra::Result Solve(const std::string& task, const std::string& node, const NodeView& view) const;
@@ -104,6 +117,8 @@ class DraLedger {
   absl::flat_hash_map<std::string, DraNodeClaims> nodes_;
   absl::flat_hash_map<std::string, TaskClaims> tasks_;
   absl::flat_hash_map<std::string, DraHolding> holdings_;
+  std::map<std::string, double> queue_resources_;
+  absl::flat_hash_map<std::string, std::map<std::string, double>> queue_devices_;
   std::shared_ptr<AnswerCache> cache_ = std::make_shared<AnswerCache>();
 };
 

@@ -27,6 +27,8 @@ bool QueueTreeSession::Open(const Session& s, const QueueTreeOptions& options) {
   for (const TaskInfo& t : s.tasks())
     for (const DeviceRequest& d : t.pod->devices)
       if (absl::StartsWith(d.type, "mig-")) kinds.insert(d.type);
+  // So do the resources that tasks' DRA claims count in (DeviceClasses or their mapped names).
+  for (const auto& [resource, unused] : s.dra().queue_resources()) kinds.insert(resource);
   auto tree = queues::QueueTree::Build(TreeSpecsOf(specs), {kinds.begin(), kinds.end()});
   if (!tree.ok()) return false;
   tree_.emplace(*std::move(tree));
@@ -41,6 +43,7 @@ void QueueTreeSession::Ready(Session& s) {
   task_queue_.assign(s.tasks().size(), 0);
   allocated_.assign(n, 0.0);
   request_.assign(n, 0.0);
+  const bool claims = !s.dra().queue_resources().empty();
   for (const TaskInfo& task : s.tasks()) {
     double* a = &task_amounts_[static_cast<size_t>(task.id) * R];
     a[queues::kCpu] = static_cast<double>(task.pod->cpu_milli);
@@ -48,6 +51,9 @@ void QueueTreeSession::Ready(Session& s) {
     a[queues::kGpu] = task.pod->GpuShare();
     for (const DeviceRequest& d : task.pod->devices)
       if (int r = R > 3 ? t.FindResource(d.type) : -1; r >= 3) a[r] += d.count;
+    if (const auto* devices = claims ? s.dra().QueueDevices(task.name()) : nullptr)
+      for (const auto& [resource, count] : *devices)
+        if (int r = t.FindResource(resource); r >= 3) a[r] += count;
     const JobInfo& job = s.job(task.job);
     task_queue_[task.id] = job.queue;
     const absl::Span<const double> amounts(a, R);
@@ -63,6 +69,8 @@ void QueueTreeSession::Ready(Session& s) {
       for (const Device& d : state.node(i).devices)
         if (d.healthy)
           if (int r = t.FindResource(d.type); r >= 3) capacity_[r] += 1;
+    for (const auto& [resource, devices] : s.dra().queue_resources())
+      if (int r = t.FindResource(resource); r >= 3) capacity_[r] += devices;
   }
   usage_.clear();
   if (options_.k_value > 0) {

@@ -1,6 +1,7 @@
 // A queue tree's view of one session (the queuetree plugin's state): the tree built from the
 // session's queues, every task's amounts per tree resource (cpu, memory, gpu in whole-GPU
-// equivalents, and MIG kinds in instances), what each queue's subtree holds and asks for, its
+// equivalents, MIG kinds in instances, and the devices that DRA claims take per DeviceClass or
+// mapped name, dra_ledger.h), what each queue's subtree holds and asks for, its
 // fair share, and (drs) Kueue's quota accounting. Placements and releases during the session keep
 // the totals current along one path (O(depth)).
 #ifndef GPUFLEET_ENGINE_QUEUE_TREE_SESSION_H_

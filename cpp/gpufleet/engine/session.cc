@@ -115,6 +115,8 @@ Session::Session(const SessionInput& in)
     dra_ = *in.dra;
     fit_cache_enabled_ = false;
     classes_enabled_ = false;
+  } else if (in.dra != nullptr && !in.dra->queue_resources().empty()) {
+    dra_ = *in.dra;  // only what claims count in queue trees (all of them allocated before)
   }
 }
 

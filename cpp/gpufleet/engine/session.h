@@ -180,6 +180,7 @@ class Session {
   const ReservationLedger& reservations() const { return reservations_; }
   // The tasks' claims: a task with claims fits a node only where they can be allocated.
   DraLedger& dra() { return dra_; }
+  const DraLedger& dra() const { return dra_; }
 
   // Decisions, pending reasons and queue shares; call once, after the actions ran.
   CycleResult Close();

@@ -20,12 +20,21 @@ as the engine does: the spec's devices in order, a split GPU as its instances.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from gpufleet import _core
 from gpufleet.dra import legacy
 from gpufleet.dra.allocator import outcome_of
 from gpufleet.dra.objects import DraError
+from gpufleet.dra.quota import (
+    allocated_devices,
+    claim_devices,
+    class_devices,
+    class_names,
+    counted,
+    resource_of_class,
+)
 from gpufleet.k8s import keys
 
 
@@ -107,11 +116,34 @@ def _pods_partitions(table: Any, mapping: Any, gpus: dict[tuple[str, int], tuple
     return held if not extra else type(held)(devices=held.devices | extra, shared=held.shared)
 
 
-def set_claims(engine: Any, dra: Any, tasks: Mapping[str, Sequence[str]]) -> None:
+def _split_allocated(dra: Any, tasks: Mapping[str, Sequence[str]]
+                     ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """The tasks whose claims are pending, and those whose claims are all allocated (running
+    pods: counted in their queues, not placed). DraError for a task with both."""
+    pending, allocated = {}, {}
+    for task, claims in tasks.items():
+        done = [n for n in claims if ((dra._claims.get(n) or {}).get("status") or {}).get("allocation")]
+        if done and len(done) < len(claims):
+            raise DraError(f"task {task}: ResourceClaim {done[0]} is allocated and others are not; "
+                           "a task's claims are placed together")
+        (allocated if done else pending)[task] = list(claims)
+    return pending, allocated
+
+
+def set_claims(engine: Any, dra: Any, tasks: Mapping[str, Sequence[str]],
+               device_class_mappings: Mapping[str, Sequence[str]] | None = None) -> None:
     """Gives the engine its tasks' claims (``{task: ["namespace/claim", ...]}``, unallocated
     claims of `dra`) for its next cycles; nodes of the engine that `dra` does not know offer no
     devices for claims. Replaces what an earlier call set, so commit the claims of placed tasks
-    first (claim_results). KeyError or DraError naming the claim when one cannot be read."""
+    first (claim_results) and name those tasks again: a task whose claims are all allocated is
+    not placed, only counted in its queue. KeyError or DraError naming the claim when one cannot
+    be read.
+
+    The devices each task's claims take count against the quotas of its queue tree, per
+    DeviceClass or per the resource that `device_class_mappings` (``{resource: [classes]}``, as
+    Kueue's deviceClassMappings) names for it (gpufleet.dra.quota); ValueError for a bad
+    mapping."""
+    resource_of = resource_of_class(device_class_mappings)
     eng_nodes = {name: engine.cluster.node(name) for name in engine.cluster.node_names()}
     with dra._lock:
         nodes = sorted(n for n in eng_nodes if n in dra._nodes)
@@ -148,8 +180,21 @@ def set_claims(engine: Any, dra: Any, tasks: Mapping[str, Sequence[str]]) -> Non
         # Claims of one shape ask the same of a profile: their requests are made once (unless
         # shared devices make them depend on what is held).
         made: dict[tuple[str, int], tuple[Any, str]] = {}
-        for task, claims in tasks.items():
-            _, targets, classes, held = dra._question(list(claims), None)
+        pending, allocated = _split_allocated(dra, tasks)
+        questions = {task: dra._question(list(claims), None) for task, claims in pending.items()}
+        claimed = [c for _, targets, _, _ in questions.values() for c in targets]
+        claimed += [dra._claims[n] for names in allocated.values() for n in names]
+        named = {c for c in set(resource_of) | class_names(claimed) if counted(c, resource_of) is not None}
+        total, most = class_devices([dra._table(n) for n in nodes], dra._classes, sorted(named), dra._matcher)
+        capacity: dict[str, float] = {}
+        for cls in named:
+            resource = counted(cls, resource_of)
+            capacity[resource] = capacity.get(resource, 0.0) + total[cls]  # type: ignore[index]
+        devices = {task: allocated_devices([dra._claims[n] for n in names], resource_of)
+                   for task, names in allocated.items()}
+        for task, claims in pending.items():
+            _, targets, classes, held = questions[task]
+            devices[task] = claim_devices(targets, resource_of, most)
             shape = "\x00".join([*(dra._shapes[n] for n in claims), str(dra._classes_version)])
             by_profile: list[Any] = []
             refusals: list[str] = []
@@ -166,7 +211,8 @@ def set_claims(engine: Any, dra: Any, tasks: Mapping[str, Sequence[str]]) -> Non
                 by_profile.append(hit[0])
                 refusals.append(hit[1])
             task_rows.append((task, by_profile, refusals))
-        _core.engine_dra_set(engine._native, [t.native() for t in tables], rows, task_rows)
+        _core.engine_dra_set(engine._native, [t.native() for t in tables], rows, task_rows, capacity,
+                             {task: d for task, d in devices.items() if d})
 
 
 def claim_results(engine: Any, dra: Any, tasks: Mapping[str, Sequence[str]]

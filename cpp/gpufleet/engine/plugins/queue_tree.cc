@@ -14,6 +14,7 @@
 // past usage (usage_half_life, usage_window), kept across cycles by the scheduler.
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -57,11 +58,29 @@ class QueueTreePlugin : public Plugin {
   }
 
   void OnSessionClose(Session& s) override {
-    if (opened()) SyncLedger(s);
+    if (!opened()) return;
+    SyncLedger(s);
+    NameTreeRefusals(s);
   }
 
  private:
   bool opened() const { return tree_opened_; }
+
+  // The actions say that a queue refused a task ("no quota left", "would exceed its
+  // capability"); a job the tree still refuses also says which queue and resource (a tree's
+  // resources include MIG kinds and DRA device classes, which the actions do not name).
+  void NameTreeRefusals(Session& s) const {
+    if (!tree_.ready()) return;
+    for (JobInfo& j : s.jobs()) {
+      if (!j.valid || j.reason.empty()) continue;
+      for (int t : j.tasks) {
+        if (s.task(t).status != TaskStatus::kPending) continue;
+        const std::string why = tree_.Admits(j.queue, tree_.amounts(t));
+        if (!why.empty() && j.reason.find(why) == std::string::npos) j.reason += "; " + why;
+        break;
+      }
+    }
+  }
 
   // Preemptions committed in this session join the ledger before the next question.
   void SyncLedger(Session& s) {
