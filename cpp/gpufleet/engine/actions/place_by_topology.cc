@@ -8,10 +8,11 @@ namespace gpufleet::engine {
 
 namespace {
 
-// The sub-group a task's entry of the task list names (job.h), or -1.
+// The sub-group a task's entry of the task list names (job.h), or -1 (also for a job built
+// without the per-task list, as code other than JobFromJson may).
 int TaskGroupOf(const Job& spec, const TaskInfo& task) {
-  if (spec.task_group.empty()) return -1;
-  return spec.task_group[static_cast<size_t>(task.pod - spec.tasks.data())];
+  const size_t k = static_cast<size_t>(task.pod - spec.tasks.data());
+  return k < spec.task_group.size() ? spec.task_group[k] : -1;
 }
 
 }  // namespace
