@@ -29,6 +29,23 @@ struct Job {
   // Where the gang goes across network topology levels (topology/gang_request.h); placed by the
   // gang-topology plugin's topology, ignored without it. Empty: node by node, as before.
   topology::Constraint topology;
+  // Sub-groups of the gang (a leader, workers) named by entries of the task list that carry
+  // `replicas` or their own `topology`: such an entry's tasks form one group under its
+  // constraint, inside the job's. Per task, an index into task_groups, or -1 for tasks of plain
+  // entries, which group as before (equal requests in a row). Both empty when no entry names one.
+  struct TaskGroup {
+    std::string name;               // the entry's name
+    topology::Constraint topology;  // empty: only the job's constraint applies
+  };
+  std::vector<TaskGroup> task_groups;
+  std::vector<int> task_group;
+  // Whether the job or any of its sub-groups asks for a topology placement.
+  bool HasTopology() const {
+    if (!topology.empty()) return true;
+    for (const TaskGroup& g : task_groups)
+      if (!g.topology.empty()) return true;
+    return false;
+  }
 };
 
 // A task without requests (no cpu, memory or devices): best-effort, placed by backfill.

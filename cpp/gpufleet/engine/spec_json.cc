@@ -63,6 +63,54 @@ absl::Status JobTimeFields(const Json& j, const std::string& owner, Job* job) {
   return absl::OkStatus();
 }
 
+// One entry of a job's task list: a pod, or with `replicas` and/or `topology` a sub-group of
+// the gang (name-0, name-1, ... with replicas; the entry's own name without).
+absl::Status TaskEntry(const Json& e, const std::string& owner, const std::string& field, Job* job) {
+  const bool group = e.is_object() && (e.contains("replicas") || e.contains("topology"));
+  if (!group) {
+    auto pod = PodFromJson(e);
+    if (!pod.ok()) return Bad(owner, field, std::string(pod.status().message()));
+    job->tasks.push_back(*std::move(pod));
+    job->task_group.push_back(-1);
+    return absl::OkStatus();
+  }
+  Json pod_json = e;
+  pod_json.erase("replicas");
+  pod_json.erase("topology");
+  auto pod = PodFromJson(pod_json);
+  if (!pod.ok()) return Bad(owner, field, std::string(pod.status().message()));
+  Job::TaskGroup g;
+  g.name = pod->name;
+  const std::string where = absl::StrCat(owner, " task ", g.name);
+  int64_t replicas = 1;
+  if (auto r = e.find("replicas"); r != e.end() && !r->is_null()) {
+    if (!r->is_number_integer() || r->get<int64_t>() < 1 ||
+        (r->is_number_unsigned() && r->get<uint64_t>() > static_cast<uint64_t>(kMaxJobTasks)))
+      return Bad(where, "replicas",
+                 absl::StrFormat("expected an integer from 1 to %d, got %s", kMaxJobTasks, r->dump()));
+    replicas = r->get<int64_t>();
+  }
+  if (job->tasks.size() + replicas > static_cast<size_t>(kMaxJobTasks))
+    return Bad(where, "replicas",
+               absl::StrFormat("the job would have more than the %d tasks a job may have",
+                               kMaxJobTasks));
+  if (auto t = e.find("topology"); t != e.end() && !t->is_null()) {
+    ASSIGN_OR_RETURN(g.topology, topology::ConstraintFromJson(*t, where));
+    const int size = g.topology.slice_size;
+    if (size > 0 && replicas % size != 0)
+      return Bad(where, "topology.slice_size",
+                 absl::StrFormat("%d does not divide the task's %d replicas", size, replicas));
+  }
+  const bool numbered = e.contains("replicas");
+  for (int64_t i = 0; i < replicas; ++i) {
+    job->tasks.push_back(*pod);
+    if (numbered) job->tasks.back().name = absl::StrCat(g.name, "-", i);
+    job->task_group.push_back(static_cast<int>(job->task_groups.size()));
+  }
+  job->task_groups.push_back(std::move(g));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<Queue> QueueFromJson(const Json& j) {
@@ -166,12 +214,9 @@ absl::StatusOr<Job> JobFromJson(const Json& j) {
       return Bad(owner, "tasks",
                  absl::StrFormat("%d tasks is more than the %d a job may have", tasks.size(),
                                  kMaxJobTasks));
-    for (size_t i = 0; i < tasks.size(); ++i) {
-      auto pod = PodFromJson(tasks[i]);
-      if (!pod.ok())
-        return Bad(owner, absl::StrFormat("tasks[%d]", i), std::string(pod.status().message()));
-      job.tasks.push_back(*std::move(pod));
-    }
+    for (size_t i = 0; i < tasks.size(); ++i)
+      RETURN_IF_ERROR(TaskEntry(tasks[i], owner, absl::StrFormat("tasks[%d]", i), &job));
+    if (job.task_groups.empty()) job.task_group.clear();
   } else {
     // The job's own fields, then the task template's (pod fields, name excepted).
     std::vector<std::string> known = job_fields;

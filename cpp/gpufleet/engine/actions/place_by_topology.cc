@@ -6,8 +6,19 @@
 
 namespace gpufleet::engine {
 
+namespace {
+
+// The sub-group a task's entry of the task list names (job.h), or -1 (also for a job built
+// without the per-task list, as code other than JobFromJson may).
+int TaskGroupOf(const Job& spec, const TaskInfo& task) {
+  const size_t k = static_cast<size_t>(task.pod - spec.tasks.data());
+  return k < spec.task_group.size() ? spec.task_group[k] : -1;
+}
+
+}  // namespace
+
 bool UsesTopology(const Session& s, const JobInfo& job) {
-  return s.gang_topology() != nullptr && !job.spec->topology.empty();
+  return s.gang_topology() != nullptr && job.spec->HasTopology();
 }
 
 bool PlaceByTopology(Session& s, int job_id, const std::vector<int>& tasks, Statement& st,
@@ -17,22 +28,33 @@ bool PlaceByTopology(Session& s, int job_id, const std::vector<int>& tasks, Stat
   topology::GangRequest request;
   request.name = job.name();
   request.fit = gt.fit;
+  const Job& spec = *job.spec;
+  // Groups: one per sub-group of the task list; tasks of plain entries with equal requests in a
+  // row form one (a leader, then workers).
   std::vector<std::vector<int>> members;  // task ids per group
+  std::vector<int> group_of;              // per group: its sub-group, or -1
   for (int t : tasks) {
     const TaskInfo& task = s.tasks()[t];
-    if (members.empty() || s.tasks()[members.back().front()].request_key != task.request_key) {
+    const int sub = TaskGroupOf(spec, task);
+    if (members.empty() || group_of.back() != sub ||
+        s.tasks()[members.back().front()].request_key != task.request_key) {
       topology::GroupRequest g;
-      g.name = task.name();
+      g.name = sub >= 0 ? spec.task_groups[sub].name : task.name();
       g.pod = *task.pod;
+      if (sub >= 0) g.constraint = spec.task_groups[sub].topology;
       request.groups.push_back(std::move(g));
       members.emplace_back();
+      group_of.push_back(sub);
     }
     members.back().push_back(t);
     request.groups.back().count = static_cast<int>(members.back().size());
   }
   if (request.groups.empty()) return true;
-  const topology::Constraint& c = job.spec->topology;
-  if (request.groups.size() == 1) {
+  // One group without a constraint of its own takes the job's whole (slices, balance); otherwise
+  // the job's required and preferred levels hold the groups together.
+  const topology::Constraint& c = spec.topology;
+  const topology::Constraint& first = request.groups[0].constraint;
+  if (request.groups.size() == 1 && first.empty() && !first.balanced) {
     request.groups[0].constraint = c;
   } else {
     request.constraint.required = c.required;
