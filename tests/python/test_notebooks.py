@@ -7,6 +7,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,9 +32,13 @@ def this_interpreter_kernel(tmp_path, monkeypatch) -> str:
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_notebook_executes(path: Path, this_interpreter_kernel: str):
+def test_notebook_executes(path: Path, this_interpreter_kernel: str, tmp_path: Path):
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=600, kernel_name=this_interpreter_kernel,
+    # The kernel talks over Unix sockets, not TCP ports: a port the manager picked can be taken by
+    # another test's server before the kernel binds it ("Kernel died before replying").
+    km = KernelManager(kernel_name=this_interpreter_kernel, transport="ipc",
+                       ip=str(tmp_path / "kernel"))
+    client = NotebookClient(nb, km=km, timeout=600, kernel_name=this_interpreter_kernel,
                             resources={"metadata": {"path": str(path.parent)}})
     client.execute()
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
