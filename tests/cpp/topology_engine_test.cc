@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -182,8 +183,11 @@ Json TaskEntry(const std::string& name, int replicas, int gpus, Json topology = 
   return e;
 }
 
-Json GroupJob(const std::string& name, int64_t creation, Json tasks, Json topology = nullptr) {
-  Json j = {{"name", name}, {"creation", creation}, {"tasks", tasks}};
+// The entries are a vector, not a Json: a braced list of one Json is a copy of it under clang
+// and a one-element array under gcc.
+Json GroupJob(const std::string& name, int64_t creation, std::vector<Json> tasks,
+              Json topology = nullptr) {
+  Json j = {{"name", name}, {"creation", creation}, {"tasks", Json(std::move(tasks))}};
   if (!topology.is_null()) j["topology"] = topology;
   return j;
 }
