@@ -25,7 +25,9 @@ try:
     )
     # Imported here, not on first use: the function `sweep` must shadow the subpackage's name.
     from gpufleet.sweep import SweepError, sweep
-except ModuleNotFoundError as e:
+except ImportError as e:
+    # Not built here. The stub package python/gpufleet/_core/ (type hints only) then imports as an
+    # empty namespace, so the error is "cannot import name", not ModuleNotFoundError.
     if e.name != "gpufleet._core":
         raise
     _core_error = e

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -161,3 +162,19 @@ def test_core_commands_explain_the_missing_extension():
         "from gpufleet.cli import main\nsys.exit(main(sys.argv[1:]))", "import gpufleet\ngpufleet.Cluster")],
         env=gc.node_env(), capture_output=True, text=True, timeout=120)
     assert res.returncode != 0 and "ImportError: gpufleet.Cluster needs the native extension" in res.stderr
+
+
+def test_a_source_tree_without_the_extension_imports_beside_the_stub_package(tmp_path):
+    # The stubs (python/gpufleet/_core/*.pyi) make gpufleet._core an empty namespace package
+    # where the extension was never built: `import gpufleet` must still work and say what is
+    # missing when a core name is touched. No site-packages (-S): nothing else can supply _core.
+    root = Path(__file__).resolve().parents[2]
+    shutil.copytree(root / "python" / "gpufleet", tmp_path / "gpufleet",
+                    ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    assert (tmp_path / "gpufleet" / "_core").is_dir()
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import gpufleet\n"
+            "try:\n    gpufleet.Cluster\nexcept ImportError as e:\n    print(e)\n")
+    res = subprocess.run([sys.executable, "-S", "-c", code, str(tmp_path)], capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "gpufleet.Cluster needs the native extension gpufleet._core" in res.stdout
