@@ -10,6 +10,23 @@ Python layers: scenario files, trace loaders, the Kubernetes adapters, node-side
 from gpufleet.errors import (ConflictError, Error, FailedPreconditionError, InternalError,
                              InvalidInputError, NotFoundError)
 
+
+def _hide_the_stub_package() -> None:
+    # Where the extension was never built, the type stubs (python/gpufleet/_core/*.pyi) would
+    # import as an empty namespace package named gpufleet._core; None in sys.modules makes every
+    # import of it the ImportError that callers guard against instead.
+    import importlib.util
+    import sys
+
+    try:
+        spec = importlib.util.find_spec("gpufleet._core")
+    except ImportError:
+        return  # a finder refuses it: the import below fails the same way
+    if spec is None or spec.origin is None:
+        sys.modules["gpufleet._core"] = None  # type: ignore[assignment]
+
+
+_hide_the_stub_package()
 _core_error: ImportError | None = None
 try:
     from gpufleet._core import (
@@ -26,8 +43,6 @@ try:
     # Imported here, not on first use: the function `sweep` must shadow the subpackage's name.
     from gpufleet.sweep import SweepError, sweep
 except ImportError as e:
-    # Not built here. The stub package python/gpufleet/_core/ (type hints only) then imports as an
-    # empty namespace, so the error is "cannot import name", not ModuleNotFoundError.
     if e.name != "gpufleet._core":
         raise
     _core_error = e

@@ -126,8 +126,7 @@ class QueueSimResult:
             "p95_jct": by["jct"].quantile(0.95),
             "mean_wait": by["wait"].mean(),
             "preemptions": by["preemptions"].sum(),
-            "gpu_hours": by.apply(lambda g: float((g["duration"] * g["num_gpu"]).sum()) / 3600.0,
-                                  include_groups=False),
+            "gpu_hours": (j["duration"] * j["num_gpu"]).groupby(j["queue"]).sum() / 3600.0,
         })
         s = self.shares
         if len(s):

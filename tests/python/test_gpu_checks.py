@@ -173,8 +173,12 @@ def test_a_source_tree_without_the_extension_imports_beside_the_stub_package(tmp
                     ignore=shutil.ignore_patterns("*.so", "__pycache__"))
     assert (tmp_path / "gpufleet" / "_core").is_dir()
     code = ("import sys; sys.path.insert(0, sys.argv[1]); import gpufleet\n"
-            "try:\n    gpufleet.Cluster\nexcept ImportError as e:\n    print(e)\n")
+            "try:\n    gpufleet.Cluster\nexcept ImportError as e:\n    print(e)\n"
+            # Guarded imports elsewhere (the CLI's registries) see the same ImportError, never
+            # an empty module.
+            "try:\n    from gpufleet import _core\nexcept ImportError:\n    print('refused')\n")
     res = subprocess.run([sys.executable, "-S", "-c", code, str(tmp_path)], capture_output=True,
                          text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert "gpufleet.Cluster needs the native extension gpufleet._core" in res.stdout
+    assert res.stdout.splitlines()[-1] == "refused"
