@@ -125,6 +125,14 @@ def test_every_binding_that_releases_the_gil_survives_its_arguments_changing():
                                                          {"plugins": ["predicates", "proportion"]}]}
         lp_a = [[1.0, 2.0], [3.0, 1.0]]
         submit = np.array([0.0, 1.0, 2.0])
+        tree = [{"name": "q1", "quota": {"gpu": 2}}, {"name": "q2", "quota": {"gpu": 2}}]
+        requests = {"q1": {"gpu": 3}, "q2": {"gpu": 1}}
+        queue_names = ["q1", "q2", "q1"]
+        from gpufleet.topology import rack_cluster, rack_levels
+        racks = rack_cluster(blocks=1, racks=2, nodes_per_rack=2)
+        levels = rack_levels()
+        gang = {"name": "g", "groups": [{"name": "w", "count": 2,
+                                         "requests": {"nvidia.com/gpu": 8}, "required": "rack"}]}
         def free_everything():
             for a in c.allocations():
                 c.release(a.pod)
@@ -162,6 +170,25 @@ def test_every_binding_that_releases_the_gil_survives_its_arguments_changing():
             lp_a[k % 2] = [float(k % 3), 1.0]
             if k % 4 == 0:
                 lp_a[1] = [1.0]
+        def change_tree(k):
+            tree[1]["quota"] = {"gpu": k % 3}
+            if k % 4 == 0:
+                tree[1]["parent"] = "q2"   # a cycle: refused while it lasts
+            else:
+                tree[1].pop("parent", None)
+        def change_requests(k):
+            requests["q2"] = {"gpu": k % 4}
+            if k % 5 == 0:
+                requests["nowhere"] = {"gpu": 1}
+            else:
+                requests.pop("nowhere", None)
+        def change_queue_names(k):
+            queue_names[k % 3] = "q2" if k % 2 else ("ghost" if k % 7 == 0 else "q1")
+        def change_gang(k):
+            gang["groups"][0]["count"] = 1 + k % 3
+            gang["groups"][0]["required"] = "spine" if k % 5 == 0 else "rack"
+        def change_levels(k):
+            levels["levels"] = levels["levels"][:1] if k % 2 else rack_levels()["levels"]
         def change_submit(k):
             submit[:] = [0.0, float(k % 3), -1.0 if k % 5 == 0 else 2.0]
 
@@ -205,6 +232,18 @@ def test_every_binding_that_releases_the_gil_survives_its_arguments_changing():
                                                np.array([1, 2, 1]), np.array([5.0, 3.0, 1.0]), None,
                                                None, _core.SimOptions("fifo", placement="")),
              change_submit, lambda r: None),
+            ("queue_fair_shares", lambda: _core.queue_fair_shares(tree, {"gpu": 4}, requests),
+             change_requests, lambda r: None),
+            ("queue_fair_shares(tree)", lambda: _core.queue_fair_shares(tree, {"gpu": 4},
+                                                                         {"q1": {"gpu": 3}}),
+             change_tree, lambda r: None),
+            ("simulate_queues", lambda: _core.simulate_queues(
+                tree, 4, np.arange(3), submit, np.array([5.0, 3.0, 1.0]), np.array([1, 2, 1]),
+                queue_names, np.zeros(3, dtype=np.int64)), change_queue_names, lambda r: None),
+            ("place_gang", lambda: _core.place_gang(racks, levels, gang, "binpack", False),
+             change_gang, lambda r: None),
+            ("topology_domains", lambda: _core.topology_domains(racks, levels), change_levels,
+             lambda r: None),
         ]
 
         def hold_the_locks(stop):
@@ -212,6 +251,8 @@ def test_every_binding_that_releases_the_gil_survives_its_arguments_changing():
             while not stop.is_set():
                 c.add_node(node(f"x{k}"))
                 c.remove_node(f"x{k}")
+                racks.add_node(node(f"x{k}"))   # the gang placer waits on this lock without the GIL
+                racks.remove_node(f"x{k}")
                 e.run_cycle()
                 k += 1
 
@@ -243,9 +284,10 @@ def test_every_binding_that_releases_the_gil_survives_its_arguments_changing():
             assert answered + refused > 0, name
             print(name, answered, refused)
         c.check_invariants()
+        racks.check_invariants()
         e.cluster.check_invariants()
         """)
-    assert len(out.splitlines()) == 18, out
+    assert len(out.splitlines()) == 23, out
 
 
 def test_device_usage_arrays_have_one_length_while_nodes_are_added():
