@@ -24,6 +24,8 @@ if [ "${GPUFLEET_BUILD_TESTS:-OFF}" = ON ]; then
     || need_apt+=(clang libclang-rt-dev)
   rm -rf "$probe"
 fi
+# A compiler cache is optional (CMakeLists.txt uses it when present): installed only as root.
+if ! command -v ccache >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then need_apt+=(ccache); fi
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need_apt+=(python3-venv)
 python3 -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
   || need_apt+=(python3-dev)
