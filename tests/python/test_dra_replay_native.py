@@ -132,7 +132,7 @@ def test_a_sweep_runs_native_policies_and_dra_strategies_on_the_same_seeds(tmp_p
     assert float(row["value"].iloc[0]) == pytest.approx(direct.summary["alloc_ratio_at_100"])
 
 
-def test_gpufleet_simulate_as_dra(tmp_path, trace, capsys) -> None:
+def test_gpufleet_simulate_and_sweep_as_dra(tmp_path, trace, capsys) -> None:
     from gpufleet.cli import main
     nodes, pods = trace
     _write(nodes, pods, tmp_path / "nodes.csv", tmp_path / "pods.csv")
@@ -145,6 +145,13 @@ def test_gpufleet_simulate_as_dra(tmp_path, trace, capsys) -> None:
     assert "not a DRA strategy" in capsys.readouterr().err
     assert main(["simulate", "--format", "synthetic", "--num-jobs", "5", "--policy", "las", "--as-dra"]) == 2
     assert "openb traces only" in capsys.readouterr().err
+    assert main(["sweep", "--trace", str(tmp_path / "pods.csv"), "--format", "openb", "--nodes",
+                 str(tmp_path / "nodes.csv"), "--policy", "bestfit", "--as-dra", "pack", "first",
+                 "--seed", "1", "--workers", "1", "--no-progress", "-o", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["summary"]
+    assert {r["policy"] for r in rows} == {"bestfit", "dra:pack", "dra:first"}
+    assert next(r["mean"] for r in rows if r["policy"] == "dra:pack" and r["metric"] == "alloc_ratio_at_100") \
+        == pytest.approx(summary["alloc_ratio_at_100"])
 
 
 def test_the_default_trace_replays_as_dra(shared_data) -> None:

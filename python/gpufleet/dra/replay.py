@@ -151,14 +151,15 @@ def replay_openb_as_dra(nodes: pd.DataFrame, pods: pd.DataFrame, policy: str = "
     (the native core draws them, and checks the rows), the same typical pods and fragmentation
     measure. Every node publishes its GPUs in a ResourceSlice (``cores``, 100 per GPU, shared by
     capacity); a GPU pod's requests become a claim (``claim_from_requests``; its ``gpu_spec``
-    models a CEL selector) that ``DraCluster.place`` places with the DRA strategy ``policy``
-    (``pack`` or ``first``: ``gpufleet.dra.STRATEGIES``) on the nodes with room for the pod's CPU
-    and memory, which are counted per node as natively (DRA does not carry them). A CPU-only pod
+    models a CEL selector), allocated and committed where ``DraCluster.place`` with the DRA
+    strategy ``policy`` (``pack`` or ``first``: ``gpufleet.dra.STRATEGIES``) would put it among
+    the nodes with room for the pod's CPU and memory, which are counted per node as natively (DRA
+    does not carry them); ``_ClaimPlacer`` says how it asks. A CPU-only pod
     has no claim: it takes the first node in tie order with room. ``ties`` orders equally scored
     nodes: ``"seeded"`` a random node order drawn from ``seed`` (by NumPy, so not the native
     replay's own order), ``"name"`` name order.
     """
-    from gpufleet.replay import ReplayResult, _summary, replay_openb
+    from gpufleet.replay import ReplayResult, _spec, _summary, replay_openb
     if policy not in STRATEGIES:
         raise ValueError(f"as_dra: policy {policy!r} is not a DRA strategy; known: {', '.join(STRATEGIES)}")
     if ties not in TIES:
@@ -190,7 +191,6 @@ def replay_openb_as_dra(nodes: pd.DataFrame, pods: pd.DataFrame, policy: str = "
     pod_mem = pods["memory_mib"].astype(np.int64).to_numpy()
     pod_gpus = pods["num_gpu"].astype(np.int64).to_numpy()
     pod_milli = pods["gpu_milli"].astype(np.int64).to_numpy()
-    from gpufleet.replay import _spec
     pod_models = [_spec(s) for s in pods["gpu_spec"]]
     n = len(arrivals)
     cols = {c: np.zeros(n) for c in ("arrived", "allocated", "fragmented", "idle", "failed_gpu")}
@@ -241,9 +241,9 @@ class _ClaimPlacer:
 
     Which node: the best DRA answer (``DraCluster.allocate``'s score, then the node order) among
     the nodes with room for the pod's CPU and memory. Nodes of the same GPU model whose GPUs are
-    used alike answer a claim alike (docs/dra.md, section 8), so each such kind is asked once
-    per claim shape and the answer kept until the run ends; the chosen node is then asked itself
-    and its allocation committed."""
+    used alike answer a claim alike (as DraCluster.place groups nodes), so each such kind is asked
+    once per claim shape and the answer kept until the run ends; the chosen node's own answer is
+    committed."""
 
     def __init__(self, dra: DraCluster, names: list[str], counts: list[int], models: list[str],
                  strategy: str) -> None:
