@@ -199,3 +199,25 @@ def test_each_pod_goes_where_dra_cluster_place_puts_it() -> None:
             expected.append(node)
         got = [n if isinstance(n, str) else None for n in r.timeseries["node"]]  # None may read NaN
         assert got == expected and None in got
+
+
+def test_the_fragmentation_measure_is_the_native_one() -> None:
+    """The as-DRA replay's `fragmented` column measures as the core does: on the native replay's
+    final cluster it gives the native figure."""
+    import numpy as np
+
+    from gpufleet.dra.replay import _Fragmentation
+    nodes, pods = synthetic_openb(12, 120, seed=4)
+    for policy in ("bestfit", "fgd"):
+        r = replay_openb(nodes, pods, policy, seed=0)
+        free = {row.name: [100] * int(row.num_gpu) for row in nodes.itertuples()}
+        cpu = dict(zip(nodes["name"], nodes["cpu_milli"]))
+        for a in r.cluster.allocations():
+            cpu[a.node] -= a.cpu_milli
+            for d in a.devices:
+                free[a.node][d.minor] -= d.core
+        measure = _Fragmentation(r.workload)
+        models = dict(zip(nodes["name"], nodes["model"]))
+        total = sum(measure.of(np.array(free[n]), cpu[n], models[n]) for n in free)
+        assert total > 0
+        assert total / (100 * r.summary["cluster_gpus"]) == pytest.approx(r.timeseries["fragmented"].iloc[-1])
