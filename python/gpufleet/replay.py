@@ -25,7 +25,7 @@ from gpufleet._lazy import lazy
 np = lazy("numpy")
 pd = lazy("pandas")
 
-__all__ = ["POLICIES", "PUBLISHED_ALLOC_AT_100", "STUDY_POLICY_NAMES", "TIES", "ReplayResult",
+__all__ = ["DRA_PREFIX", "POLICIES", "PUBLISHED_ALLOC_AT_100", "STUDY_POLICY_NAMES", "TIES", "ReplayResult",
            "compare_with_published", "load_published", "plot_alloc", "policy_names", "replay_many",
            "replay_openb"]
 
@@ -36,6 +36,9 @@ POLICIES: tuple[str, ...] = ("random", "dotprod", "gpu-clustering", "gpu-packing
 #: by Weng et al. (USENIX ATC 2023); every trace: :func:`load_published` (both from
 #: :mod:`gpufleet.published`).
 PUBLISHED_ALLOC_AT_100: dict[str, float] = published.FGD_DEFAULT_ALLOC_AT_100
+
+#: A policy written ``dra:<strategy>`` replays as DRA (see :func:`replay_openb`).
+DRA_PREFIX = "dra:"
 
 #: How ties between equally scored nodes are broken (see :func:`replay_openb`).
 TIES: tuple[str, ...] = ("seeded", "name", "random")
@@ -94,10 +97,16 @@ def _spec(value: Any) -> list[str]:
     return [str(m) for m in value]
 
 
-def replay_openb(nodes: pd.DataFrame, pods: pd.DataFrame, policy: str = "fgd", seed: int = 0,
+def replay_openb(nodes: pd.DataFrame, pods: pd.DataFrame, policy: str | None = None, seed: int = 0,
                  stop_at: float = 1.3, *, coverage: float = 0.95, random_ties: bool = False,
-                 ties: str = "seeded", **params: Any) -> ReplayResult:
-    """Replay ``pods`` on ``nodes`` with placement strategy ``policy``; see the module doc.
+                 ties: str = "seeded", as_dra: bool = False, **params: Any) -> ReplayResult:
+    """Replay ``pods`` on ``nodes`` with placement strategy ``policy`` (default ``fgd``); see the
+    module doc.
+
+    ``as_dra=True``, or a policy written ``dra:<strategy>``, runs the same arrivals with every GPU
+    pod asking through a ResourceClaim, placed by the DRA strategy ``policy`` (``pack``, the
+    default, or ``first``; :func:`gpufleet.dra.replay.replay_openb_as_dra`, docs/dra.md); its
+    summary names the policy ``dra:<strategy>``.
 
     ``params`` go to the strategy (e.g. ``integer_scores=False`` for fgd's exact scores, or
     ``workload=[[cpu_milli, core_percent, gpu_count, weight], ...]`` to replace the trace's own
@@ -115,6 +124,13 @@ def replay_openb(nodes: pd.DataFrame, pods: pd.DataFrame, policy: str = "fgd", s
         raise ValueError(f"seed must be >= 0, got {seed}")
     if random_ties:
         ties = "random"
+    if as_dra or (policy or "").startswith(DRA_PREFIX):
+        from gpufleet.dra.replay import replay_openb_as_dra
+        if params:
+            raise ValueError(f"as_dra: the DRA strategies take no parameters, got {', '.join(sorted(params))}")
+        strategy = (policy or "pack").removeprefix(DRA_PREFIX)
+        return replay_openb_as_dra(nodes, pods, strategy, seed, stop_at, coverage=coverage, ties=ties)
+    policy = policy or "fgd"
     if ties not in TIES:
         raise ValueError(f"ties must be one of {', '.join(TIES)}, got {ties!r}")
     options = native_replay.ReplayOptions(policy=policy, params=params or None, seed=int(seed),
@@ -242,15 +258,18 @@ def plot_alloc(results: dict[str, ReplayResult], ax=None, upto: float = 1.3):
 
 
 def compare_with_published(nodes: pd.DataFrame, pods: pd.DataFrame, seeds: Iterable[int] = range(10),
-                           **kwargs: Any) -> pd.DataFrame:
+                           as_dra: Iterable[str] = (), **kwargs: Any) -> pd.DataFrame:
     """Mean over ``seeds`` per policy next to the published allocation ratios at 100% (in %).
+    ``as_dra`` adds rows for DRA strategies (``["pack", "first"]``) replayed on the same seeds
+    (policies ``dra:<strategy>``; nothing published for them).
 
     ``alloc_at_100`` and ``alloc_at_130`` are read as the study reads its curves (the mean over
     the arrivals that round to that load: ``alloc_ratio_near_*``); ``published_at_100`` is the
     default trace's published figure (:data:`PUBLISHED_ALLOC_AT_100`; other traces:
     :func:`load_published`).
     """
-    df = replay_many(nodes, pods, POLICIES, seeds, per_run=True, **kwargs)
+    policies = [*POLICIES, *(DRA_PREFIX + str(s) for s in as_dra)]
+    df = replay_many(nodes, pods, policies, list(seeds), per_run=True, **kwargs)
     table = df.groupby("policy", sort=False).agg(
         alloc_at_100=("alloc_ratio_near_100", "mean"), std_at_100=("alloc_ratio_near_100", "std"),
         alloc_at_130=("alloc_ratio_near_130", "mean"), frag_ratio_at_100=("frag_ratio_at_100", "mean"),
@@ -273,9 +292,11 @@ def main(argv: list[str] | None = None) -> None:
                                         "beside the pod list)")
     parser.add_argument("--pods", required=True, help="openb_pod_list_*.csv")
     parser.add_argument("--seeds", type=int, default=10, help="seeds 0..N-1 (default 10)")
+    parser.add_argument("--as-dra", nargs="+", default=[], metavar="STRATEGY",
+                        help="also replay as DRA with these strategies (pack, first): docs/dra.md")
     args = parser.parse_args(argv)
     trace = load(format="openb", trace=args.pods, nodes=args.nodes)
-    table = compare_with_published(trace.nodes, trace.pods, seeds=range(args.seeds))
+    table = compare_with_published(trace.nodes, trace.pods, seeds=range(args.seeds), as_dra=args.as_dra)
     print(table.round(2).to_string())
 
 

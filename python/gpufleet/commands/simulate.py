@@ -38,6 +38,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --gavel-compat: correct this bug of Gavel's simulator instead of reproducing it "
                         "(repeatable: drop_stuck_jobs, charge_idle_gaps, fifo_stale_type)")
     p.add_argument("--restore-delay", type=seconds(), default=0.0, help="checkpoint/restore delay, s")
+    p.add_argument("--as-dra", action="store_true",
+                   help="openb: every GPU pod asks through a ResourceClaim, placed by the DRA strategy "
+                        "--policy (pack or first; docs/dra.md)")
     p.add_argument("--jobs-csv", help="also write the per-job results to this CSV")
     p.add_argument("--placement", default="binpack",
                    help="placement strategy giving each start real devices (job-time formats; "
@@ -147,10 +150,16 @@ def run(args: argparse.Namespace) -> int:
             if replay is None:
                 print("gpufleet simulate: the openb replay (gpufleet.replay) is not available", file=sys.stderr)
                 return 2
-            result = replay.replay_openb(loaded.nodes, loaded.pods, policy=args.policy, seed=args.seed)
+            result = replay.replay_openb(loaded.nodes, loaded.pods, policy=args.policy, seed=args.seed,
+                                         as_dra=args.as_dra)
             _print(dict(result.summary), args.output,
                    _replay_rows(result.timeseries) if args.output == "wide" else None)
             return 0
+        if args.as_dra:
+            print(f"gpufleet simulate: --as-dra replays openb traces only, not {loaded.format} (the "
+                  "job-time simulator counts whole GPUs, which a claim would ask the same: docs/dra.md)",
+                  file=sys.stderr)
+            return 2
         from gpufleet.sim import simulate, simulate_summary
         if loaded.cluster is None:
             print(f"gpufleet simulate: {loaded.format} traces need --cluster (e.g. 8 or 'v100:4,k80:4')",

@@ -33,6 +33,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--policy", nargs="+", metavar="POLICY",
                    help="job-time policy specs (job traces) or placement strategies (openb), e.g. "
                         "'dlas-gpu(queue_limits=[3250,7200])' or fgd")
+    p.add_argument("--as-dra", nargs="+", default=[], metavar="STRATEGY",
+                   help="openb: also replay as DRA with these strategies (pack, first), as policies "
+                        "dra:STRATEGY on the same seeds (docs/dra.md)")
     seeds = p.add_mutually_exclusive_group()
     seeds.add_argument("--seeds", type=count(1, SEEDS_MAX), default=None, metavar="N",
                        help=f"seeds 0..N-1, N from 1 to {SEEDS_MAX:,} (default 3)")
@@ -139,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     if args.list_formats:
         print_formats(args.output)
         return 0
-    if not args.trace or not args.policy:
+    if not args.trace or not (args.policy or args.as_dra):
         print("gpufleet sweep: --trace and --policy are required (or --list-formats)", file=sys.stderr)
         return 2
     from gpufleet._extras import require
@@ -168,13 +171,13 @@ def run(args: argparse.Namespace) -> int:
         return 1
     try:
         options = parse_options(args.option)
-        grid = len(args.trace) * len(args.policy) * len(seeds) * math.prod(len(v) for v in options.values())
+        grid = len(args.trace) * (len(args.policy or []) + len(args.as_dra)) * len(seeds) * math.prod(len(v) for v in options.values())
         if grid > EXPERIMENTS_MAX:
             print(f"gpufleet sweep: {grid:,} experiments (traces x policies x seeds x option values) "
                   f"is more than the {EXPERIMENTS_MAX:,} one sweep may run", file=sys.stderr)
             return 2
         inputs = side_inputs(args)
-        df = sweep(args.trace, args.policy, seeds, options, format=args.format, cluster=args.cluster,
+        df = sweep(args.trace, args.policy or [], seeds, options, as_dra=args.as_dra, format=args.format, cluster=args.cluster,
                    inputs=inputs, missing=args.missing, num_jobs=args.num_jobs,
                    results_dir=args.results, workers=args.workers,
                    executor="ray" if args.ray else "process",

@@ -50,9 +50,10 @@ def _side_inputs(traces: list[Any], given: Mapping[str, Any]) -> dict[str, Any]:
 
 def _plan(traces: Any, policies: Any, seeds: Iterable[int], options: Mapping[str, Any] | None, *,
           fmt: str | None, cluster: Any, side_inputs: Mapping[str, Any], missing: str,
-          num_jobs: int) -> tuple[list[Experiment], dict[str, Setup], list[str]]:
+          num_jobs: int, as_dra: Iterable[str] | str = ()) -> tuple[list[Experiment], dict[str, Setup], list[str]]:
     specs = trace_list(traces, fmt)
     policy_list = [policies] if isinstance(policies, str) else [str(p) for p in policies]
+    policy_list += [f"dra:{s}" for s in ([as_dra] if isinstance(as_dra, str) else as_dra)]
     if not policy_list:
         raise SweepError("no policies given")
     seed_list = _seeds(seeds)
@@ -92,12 +93,12 @@ def experiments(traces: Any, policies: Any, seeds: Iterable[int] = (0,),
                 options: Mapping[str, Any] | None = None, *, format: str | None = None,
                 cluster: Any = None, nodes: Any = None, throughputs: Any = None,
                 inputs: Mapping[str, Any] | None = None, missing: str = "single_worker",
-                num_jobs: int = 500) -> list[Experiment]:
+                num_jobs: int = 500, as_dra: Iterable[str] | str = ()) -> list[Experiment]:
     """The experiments :func:`sweep` would run for these arguments, checked (SweepError for a bad
     trace, policy or option) but not run."""
     side = {"nodes": nodes, "throughputs": throughputs, **(inputs or {})}
     return _plan(traces, policies, seeds, options, fmt=format, cluster=cluster, side_inputs=side,
-                 missing=missing, num_jobs=num_jobs)[0]
+                 missing=missing, num_jobs=num_jobs, as_dra=as_dra)[0]
 
 
 def sweep(traces: Any, policies: Any, seeds: Iterable[int] = range(3),
@@ -106,7 +107,7 @@ def sweep(traces: Any, policies: Any, seeds: Iterable[int] = range(3),
           missing: str = "single_worker", num_jobs: int = 500,
           results_dir: str | os.PathLike | None = None, workers: int | None = None,
           executor: str = "process", ray_address: str | None = None,
-          progress: bool = True) -> pd.DataFrame:
+          progress: bool = True, as_dra: Iterable[str] | str = ()) -> pd.DataFrame:
     """Runs every combination of ``traces`` x ``policies`` x ``seeds`` x ``options`` and returns
     one row per experiment and metric (columns ``kind``, ``trace``, ``policy``, ``seed``, one per
     option, ``metric``, ``value``), in grid order.
@@ -124,7 +125,11 @@ def sweep(traces: Any, policies: Any, seeds: Iterable[int] = range(3),
       PAI-2020 simulator's rules (which build their own cluster: no ``cluster``).
     * ``policies``: job-time policy specs (``"dlas-gpu(queue_limits=[3250,7200])"``) for job
       traces, placement strategies (``"fgd"``) for openb, ``sjf``, ``sju``, ``sjg``, ``sjgg`` or
-      ``fifo`` for PAI-2020 traces.
+      ``fifo`` for PAI-2020 traces. An openb policy written ``dra:<strategy>`` replays the trace
+      as DRA (``replay_openb(..., as_dra=True)``, docs/dra.md).
+    * ``as_dra``: DRA strategies (``["pack", "first"]``) added to ``policies`` as
+      ``dra:<strategy>``, so one sweep compares the native policies and DRA on the same seeds
+      (openb traces only).
     * ``options``: keyword arguments of :func:`gpufleet.sim.simulate`,
       :func:`gpufleet.replay.replay_openb` (``{"restore_delay": [0, 30]}``) or
       :func:`gpufleet.pai2020.simulate_pai` (``{"num_gpus": [6500, 3000]}``); a list holds the
@@ -146,7 +151,7 @@ def sweep(traces: Any, policies: Any, seeds: Iterable[int] = range(3),
         executors.import_ray()  # a missing Ray is bad input too: say so before loading anything
     side = {"nodes": nodes, "throughputs": throughputs, **(inputs or {})}
     exps, setups, option_names = _plan(traces, policies, seeds, options, fmt=format, cluster=cluster,
-                                       side_inputs=side, missing=missing, num_jobs=num_jobs)
+                                       side_inputs=side, missing=missing, num_jobs=num_jobs, as_dra=as_dra)
     results: dict[str, dict[str, float | None]] = {}
     out_dir = None if results_dir is None else Path(results_dir)
     if out_dir is not None:
