@@ -71,10 +71,10 @@ def table(rows: Sequence[Sequence[Any]], header: Sequence[str], right: Sequence[
     """A plain table: an upper-case header, columns two spaces apart, left-aligned except the
     columns named in ``right`` and the columns of numbers. Trailing spaces are cut.
 
-    Cells that are numbers (int or float) are written in one format per column
-    (:func:`column_format`): thousands separated, every number of the column with the same
-    decimals, with a sign in the columns named in ``signed``; None and NaN print as ``-``. Other
-    cells are printed as they are."""
+    Cells that are numbers are written in one format per column (:func:`column_format`):
+    thousands separated, every float of the column with the same decimals (integers, counts,
+    with none), with a sign in the columns named in ``signed``; None and NaN print as ``-``.
+    Other cells are printed as they are."""
     body = [list(row) for row in rows]
     numeric = set()
     for i, h in enumerate(header):
@@ -83,9 +83,11 @@ def table(rows: Sequence[Sequence[Any]], header: Sequence[str], right: Sequence[
             continue
         numeric.add(i)
         fmt = column_format(values, sign=h in signed)
+        count = "{:" + ("+" if h in signed else "") + ",d}"
         for row in body:
-            if _is_number(row[i]):
-                row[i] = "-" if row[i] != row[i] else fmt.format(row[i])
+            v = row[i]
+            if _is_number(v):
+                row[i] = "-" if v != v else (count if isinstance(v, int) else fmt).format(v)
     cells = [[str(h) for h in header]] + [["-" if x is None else str(x) for x in row] for row in body]
     widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
     lines = []
@@ -105,7 +107,7 @@ MAX_DECIMALS = 6
 
 
 def column_format(values: Sequence[float], sign: bool = False) -> str:
-    """One ``str.format`` pattern for a column of numbers: thousands separated, with the decimals
+    """One ``str.format`` pattern for the floats of a column: thousands separated, with the decimals
     its most demanding value needs: four significant digits (none at 10,000 and above), no more
     than the value has (``12.5`` needs one), none for integers, at most :data:`MAX_DECIMALS`. So
     ``1556.48`` and ``365265.0`` print as ``1,556`` and ``365,265``, and ``0.9527`` above ``12.5``
