@@ -62,8 +62,12 @@ def test_notebook_executes_and_is_current(path: Path, tmp_path: Path):
     if not src.is_file():
         pytest.fail(f"notebook {path.name} has no source {src.relative_to(ROOT)}")
     executed = make_notebook.execute(make_notebook.build(src), tmp_path)
-    assert not make_notebook.errors(executed)
+    failed = make_notebook.errors(executed)
+    assert not failed, f"notebook {path.stem} fails: {failed[0]}"
     committed = nbformat.read(path, as_version=4)
     cell = make_notebook.first_difference(committed, executed)
-    assert cell is None, (f"notebook {path.stem} is not current (cell {cell} differs): run "
-                          f"python tools/make_notebook.py --execute {path.stem}")
+    if cell is not None:
+        now = executed.cells[cell] if cell < len(executed.cells) else None
+        got = make_notebook.text_outputs(now) if now is not None and now.cell_type == "code" else []
+        pytest.fail(f"notebook {path.stem} is not current: run python tools/make_notebook.py --execute "
+                    f"{path.stem} (cell {cell} differs; a run now prints {str(got)[:300]})")
