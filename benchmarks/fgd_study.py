@@ -66,8 +66,8 @@ def main() -> None:
 
     table = summarize(df, ["alloc_ratio_at_100"]).merge(published[["trace", "policy", "published"]],
                                                        on=["trace", "policy"], how="left")
-    table["mean"] *= 100
-    table["std"] *= 100
+    for c in ("mean", "std", "published"):   # printed in percent; the frames hold fractions
+        table[c] *= 100
     table["difference"] = table["mean"] - table["published"]
     for trace, rows in table.groupby("trace", sort=False):
         print(f"\n{trace}  (GPU allocation ratio at 100% arrived, %, mean of {int(rows['runs'].iloc[0])} seeds)")

@@ -27,7 +27,7 @@ SHARED = ROOT / ".." / "shared" / "data"
 
 
 def _gap(v: float) -> str:
-    return f"{v:+.2f}%"
+    return f"{v:+.2%}"
 
 
 def main() -> None:
@@ -59,8 +59,8 @@ def main() -> None:
         ours = r.gpufleet_policy if isinstance(r.gpufleet_policy, str) else "-"
         head = f"| {r.trace} | {r.cluster} | {r.policy} | {ours} | {r.seed} |"
         if r.outcome == "ok":
-            print(f"{head} {r.gavel_avg_jct_s:,.1f} | {r.gpufleet_avg_jct_s:,.1f} | {_gap(r.avg_jct_gap_pct)} | "
-                  f"{r.gavel_makespan_s:,.1f} | {r.gpufleet_makespan_s:,.1f} | {_gap(r.makespan_gap_pct)} |")
+            print(f"{head} {r.gavel_avg_jct_s:,.1f} | {r.gpufleet_avg_jct_s:,.1f} | {_gap(r.avg_jct_gap)} | "
+                  f"{r.gavel_makespan_s:,.1f} | {r.gpufleet_makespan_s:,.1f} | {_gap(r.makespan_gap)} |")
         else:
             print(f"{head} {r.outcome} | | | | | |")
     print()
@@ -68,10 +68,10 @@ def main() -> None:
     print("| gpufleet policy | runs | within 2% (both) | median / max avg JCT gap | median / max makespan gap |")
     print("|---|---:|---:|---:|---:|")
     for policy, g in ok.groupby("gpufleet_policy", sort=True):
-        within = int(((g.avg_jct_gap_pct.abs() < 2) & (g.makespan_gap_pct.abs() < 2)).sum())
-        a, m = g.avg_jct_gap_pct.abs(), g.makespan_gap_pct.abs()
-        print(f"| {policy} | {len(g)} | {within} | {a.median():.2f}% / {a.max():.2f}% | "
-              f"{m.median():.2f}% / {m.max():.2f}% |")
+        within = int(((g.avg_jct_gap.abs() < 0.02) & (g.makespan_gap.abs() < 0.02)).sum())
+        a, m = g.avg_jct_gap.abs(), g.makespan_gap.abs()
+        print(f"| {policy} | {len(g)} | {within} | {a.median():.2%} / {a.max():.2%} | "
+              f"{m.median():.2%} / {m.max():.2%} |")
     other = table[table.outcome != "ok"]
     if len(other):
         print()

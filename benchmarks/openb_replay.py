@@ -157,7 +157,8 @@ def main() -> int:
                 cpu.append(time.process_time() - c0)
                 alloc.append(100 * res.summary["alloc_ratio_near_100"])
                 runs.append({"trace": trace, **res.summary, "cpu_s": cpu[-1]})
-            pub = published["mean"].get((trace, policy), float("nan"))
+            # Printed in percent: the replay and the published frame hold fractions.
+            pub = 100 * published["mean"].get((trace, policy), float("nan"))
             rows.append({"trace": trace, "policy": policy, "mean": float(np.mean(alloc)),
                          "std": float(np.std(alloc, ddof=1)) if len(alloc) > 1 else 0.0,
                          "published": float(pub), "cpu_mean": float(np.mean(cpu)),

@@ -39,9 +39,9 @@ def main() -> None:
     print("|---|---|---:|---:|---:|---:|")
     for r in table.itertuples():
         print(f"| {r.policy.upper()} | {r.metric} | {r.published:,.2f} | {r.measured:,.2f} | "
-              f"{r.difference_pct:+.3f}% | {r.cpu_s:.2f} s |")
-    worst = table["difference_pct"].abs().max()
-    print(f"\nlargest difference {worst:.3f}%; slowest experiment {table['cpu_s'].max():.2f} s of CPU")
+              f"{r.difference:+.3%} | {r.cpu_s:.2f} s |")
+    worst = table["difference"].abs().max()
+    print(f"\nlargest difference {worst:.3%}; slowest experiment {table['cpu_s'].max():.2f} s of CPU")
     if args.json:
         args.json.write_text(json.dumps(table.to_dict("records"), indent=1))
 

@@ -67,7 +67,7 @@ def _save(fig, path: Path) -> Path:
 def policy_jct(data: Path, out: Path) -> Path:
     """Average JCT per job-time policy (bars, hours) and the JCT CDFs (log time axis)."""
     import gpufleet.traces as T
-    from gpufleet.plots import jct_cdf
+    from gpufleet.plots import jct_cdf, policy_color
     from gpufleet.sim import compare
 
     jobs = T.gavel_as_jobs(T.load_gavel_trace(_need(data, GAVEL_TRACE)), _need(data, GAVEL_THROUGHPUTS))
@@ -76,11 +76,10 @@ def policy_jct(data: Path, out: Path) -> Path:
                     placement=None)
 
     fig, (bars, cdf) = plt.subplots(1, 2, figsize=(11, 4.4), gridspec_kw={"width_ratios": [1, 1.25]})
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     hours = list(table["avg_jct_mean"] / 3600)
     spread = [list(table["avg_jct_mean"] - table["avg_jct_min"]), list(table["avg_jct_max"] - table["avg_jct_mean"])]
     y = range(len(results))
-    bars.barh(y, hours, color=colors[:len(results)], xerr=[[v / 3600 for v in side] for side in spread],
+    bars.barh(y, hours, color=[policy_color(p) for p in results], xerr=[[v / 3600 for v in side] for side in spread],
               error_kw={"ecolor": "0.2", "capsize": 3, "linewidth": 1})
     bars.set_yticks(list(y), list(results))
     bars.invert_yaxis()
@@ -105,6 +104,7 @@ def policy_jct(data: Path, out: Path) -> Path:
 def openb_alloc(data: Path, out: Path, seed: int = 0) -> Path:
     """GPU allocation ratio against arrived GPU workload per placement policy (openb replay)."""
     from gpufleet import replay
+    from gpufleet.plots import percent_axis, policy_color
     from gpufleet.traces import load_openb_nodes, load_openb_pods
 
     nodes = load_openb_nodes(_need(data, OPENB_NODES))
@@ -112,18 +112,19 @@ def openb_alloc(data: Path, out: Path, seed: int = 0) -> Path:
     runs = {p: replay.replay_openb(nodes, pods, policy=p, seed=seed) for p in replay.policy_names()}
 
     fig, ax = plt.subplots(figsize=(8, 4.8))
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for color, (name, res) in zip(colors, runs.items()):
+    for name, res in runs.items():   # fractions plotted, axes labelled in percent
         ts = res.timeseries
-        ax.plot(100 * ts["arrived"], 100 * ts["allocated"], color=color,
-                label=f"{name}: {100 * res.summary['alloc_ratio_near_100']:.1f}% at 100% arrived")
+        ax.plot(ts["arrived"], ts["allocated"], color=policy_color(name),
+                label=f"{name}: {res.summary['alloc_ratio_near_100']:.1%} at 100% arrived")
         published = replay.PUBLISHED_ALLOC_AT_100.get(name)
         if published is not None:
-            ax.plot([100], [published], marker="x", color=color, markersize=8, linestyle="none")
+            ax.plot([1.0], [published], marker="x", color=policy_color(name), markersize=8, linestyle="none")
     ax.plot([], [], marker="x", color="0.3", linestyle="none", label="published at 100%, mean of 10 seeds")
-    ax.plot([0, 130], [0, 130], color="grey", linestyle=":", linewidth=1, label="arrived = allocated")
-    ax.set_xlim(60, 130)
-    ax.set_ylim(60, 100)
+    ax.plot([0, 1.3], [0, 1.3], color="grey", linestyle=":", linewidth=1, label="arrived = allocated")
+    ax.set_xlim(0.6, 1.3)
+    ax.set_ylim(0.6, 1.0)
+    percent_axis(ax, "x", decimals=0)
+    percent_axis(ax, "y", decimals=0)
     ax.set_xlabel("arrived GPU workload (% of cluster GPUs)")
     ax.set_ylabel("GPU allocation ratio (% of cluster GPUs)")
     ax.set_title(f"GPU-sharing placement policies, openb replay: default trace ({len(pods):,} pods) on "

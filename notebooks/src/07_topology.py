@@ -20,7 +20,6 @@
 # engine). Both runs see the same stream; only the rule differs.
 
 # %%
-import time
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -34,9 +33,7 @@ print(len(jobs), "arrivals,", sum(j.gpus for j in jobs), "GPUs asked,",
 
 results = {}
 for fit in ("best-fit", "fragmentation"):
-    t0 = time.perf_counter()
     results[fit] = run_stream(jobs, fit=fit, blocks=2, racks=8, nodes_per_rack=16, large=128)
-    print(f"{fit}: {time.perf_counter() - t0:.1f} s")
 
 # %% [markdown]
 # ## Waiting times and idle GPUs

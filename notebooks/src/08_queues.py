@@ -9,7 +9,6 @@
 # KAI's time-aware fairness, where a queue's over-quota weight moves with its decayed past usage.
 
 # %%
-import time
 
 import matplotlib
 matplotlib.use("Agg")
@@ -68,10 +67,9 @@ print(f"{len(jobs)} jobs over {jobs.submit_time.max() / DAY:.0f} days")
 runs = {}
 for label, params in {"fair share": {}, "time-aware": {"k_value": 1.0, "half_life": 3 * DAY,
                                                        "window": 14 * DAY}}.items():
-    t0 = time.perf_counter()
     runs[label] = queues.simulate_queues(jobs, tree, gpus=256, queue_column="team", policy="kai",
                                          interval=300, sample_every=3600, **params)
-    print(f"{label}: {time.perf_counter() - t0:.1f} s, {runs[label].scheduling_points} scheduling "
+    print(f"{label}: {runs[label].scheduling_points} scheduling "
           f"points, {runs[label].preemptions} preemptions")
 
 # %% [markdown]

@@ -57,7 +57,7 @@ def reproduce(run: Mapping[str, Any], traces: Mapping[str, Mapping[str, Any]], *
     """Runs ``run`` (a :func:`~gpufleet.published.gavel_runs` row; ``traces`` is that frame's
     ``attrs["traces"]``) in the Gavel-compatible mode and sets both results side by side:
     ``gavel_*`` and ``gpufleet_*`` average JCT (s, over the jobs both finished) and makespan (s),
-    the gaps in percent (gpufleet / Gavel - 1), the jobs each dropped, ``outcome`` (``ok``,
+    the gaps ``avg_jct_gap`` and ``makespan_gap`` as fractions (gpufleet / Gavel - 1; 0.01 is 1%), the jobs each dropped, ``outcome`` (``ok``,
     ``never ends`` when both loop forever, ``not reproduced``, or the error), the seconds the
     run took and the command that repeats it."""
     from gpufleet import traces as T
@@ -96,10 +96,10 @@ def reproduce(run: Mapping[str, Any], traces: Mapping[str, Mapping[str, Any]], *
     kept = ours[~ours["job_id"].isin(dropped) & ~ours["dropped"]]
     out["gavel_avg_jct_s"] = float(run["avg_jct_s"])
     out["gpufleet_avg_jct_s"] = float(kept["jct"].mean())
-    out["avg_jct_gap_pct"] = 100 * (out["gpufleet_avg_jct_s"] / out["gavel_avg_jct_s"] - 1)
+    out["avg_jct_gap"] = out["gpufleet_avg_jct_s"] / out["gavel_avg_jct_s"] - 1
     out["gavel_makespan_s"] = float(run["makespan_s"])
     out["gpufleet_makespan_s"] = float(result.summary["makespan"])
-    out["makespan_gap_pct"] = 100 * (out["gpufleet_makespan_s"] / out["gavel_makespan_s"] - 1)
+    out["makespan_gap"] = out["gpufleet_makespan_s"] / out["gavel_makespan_s"] - 1
     out["outcome"] = "ok"
     return out
 
@@ -113,7 +113,7 @@ def fidelity(runs: Any, *, reference_dir: str | os.PathLike, shared_dir: str | o
         row = reproduce(run, runs.attrs["traces"], reference_dir=reference_dir, shared_dir=shared_dir,
                         gavel_compat=gavel_compat)
         if progress:
-            gaps = (f"{row['avg_jct_gap_pct']:+.2f}% / {row['makespan_gap_pct']:+.2f}%"
+            gaps = (f"{row['avg_jct_gap']:+.2%} / {row['makespan_gap']:+.2%}"
                     if row.get("outcome") == "ok" else row.get("outcome"))
             print(f"{row['trace']} {row['cluster']} {row['policy']} seed {row['seed']}: {gaps}", flush=True)
         rows.append(row)

@@ -8,6 +8,10 @@ Log-scaled axes get readable ticks: :func:`log_time_axis` labels a seconds axis 
 "1 h", "1 d"; :func:`log_number_axis` labels plain numbers "1", "10", "100" (or "2x" with a
 unit) at 1-2-5 steps or powers of ten, never "10^0". Minor ticks are drawn but not labelled, so
 labels never overlap.
+
+A policy (a label of the results) keeps one colour in every panel and every figure of a process:
+:func:`policy_color` hands out colours by label, the first label seen taking the first colour.
+Ratios and shares stay fractions in the data; :func:`percent_axis` labels such an axis in percent.
 """
 from __future__ import annotations
 
@@ -37,6 +41,33 @@ def _axes(ax):
 
 def _results(results: Any) -> Mapping[str, Any]:
     return results if isinstance(results, Mapping) else {results.policy: results}
+
+
+# --- colours ---------------------------------------------------------------------------------------
+# Matplotlib's "tab20" colours, the dark shade of each pair first (the first ten are its default
+# cycle, "tab10"), so up to twenty policies get distinct colours.
+_PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+            "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94",
+            "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5")
+_POLICY_COLORS: dict[str, str] = {}
+
+
+def policy_color(label: Any) -> str:
+    """The colour of policy ``label`` (a hex string): the same on every call in this process, so
+    a policy has one colour across a figure's panels and across figures. A label seen for the first
+    time takes the next colour of a 20-colour palette (then they repeat)."""
+    key = str(label)
+    if key not in _POLICY_COLORS:
+        _POLICY_COLORS[key] = _PALETTE[len(_POLICY_COLORS) % len(_PALETTE)]
+    return _POLICY_COLORS[key]
+
+
+def percent_axis(ax, axis: str = "y", decimals: int | None = None):
+    """Labels ``axis`` ("x" or "y") of ``ax`` in percent for data that are fractions (0.95 is
+    shown as "95%"). Returns the axes."""
+    from matplotlib.ticker import PercentFormatter
+    (ax.xaxis if axis == "x" else ax.yaxis).set_major_formatter(PercentFormatter(1.0, decimals=decimals))
+    return ax
 
 
 # --- log-axis ticks --------------------------------------------------------------------------------
@@ -219,7 +250,8 @@ def jct_cdf(results: Any, ax=None, log: bool = True):
     ax = _axes(ax)
     for label, r in _results(results).items():
         jct = np.sort(r.jobs["jct"].to_numpy())
-        ax.step(jct, np.arange(1, len(jct) + 1) / len(jct), where="post", label=label)
+        ax.step(jct, np.arange(1, len(jct) + 1) / len(jct), where="post", label=label,
+                color=policy_color(label))
     if log:
         log_time_axis(ax, "x")
         ax.set_xlabel("job completion time (log scale)")
@@ -238,7 +270,7 @@ def utilization(results: Any, ax=None):
     ax = _axes(ax)
     for label, r in _results(results).items():
         ts = r.timeseries
-        ax.step(ts["time"] / 3600, ts["utilization"], where="post", label=label)
+        ax.step(ts["time"] / 3600, ts["utilization"], where="post", label=label, color=policy_color(label))
     ax.set_xlabel("time (h)")
     ax.set_ylabel("GPUs busy (share)")
     ax.set_ylim(0, 1.05)
@@ -258,7 +290,7 @@ def summary_bars(results: Any, metric: str = "avg_jct", ax=None, log: bool = Fal
     missing = [k for k in labels if metric not in res[k].summary]
     if missing:
         raise NotFoundError(f"summary_bars: no summary key {metric!r} in {', '.join(map(str, missing))}")
-    ax.bar(labels, [float(res[k].summary[metric]) for k in labels])
+    ax.bar(labels, [float(res[k].summary[metric]) for k in labels], color=[policy_color(k) for k in labels])
     seconds = metric.endswith(("_jct", "_delay")) or metric == "makespan"
     if log:
         (log_time_axis if seconds else log_number_axis)(ax, "y")
@@ -272,7 +304,7 @@ def queue_length(results: Any, ax=None):
     ax = _axes(ax)
     for label, r in _results(results).items():
         ts = r.timeseries
-        ax.step(ts["time"] / 3600, ts["pending_jobs"], where="post", label=label)
+        ax.step(ts["time"] / 3600, ts["pending_jobs"], where="post", label=label, color=policy_color(label))
     ax.set_xlabel("time (h)")
     ax.set_ylabel("pending jobs")
     ax.grid(True, alpha=0.3)
@@ -284,9 +316,10 @@ def sweep_errorbars(df: Any, metric: str, ax=None, *, error: str = "std", scale:
                     published: Any = None, log: bool = False):
     """The paper-style figure of a sweep (:func:`gpufleet.sweep`): for ``metric``, one bar per
     policy with its mean over seeds and an error bar (``error``: ``"std"``, the standard deviation
-    over seeds, or ``"sem"``, the standard error), grouped by trace. ``scale`` multiplies the values
-    (default: 100 for openb ratios and shares, shown in percent). ``published`` (a frame with
-    ``trace``, ``policy``, ``published`` in the plotted unit, as
+    over seeds, or ``"sem"``, the standard error), grouped by trace; each policy in its
+    :func:`policy_color`. ``scale`` multiplies the values and the published figures (default 1:
+    the values' own unit; openb ratios and shares, fractions, get an axis labelled in percent).
+    ``published`` (a frame with ``trace``, ``policy``, ``published`` in the values' unit, as
     :func:`gpufleet.sweep.load_published_alloc` returns from :mod:`gpufleet.published`) adds the
     published figures as black crosses. ValueError when ``metric`` is missing or when other options vary (filter the frame to
     one value of each option first). Returns the axes."""
@@ -301,9 +334,8 @@ def sweep_errorbars(df: Any, metric: str, ax=None, *, error: str = "std", scale:
     if varying:
         raise ValueError(f"sweep_errorbars: options {', '.join(varying)} take several values; pick one "
                          f"of each (df[df[{varying[0]!r}] == ...]) so each bar is one setting")
-    if scale is None:
-        openb = bool((rows["kind"] == "openb").all())
-        scale = 100.0 if openb and ("ratio" in metric or "share" in metric) else 1.0
+    percent = scale is None and bool((rows["kind"] == "openb").all()) and ("ratio" in metric or "share" in metric)
+    scale = 1.0 if scale is None else float(scale)
     traces = list(dict.fromkeys(rows["trace"]))
     policies = list(dict.fromkeys(rows["policy"]))
     stats = rows.groupby(["trace", "policy"], sort=False)["value"].agg(["mean", "std", "count"])
@@ -316,26 +348,29 @@ def sweep_errorbars(df: Any, metric: str, ax=None, *, error: str = "std", scale:
         if error == "sem":
             spread = spread / np.sqrt([max(1, stats["count"].get((t, policy), 1)) for t in traces])
         offset = x - 0.4 + width * (i + 0.5)
-        ax.bar(offset, mean, width, yerr=np.nan_to_num(spread), capsize=2, label=policy)
+        ax.bar(offset, mean, width, yerr=np.nan_to_num(spread), capsize=2, label=policy,
+               color=policy_color(policy))
         if published is not None:
             pub = {(r.trace, r.policy): r.published for r in published.itertuples()}
-            ys = [pub.get((t, policy), np.nan) for t in traces]
+            ys = np.array([pub.get((t, policy), np.nan) for t in traces], dtype=float) * scale
             ax.plot(offset, ys, "x", color="black", markersize=5,
                     label="published" if i == 0 else None)
     ax.set_xticks(x, traces, rotation=30 if len(traces) > 3 else 0,
                   ha="right" if len(traces) > 3 else "center")
-    ax.set_ylabel(f"{metric} (%)" if scale == 100.0 else metric)
+    ax.set_ylabel(f"{metric} (%)" if percent else metric)
     if log:
         (log_time_axis if metric.endswith(("_jct", "_delay")) or metric == "makespan" else log_number_axis)(ax, "y")
     else:
         finite = (stats["mean"] * scale).replace([np.inf, -np.inf], np.nan).dropna()
-        if len(finite) and scale == 100.0:
+        if len(finite) and percent:
             lo = float(finite.min())
-            ax.set_ylim(max(0.0, lo - 0.1 * (100 - lo) - 2), 100)  # the differences, not the common base
+            ax.set_ylim(max(0.0, lo - 0.1 * (1 - lo) - 0.02), 1)  # the differences, not the common base
+            percent_axis(ax, "y", decimals=0)
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(ncol=min(len(policies) + (published is not None), 4), fontsize="small")
     return ax
 
 
 __all__ = ["MAX_LOG_TICKS", "format_number", "format_seconds", "jct_cdf", "log_number_axis",
-           "log_time_axis", "queue_length", "summary_bars", "sweep_errorbars", "utilization"]
+           "log_time_axis", "percent_axis", "policy_color", "queue_length", "summary_bars", "sweep_errorbars",
+           "utilization"]

@@ -1,8 +1,8 @@
 """Published reference figures, read in one place with this package's names for policies and
 traces: what the studies we reproduce reported, to set our measurements beside.
 
-* FGD (Weng et al., "Beware of Fragmentation", USENIX ATC 2023): GPU allocation ratio (%) per
-  openb trace and placement policy, from the study's own per-seed results
+* FGD (Weng et al., "Beware of Fragmentation", USENIX ATC 2023): GPU allocation ratio (a
+  fraction of the cluster's GPUs, 1.0 = all, as the replay reports it) per openb trace and placement policy, from the study's own per-seed results
   (``fgd_expected_alloc.csv``: its simulator's ``analysis_allo_discrete.csv``) or the paper's
   default-trace means (:data:`FGD_DEFAULT_ALLOC_AT_100`). :func:`fgd_alloc` reads both.
 * Tiresias (Gu et al., NSDI 2019): its simulator's average JCTs on ``60_job.csv`` with 8 GPUs
@@ -19,7 +19,9 @@ traces: what the studies we reproduce reported, to set our measurements beside.
   settings it was run with, :data:`PAI2020_README_SETTINGS` (:mod:`gpufleet.pai2020` reproduces it).
 
 Another study's tables belong here too, as a constant or a reader beside these, each with its
-source; the replay, the sweep, the benchmarks and the notebooks read them from here.
+source; the replay, the sweep, the benchmarks and the notebooks read them from here. Ratios and
+shares are fractions (0.9523, not 95.23%) in every constant and frame here, as in every result of
+this package; percent is only how tables and axes print them.
 """
 from __future__ import annotations
 
@@ -59,11 +61,12 @@ FGD_POLICY_NAMES: dict[str, str] = {
     "04-GpuPacking": "gpu-packing", "05-BestFit": "bestfit", "06-FGD": "fgd",
 }
 
-#: GPU allocation ratio (%) at 100% arrived workload, mean of 10 seeds, default trace, as the FGD
-#: study published it (the means of column ``100`` of its result table for that trace).
+#: GPU allocation ratio (a fraction) at 100% arrived workload, mean of 10 seeds, default trace, as the
+#: FGD study published it (the means of column ``100`` of its result table for that trace; the paper
+#: prints them in percent: 95.23% is 0.9523 here).
 FGD_DEFAULT_ALLOC_AT_100: dict[str, float] = {
-    "fgd": 95.23, "bestfit": 92.86, "gpu-packing": 91.78, "gpu-clustering": 91.65, "dotprod": 90.62,
-    "random": 86.30,
+    "fgd": 0.9523, "bestfit": 0.9286, "gpu-packing": 0.9178, "gpu-clustering": 0.9165, "dotprod": 0.9062,
+    "random": 0.8630,
 }
 
 #: Average JCT (s) of Tiresias's own simulator on its ``60_job.csv`` with 8 GPUs and ``count``
@@ -94,10 +97,10 @@ _TRACE_PREFIX = "openb_pod_list_"
 
 
 def fgd_alloc(path: str | os.PathLike | None = None, arrived: int = 100) -> Any:
-    """The FGD study's GPU allocation ratio (%) at ``arrived`` percent arrived workload: one row
-    per (trace, policy), columns ``trace`` (as in ``openb_pod_list_<trace>.csv``), ``policy``
-    (registered strategy name), ``mean``, ``std`` (over seeds) and ``seeds``, sorted by trace
-    and policy.
+    """The FGD study's GPU allocation ratio (a fraction; its table holds percent) at ``arrived``
+    percent arrived workload (the study's column name): one row per (trace, policy), columns
+    ``trace`` (as in ``openb_pod_list_<trace>.csv``), ``policy`` (registered strategy name),
+    ``mean``, ``std`` (over seeds, fractions too) and ``seeds``, sorted by trace and policy.
 
     ``path`` is the study's per-seed table (``workload, sc_policy, ..., 0..130``); without one,
     the paper's default-trace means at 100% (``std`` NaN, 10 seeds). ValueError names a missing
@@ -122,7 +125,7 @@ def fgd_alloc(path: str | os.PathLike | None = None, arrived: int = 100) -> Any:
     table = pd.DataFrame({
         "trace": table["workload"].astype(str).str.replace(_TRACE_PREFIX, "", regex=False),
         "policy": table["sc_policy"].map(FGD_POLICY_NAMES),
-        "value": pd.to_numeric(table[column], errors="raise")})
+        "value": pd.to_numeric(table[column], errors="raise") / 100.0})   # its percent -> a fraction
     out = table.groupby(["trace", "policy"], sort=True)["value"].agg(mean="mean", std="std", seeds="count")
     return out.reset_index()
 

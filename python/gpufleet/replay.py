@@ -32,7 +32,7 @@ __all__ = ["DRA_PREFIX", "POLICIES", "PUBLISHED_ALLOC_AT_100", "STUDY_POLICY_NAM
 #: The six policies of the study, in the paper's order (registered placement strategies).
 POLICIES: tuple[str, ...] = ("random", "dotprod", "gpu-clustering", "gpu-packing", "bestfit", "fgd")
 
-#: GPU allocation ratio (%) at 100% arrived workload, mean of 10 seeds, default trace, as published
+#: GPU allocation ratio (a fraction) at 100% arrived workload, mean of 10 seeds, default trace, as published
 #: by Weng et al. (USENIX ATC 2023); every trace: :func:`load_published` (both from
 #: :mod:`gpufleet.published`).
 PUBLISHED_ALLOC_AT_100: dict[str, float] = published.FGD_DEFAULT_ALLOC_AT_100
@@ -73,7 +73,7 @@ class ReplayResult:
         return _row_at(self.timeseries, arrived)
 
     def plot(self, ax=None, **kwargs):
-        """Allocation ratio (%) against arrived workload (%), as in the paper's Figure 7."""
+        """Allocation ratio against arrived workload (axes in percent), as in the paper's Figure 7."""
         return plot_alloc({self.summary["policy"]: self}, ax=ax, **kwargs)
 
 
@@ -236,21 +236,27 @@ def load_published(path: Any, arrived: int = 100) -> pd.DataFrame:
 
     Returns one row per (trace, policy) with index ``(trace, policy)`` (the trace as in
     ``openb_pod_list_<trace>.csv``, the policy by replay name) and columns ``mean``, ``std``
-    (over seeds, in percent) and ``seeds``. Raises ``ValueError`` naming what is missing.
+    (over seeds, fractions like every ratio here) and ``seeds``. Raises ``ValueError`` naming what
+    is missing.
     """
     return published.fgd_alloc(path, arrived).set_index(["trace", "policy"])
 
 
 def plot_alloc(results: dict[str, ReplayResult], ax=None, upto: float = 1.3):
-    """GPU allocation ratio (%) against arrived GPU workload (%) per policy, with the diagonal."""
+    """GPU allocation ratio against arrived GPU workload per policy, with the diagonal; the data are
+    the fractions of the timeseries, the axes are labelled in percent. A policy keeps its colour
+    (:func:`gpufleet.plots.policy_color`) in every figure."""
     from gpufleet._extras import require
+    from gpufleet.plots import percent_axis, policy_color
     plt = require("matplotlib.pyplot", "plot", "gpufleet.replay.plot_alloc")
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 4))
     for name, res in results.items():
         ts = res.timeseries[res.timeseries["arrived"] <= upto + 1e-9]
-        ax.plot(100 * ts["arrived"], 100 * ts["allocated"], label=name)
-    ax.plot([0, 100 * upto], [0, 100 * upto], color="grey", linestyle=":", linewidth=1)
+        ax.plot(ts["arrived"], ts["allocated"], label=name, color=policy_color(name))
+    ax.plot([0, upto], [0, upto], color="grey", linestyle=":", linewidth=1)
+    percent_axis(ax, "x", decimals=0)
+    percent_axis(ax, "y", decimals=0)
     ax.set_xlabel("arrived GPU workload (% of cluster GPUs)")
     ax.set_ylabel("GPU allocation ratio (%)")
     ax.legend()
@@ -259,7 +265,8 @@ def plot_alloc(results: dict[str, ReplayResult], ax=None, upto: float = 1.3):
 
 def compare_with_published(nodes: pd.DataFrame, pods: pd.DataFrame, seeds: Iterable[int] = range(10),
                            as_dra: Iterable[str] = (), **kwargs: Any) -> pd.DataFrame:
-    """Mean over ``seeds`` per policy next to the published allocation ratios at 100% (in %).
+    """Mean over ``seeds`` per policy next to the published allocation ratios at 100% (fractions,
+    as every ratio the replay returns; the table printed by :func:`main` shows percent).
     ``as_dra`` adds rows for DRA strategies (``["pack", "first"]``) replayed on the same seeds
     (policies ``dra:<strategy>``; nothing published for them).
 
@@ -274,8 +281,6 @@ def compare_with_published(nodes: pd.DataFrame, pods: pd.DataFrame, seeds: Itera
         alloc_at_100=("alloc_ratio_near_100", "mean"), std_at_100=("alloc_ratio_near_100", "std"),
         alloc_at_130=("alloc_ratio_near_130", "mean"), frag_ratio_at_100=("frag_ratio_at_100", "mean"),
         failed_pods=("failed_pods", "mean"))
-    for c in ("alloc_at_100", "std_at_100", "alloc_at_130", "frag_ratio_at_100"):
-        table[c] *= 100
     table["published_at_100"] = pd.Series(PUBLISHED_ALLOC_AT_100)
     table["difference"] = table["alloc_at_100"] - table["published_at_100"]
     return table
@@ -297,7 +302,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     trace = load(format="openb", trace=args.pods, nodes=args.nodes)
     table = compare_with_published(trace.nodes, trace.pods, seeds=range(args.seeds), as_dra=args.as_dra)
-    print(table.round(2).to_string())
+    ratios = [c for c in ("alloc_at_100", "std_at_100", "alloc_at_130", "frag_ratio_at_100", "published_at_100",
+                          "difference") if c in table.columns]
+    shown = table.copy()
+    shown[ratios] = shown[ratios] * 100   # printed in percent; the returned table holds fractions
+    print(shown.rename(columns={c: f"{c} (%)" for c in ratios}).round(2).to_string())
 
 
 if __name__ == "__main__":

@@ -167,3 +167,22 @@ def test_every_command_with_json_has_output_choices():
             assert options["--json"].dest == options["-o"].dest == "output", path
             assert "same as -o json" in options["--json"].help, path
     assert found >= 5
+
+
+def test_table_prints_each_column_of_numbers_in_one_format():
+    from gpufleet.commands._output import table
+    text = table([["fifo", 1556.48, 0.9527, 3, -0.25, 60], ["srtf", 365265.0, 12.5, 1200, 1.5, 0.5791],
+                  ["las", None, float("nan"), 7, 0.0, 5747.0]],
+                 ["POLICY", "JCT", "RATIO", "JOBS", "DIFF", "VALUE"], signed=["DIFF"])
+    header, *rows = text.splitlines()
+    assert header.split() == ["POLICY", "JCT", "RATIO", "JOBS", "DIFF", "VALUE"]
+    cells = [r.split() for r in rows]
+    # thousands separated, the decimals the column's most demanding value needs, for every row
+    assert [c[1] for c in cells] == ["1,556", "365,265", "-"]
+    assert [c[2] for c in cells] == ["0.9527", "12.5000", "-"]
+    assert [c[3] for c in cells] == ["3", "1,200", "7"]
+    assert [c[4] for c in cells] == ["-0.25", "+1.50", "+0.00"]
+    # a count keeps no decimals beside the floats of its column, which share theirs
+    assert [c[5] for c in cells] == ["60", "0.5791", "5,747.0000"]
+    # numbers right-aligned: every row of a column ends at the same place
+    assert len({len(r) for r in rows}) == 1

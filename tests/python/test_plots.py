@@ -135,3 +135,50 @@ def test_format_seconds(seconds, text):
 ])
 def test_format_number(value, unit, text):
     assert plots.format_number(value, unit) == text
+
+
+def _colors_by_label(ax) -> dict[str, str]:
+    """Label -> hex colour of the lines and bars of ``ax`` (bars labelled by their tick)."""
+    from matplotlib.colors import to_hex
+    out = {line.get_label(): to_hex(line.get_color()) for line in ax.get_lines()
+           if not line.get_label().startswith("_")}
+    ticks = [t.get_text() for t in ax.get_xticklabels()]
+    for tick, bar in zip(ticks, ax.patches):
+        out[tick] = to_hex(bar.get_facecolor())
+    return out
+
+
+def test_a_policy_has_one_colour_in_every_panel(results, tmp_path):
+    # The bars list the policies in another order than the lines: colours follow the name.
+    reordered = {p: results[p] for p in reversed(list(results))}
+    fig, (cdf, bars, util) = plt.subplots(1, 3, figsize=(15, 4))
+    plots.jct_cdf(results, ax=cdf)
+    plots.summary_bars(reordered, "avg_jct", ax=bars)
+    plots.utilization({p: results[p] for p in ("las", "fifo")}, ax=util)
+    _render(fig, tmp_path / "panels.png")
+    lines, bar_colors, util_lines = _colors_by_label(cdf), _colors_by_label(bars), _colors_by_label(util)
+    assert set(lines) == set(bar_colors) == set(results)
+    assert lines == bar_colors
+    assert util_lines == {p: lines[p] for p in ("las", "fifo")}
+    assert len(set(lines.values())) == len(lines)   # distinct policies, distinct colours
+    # and in a later figure too
+    fig2, ax = plt.subplots()
+    plots.queue_length({"hetero-las": results["hetero-las"]}, ax=ax)
+    assert _colors_by_label(ax) == {"hetero-las": lines["hetero-las"]}
+    plt.close(fig)
+    plt.close(fig2)
+
+
+def test_policy_colours_are_stable_and_distinct():
+    names = [f"policy-{i}" for i in range(20)]
+    first = [plots.policy_color(n) for n in names]
+    assert [plots.policy_color(n) for n in reversed(names)] == list(reversed(first))
+    assert len(set(first)) == 20
+
+
+def test_percent_axis_labels_fractions():
+    fig, ax = plt.subplots()
+    ax.plot([0, 1.3], [0, 0.95])
+    plots.percent_axis(ax, "y")
+    assert ax.yaxis.get_major_formatter()(0.95, 0) == "95%"
+    plt.close(fig)

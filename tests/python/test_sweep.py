@@ -236,10 +236,14 @@ def test_summarize_and_the_figure(traces):
     assert table["mean"].iloc[0] == pytest.approx(mean)
     with pytest.raises(S.SweepError, match="no metric 'nope'"):
         S.summarize(openb, ["nope"])
-    published = pd.DataFrame({"trace": ["tiny"], "policy": ["fgd"], "published": [95.0]})
+    published = pd.DataFrame({"trace": ["tiny"], "policy": ["fgd"], "published": [0.95]})
     ax = gpufleet.plots.sweep_errorbars(openb, "alloc_ratio_at_100", published=published)
     bars = [p for p in ax.patches]
-    assert len(bars) == 2 and bars[0].get_height() == pytest.approx(100 * mean)
+    # fractions drawn, the axis labelled in percent; the published cross in the same unit
+    assert len(bars) == 2 and bars[0].get_height() == pytest.approx(mean)
+    assert ax.yaxis.get_major_formatter()(0.95, 0) == "95%" and ax.get_ylim()[1] == 1
+    crosses = [line for line in ax.lines if line.get_label() == "published"]
+    assert list(crosses[0].get_ydata()) == [pytest.approx(0.95)]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["tiny"]
     plt.close(ax.figure)
     with pytest.raises(ValueError, match="restore_delay take several values"):
@@ -255,8 +259,9 @@ def test_published_figures_by_trace_and_policy(tmp_path):
                    "openb_pod_list_tiny,06-FGD,0,42,8,0,90\nopenb_pod_list_tiny,06-FGD,0,43,8,0,92\n"
                    "openb_pod_list_tiny,01-Random,0,42,8,0,80\n")
     pub = S.load_published_alloc(csv)
-    assert pub.set_index(["trace", "policy"])["published"].to_dict() == {("tiny", "fgd"): 91.0,
-                                                                         ("tiny", "random"): 80.0}
+    # fractions, as every ratio of the package (the study's table holds percent)
+    assert pub.set_index(["trace", "policy"])["published"].to_dict() == {
+        ("tiny", "fgd"): pytest.approx(0.91), ("tiny", "random"): pytest.approx(0.80)}
     with pytest.raises(S.SweepError, match="lacks column"):
         S.load_published_alloc(csv, at="130")
 
@@ -277,7 +282,7 @@ def test_cli_prints_means_next_to_the_published_ones(traces, tmp_path, capsys):
     out, err = capsys.readouterr()
     header, *rows = out.strip().splitlines()
     assert header.split()[:5] == ["KIND", "TRACE", "POLICY", "METRIC", "MEAN"] and "PUBLISHED" in header
-    assert len(rows) == 2 and rows[0].split()[2] == "fgd" and "90.00" in rows[0]
+    assert len(rows) == 2 and rows[0].split()[2] == "fgd" and rows[0].split()[-2] == "90"
     assert "4 experiments: 4 run, 0 reused" in err
     assert main(argv + ["-o", "json"]) == 0
     out, err = capsys.readouterr()
@@ -292,7 +297,11 @@ def test_cli_prints_means_next_to_the_published_ones(traces, tmp_path, capsys):
     assert 0 < fgd["mean"] <= 1 and fgd["mean"] == pytest.approx(float(summary["mean"].iloc[0]))
     cells = rows[0].split()
     assert cells[3] == "alloc_ratio_at_100" and cells[4] == "(%)"
-    assert cells[5] == f"{100 * fgd['mean']:.2f}" and cells[-1] == f"{100 * fgd['difference']:+.2f}"
+    assert float(cells[5]) == pytest.approx(100 * fgd["mean"], abs=0.01)
+    assert float(cells[-1]) == pytest.approx(100 * fgd["difference"], abs=0.01) and cells[-1][0] in "+-"
+    # one format per column: the same decimals in every row
+    for column in (5, -1):
+        assert len({len(r.split()[column].partition(".")[2]) for r in rows}) == 1, rows
 
 
 def test_cli_bad_input_exits_1_naming_it(traces, capsys):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import Any, Sequence, TextIO
 
@@ -65,16 +66,64 @@ def emit(doc: Any, fmt: str, out: TextIO | None = None) -> None:
     (out or sys.stdout).write(render(doc, fmt))
 
 
-def table(rows: Sequence[Sequence[Any]], header: Sequence[str], right: Sequence[str] = ()) -> str:
+def table(rows: Sequence[Sequence[Any]], header: Sequence[str], right: Sequence[str] = (),
+          signed: Sequence[str] = ()) -> str:
     """A plain table: an upper-case header, columns two spaces apart, left-aligned except the
-    columns named in ``right`` (numbers). Trailing spaces are cut."""
-    cells = [[str(h) for h in header]] + [["-" if x is None else str(x) for x in row] for row in rows]
+    columns named in ``right`` and the columns of numbers. Trailing spaces are cut.
+
+    Cells that are numbers are written in one format per column (:func:`column_format`):
+    thousands separated, every float of the column with the same decimals (integers, counts,
+    with none), with a sign in the columns named in ``signed``; None and NaN print as ``-``.
+    Other cells are printed as they are."""
+    body = [list(row) for row in rows]
+    numeric = set()
+    for i, h in enumerate(header):
+        values = [row[i] for row in body if _is_number(row[i])]
+        if not values:
+            continue
+        numeric.add(i)
+        fmt = column_format(values, sign=h in signed)
+        count = "{:" + ("+" if h in signed else "") + ",d}"
+        for row in body:
+            v = row[i]
+            if _is_number(v):
+                row[i] = "-" if v != v else (count if isinstance(v, int) else fmt).format(v)
+    cells = [[str(h) for h in header]] + [["-" if x is None else str(x) for x in row] for row in body]
     widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
     lines = []
     for row in cells:
-        parts = [c.rjust(w) if h in right else c.ljust(w) for c, w, h in zip(row, widths, header)]
+        parts = [c.rjust(w) if h in right or i in numeric else c.ljust(w)
+                 for i, (c, w, h) in enumerate(zip(row, widths, header))]
         lines.append("  ".join(parts).rstrip())
     return "\n".join(lines)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+# The most decimals a table column gets: a share of 1e-5 still shows, a ratio keeps four digits.
+MAX_DECIMALS = 6
+
+
+def column_format(values: Sequence[float], sign: bool = False) -> str:
+    """One ``str.format`` pattern for the floats of a column: thousands separated, with the decimals
+    its most demanding value needs: four significant digits (none at 10,000 and above), no more
+    than the value has (``12.5`` needs one), none for integers, at most :data:`MAX_DECIMALS`. So
+    ``1556.48`` and ``365265.0`` print as ``1,556`` and ``365,265``, and ``0.9527`` above ``12.5``
+    as ``0.9527`` and ``12.5000``."""
+    decimals = 0
+    for v in values:
+        if isinstance(v, int) or not math.isfinite(v):
+            continue
+        v = round(float(v), 9)   # 0.9 * 100 is 90.00000000000001: not a figure with 14 decimals
+        if v.is_integer():
+            continue
+        significant = 3 - math.floor(math.log10(abs(v)))
+        written = repr(v)
+        own = significant if "e" in written else len(written.partition(".")[2])
+        decimals = max(decimals, min(MAX_DECIMALS, significant, own))
+    return "{:" + ("+" if sign else "") + f",.{decimals}f" + "}"
 
 
 def number(v: Any) -> str:

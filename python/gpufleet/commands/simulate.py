@@ -12,7 +12,7 @@ from typing import Any
 
 from gpufleet.commands._bounds import SEED_MAX, cluster_too_large, count, seconds
 from gpufleet.commands._inputs import device_among
-from gpufleet.commands._output import add_output_options, emit, is_document, number, one_line, table
+from gpufleet.commands._output import add_output_options, emit, is_document, one_line, table
 from gpufleet.commands._traces import (add_trace_options, missing_hint, named_files, print_formats,
                                        side_inputs)
 
@@ -69,7 +69,7 @@ def _print(summary: dict[str, Any], fmt: str | None, detail: tuple[list[str], li
     if is_document(fmt):
         emit(summary, fmt)
         return
-    print(table([[k, number(v)] for k, v in summary.items()], ["METRIC", "VALUE"]))
+    print(table([[k, v] for k, v in summary.items()], ["METRIC", "VALUE"]))
     if fmt == "wide" and detail is not None:
         header, rows = detail
         print()
@@ -99,16 +99,20 @@ def _replay_rows(ts) -> tuple[list[str], list[list[Any]]]:
         picked = [_row_at(ts, tenth / 10) for tenth in range(1, 1 + int(last * 10 + 1e-9))]
         if not picked or float(picked[-1]["arrived"]) < last:
             picked.append(ts.iloc[-1])
-    rows = [[f"{100 * r['arrived']:.1f}", f"{100 * r['allocated']:.2f}", f"{100 * r['fragmented']:.2f}",
-             f"{100 * r['idle']:.2f}", f"{100 * r['frag_ratio']:.2f}", f"{int(r['failed']):,}",
-             f"{100 * r['failed_gpu']:.2f}"] for r in picked]
+    # Fractions in the result, percent in the table (rounded so each column reads at a glance).
+    rows = [[round(100 * float(r['arrived']), 1), round(100 * float(r['allocated']), 2),
+             round(100 * float(r['fragmented']), 2), round(100 * float(r['idle']), 2),
+             round(100 * float(r['frag_ratio']), 2), int(r['failed']), round(100 * float(r['failed_gpu']), 2)]
+            for r in picked]
     return ["ARRIVED %", "ALLOCATED %", "FRAGMENTED %", "IDLE %", "FRAG RATIO %", "FAILED PODS",
             "FAILED GPU %"], rows
 
 
-def _cell(v: Any) -> str:
+def _cell(v: Any) -> Any:
+    """A job's figure for the table (times rounded to a tenth of a second; the table formats each
+    column alike)."""
     v = _clean(v)
-    return f"{v:,.1f}" if isinstance(v, float) else number(v)
+    return round(v, 1) if isinstance(v, float) else v
 
 
 def run(args: argparse.Namespace) -> int:

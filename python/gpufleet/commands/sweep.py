@@ -15,7 +15,7 @@ from typing import Any, Mapping
 from gpufleet.commands._bounds import (EXPERIMENTS_MAX, SEED_MAX, SEEDS_MAX, WORKERS_MAX, cluster_too_large,
                                        count)
 from gpufleet.commands._inputs import device_among
-from gpufleet.commands._output import add_output_options, emit, is_document, number, one_line, table
+from gpufleet.commands._output import add_output_options, emit, is_document, one_line, table
 from gpufleet.commands._traces import (add_trace_options, missing_hint, named_files, print_formats,
                                        side_inputs)
 
@@ -109,9 +109,9 @@ def _pai_published(r: dict[str, Any], option_names: list[str], seeds: list[int])
 def _summary_rows(summary, published, option_names: list[str], seeds: list[int] | None = None) -> list[dict[str, Any]]:
     """The summary as plain rows, every metric in the unit of the run's summary (ratios and shares
     are fractions, as ``simulate``, ``replay_openb`` and ``summarize`` give them), with the
-    published allocation ratio (openb; the study's percent turned into a fraction) or the PAI-2020
-    README's figure and the difference where one is known."""
-    pub = {(r.trace, r.policy): float(r.published) / 100.0 for r in published.itertuples()}
+    published allocation ratio (openb; a fraction, as :mod:`gpufleet.published` holds it) or the
+    PAI-2020 README's figure and the difference where one is known."""
+    pub = {(r.trace, r.policy): float(r.published) for r in published.itertuples()}
     rows = []
     for r in summary.to_dict("records"):
         row = {k: r[k] for k in ("kind", "trace", "policy", *option_names, "metric")}
@@ -213,12 +213,12 @@ def run(args: argparse.Namespace) -> int:
     for r in rows:
         scale = 100.0 if _in_percent(r) else 1.0
         cells = [r["kind"], r["trace"], r["policy"], *[_opt(r[o]) for o in option_names],
-                 r["metric"] + (" (%)" if scale == 100.0 else ""), _fmt(r["mean"], scale=scale),
-                 _fmt(r["std"], scale=scale), r["runs"]]
+                 r["metric"] + (" (%)" if scale == 100.0 else ""), _scaled(r["mean"], scale),
+                 _scaled(r["std"], scale), r["runs"]]
         if has_pub:
-            cells += [_fmt(r.get("published"), scale=scale), _fmt(r.get("difference"), sign=True, scale=scale)]
+            cells += [_scaled(r.get("published"), scale), _scaled(r.get("difference"), scale)]
         out.append(cells)
-    print(table(out, header, right=["MEAN", "STD", "RUNS", "PUBLISHED", "DIFF"]))
+    print(table(out, header, right=["MEAN", "STD", "RUNS", "PUBLISHED", "DIFF"], signed=["DIFF"]))
     return 0
 
 
@@ -240,10 +240,6 @@ def _opt(v: Any) -> str:
     return "-" if v is None or v != v else str(v)
 
 
-def _fmt(v: Any, sign: bool = False, scale: float = 1.0) -> str:
-    if v is None:
-        return "-"
-    v = v * scale
-    if abs(v) < 1e4:
-        return f"{v:+.2f}" if sign else f"{v:.2f}"
-    return number(v)
+def _scaled(v: float | None, scale: float) -> float | None:
+    """A figure in the table's unit (percent for openb ratios); the table formats each column."""
+    return None if v is None else v * scale
