@@ -9,11 +9,7 @@
   is in :data:`PARSE_ONLY` (servers, and studies of many runs).
 * ```yaml: parsed (every document).
 * anything else (diagrams, C++, log excerpts, other shells' commands), or a block of the above that
-  cannot run here: the line right before the fence is ``<!-- not run: REASON -->`` with a reason.
-
-docs/engine.md, docs/queues.md, docs/topology.md and docs/dra.md are not collected: their snippets
-are not checked yet (dra.md's worked examples are, by test_dra_examples.py, but not its blocks).
-Add them to the collection by taking them out of :data:`NOT_COLLECTED`."""
+  cannot run here: the line right before the fence is ``<!-- not run: REASON -->`` with a reason."""
 from __future__ import annotations
 
 import contextlib
@@ -32,7 +28,6 @@ from conftest import ROOT, SHARED_DATA, missing_shared_data
 
 from gpufleet.cli import build_parser, main
 
-NOT_COLLECTED = {"engine.md", "queues.md", "topology.md", "dra.md"}
 # Commands parsed but not run: they serve until stopped, or run a study of many experiments.
 PARSE_ONLY = {"extender": "serves until stopped", "deviceplugin": "serves until stopped",
               "sweep": "many experiments"}
@@ -57,8 +52,7 @@ class Block:
 
 
 def doc_files() -> list[Path]:
-    docs = sorted(p for p in (ROOT / "docs").glob("*.md") if p.name not in NOT_COLLECTED)
-    return [ROOT / "README.md", *docs]
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def blocks_of(path: Path) -> list[Block]:
