@@ -91,10 +91,35 @@ def execute(nb: nbformat.NotebookNode, workdir: Path, timeout: int = 600) -> nbf
     return clean(nb)
 
 
+# The libraries whose versions decide how outputs print (NumPy 2 writes np.float64(0.5) where
+# NumPy 1 writes 0.5; pandas and matplotlib change table and figure reprs between releases).
+_PRINTING_LIBRARIES = ("numpy", "pandas", "matplotlib")
+
+
+def printing_versions() -> dict[str, str]:
+    """Python's and the printing libraries' major.minor versions, as this interpreter has them
+    (the kernel runs this interpreter): recorded in an executed notebook's metadata."""
+    from importlib.metadata import PackageNotFoundError, version
+    out = {"python": "%d.%d" % sys.version_info[:2]}
+    for name in _PRINTING_LIBRARIES:
+        try:
+            out[name] = ".".join(version(name).split(".")[:2])
+        except PackageNotFoundError:
+            out[name] = "absent"
+    return out
+
+
+def recorded_versions(nb: nbformat.NotebookNode) -> dict[str, str]:
+    """The versions a committed notebook's outputs were made with ({} when not recorded)."""
+    return dict(nb.metadata.get("gpufleet", {}).get("outputs_made_with", {}))
+
+
 def clean(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """Drops what differs from run to run although the outputs do not: notebook metadata other
-    than the kernel spec, cell execution metadata, output metadata."""
-    nb.metadata = nbformat.NotebookNode(kernelspec=dict(_KERNELSPEC))
+    than the kernel spec, cell execution metadata, output metadata; records the versions that
+    decide how the outputs print."""
+    nb.metadata = nbformat.NotebookNode(kernelspec=dict(_KERNELSPEC),
+                                        gpufleet={"outputs_made_with": printing_versions()})
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
         for out in cell.get("outputs", []):
@@ -131,15 +156,17 @@ def text_outputs(cell: Any) -> list[tuple[str, ...]]:
     return out
 
 
-def first_difference(committed: nbformat.NotebookNode, executed: nbformat.NotebookNode) -> int | None:
-    """The index of the first cell whose source or text outputs differ, else None."""
+def first_difference(committed: nbformat.NotebookNode, executed: nbformat.NotebookNode,
+                     outputs: bool = True) -> int | None:
+    """The index of the first cell whose source or (with ``outputs``) text outputs differ, else
+    None."""
     for i in range(max(len(committed.cells), len(executed.cells))):
         if i >= len(committed.cells) or i >= len(executed.cells):
             return i
         a, b = committed.cells[i], executed.cells[i]
         if a.cell_type != b.cell_type or a.source != b.source:
             return i
-        if a.cell_type == "code" and text_outputs(a) != text_outputs(b):
+        if outputs and a.cell_type == "code" and text_outputs(a) != text_outputs(b):
             return i
     return None
 
