@@ -84,7 +84,7 @@ def test_pool_of_two_gives_the_serial_results(traces):
 
 
 @pytest.mark.skipif(importlib.util.find_spec("ray") is None,
-                    reason="Ray is not installed (the optional extra `ray`: pip install 'gpufleet[ray]')")
+                    reason="Ray is not installed (the optional extra `ray`: pip install '.[ray]' in the source tree)")
 def test_ray_gives_the_pool_results(traces):
     # One test and one Ray start: a local instance takes seconds (tens on a loaded machine) to
     # start. The sweeps use the running instance and leave it running.
