@@ -86,6 +86,8 @@ class DraCluster:
         self._multi: set[tuple[str, str, str]] | None = None
         self._held = Ledger()  # what the claims' status holds, kept current by every change
         self._share_pods: dict[str, list[str]] = {}  # claim -> its pseudo-pods of shared GPUs
+        # Claims applied with keep_unheld whose devices pods outside DRA hold in the Cluster: why.
+        self._unheld: dict[str, str] = {}
         self._maps: dict[str, tuple[NodeDevices, legacy.DeviceMap]] = {}
         # Slices by the node they name (the others serve any node), and device -> its node.
         self._node_slices: dict[str, set[str]] = {}
@@ -170,9 +172,11 @@ class DraCluster:
             self._maps.pop(node["metadata"]["name"], None)
             self._filed = False  # the nodes' order changed
 
-    def apply(self, obj: dict[str, Any]) -> None:
+    def apply(self, obj: dict[str, Any], keep_unheld: bool = False) -> None:
         """Adds or replaces a ResourceSlice, DeviceClass or ResourceClaim (by ``kind``). A claim's
-        status is taken as it is (its allocation must fit what is left)."""
+        status is taken as it is (its allocation must fit what is left). With `keep_unheld`, a
+        claim whose devices pods in the attached Cluster hold is recorded all the same (what its
+        status says is a fact elsewhere): it holds what is free there, and `unheld()` names it."""
         kind = obj.get("kind") if isinstance(obj, dict) else None
         if kind not in KINDS:
             raise DraError(f"apply: kind must be one of {', '.join(KINDS)}, got {kind!r}")
@@ -195,9 +199,13 @@ class DraCluster:
                 alloc = (obj.get("status") or {}).get("allocation")
                 if alloc is not None:
                     self._verify(key, alloc)
-                    self._hold(key, alloc)
+                    if keep_unheld:
+                        self._hold_cautiously(key, alloc)
+                    else:
+                        self._hold(key, alloc)
                 elif key in self._claims and self._cluster is not None:
                     legacy.drop(self._cluster, key, self._share_pods.pop(key, []))
+                    self._unheld.pop(key, None)
                 self._claim_changed(self._claims.get(key), obj)
                 self._claims[key] = obj
                 self._shapes[key] = json.dumps(obj["spec"], sort_keys=True)
@@ -213,6 +221,7 @@ class DraCluster:
             old = table.pop(name)
             if kind == "ResourceClaim":
                 self._shapes.pop(name, None)
+                self._unheld.pop(name, None)
                 if self._cluster is not None:
                     legacy.drop(self._cluster, name, self._share_pods.pop(name, []))
                 self._claim_changed(old, None)
@@ -445,6 +454,7 @@ class DraCluster:
                 raise NotFoundError(f"ResourceClaim {claim}: not found")
             if self._cluster is not None:
                 legacy.drop(self._cluster, claim, self._share_pods.pop(claim, []))
+            self._unheld.pop(claim, None)
             if current.get("status"):
                 status = {k: v for k, v in current["status"].items() if k not in ("allocation", "reservedFor")}
                 updated = {k: v for k, v in current.items() if k != "status"}
@@ -452,6 +462,39 @@ class DraCluster:
                     updated["status"] = status
                 self._claim_changed(current, updated)
                 self._claims[claim] = updated
+
+    def unheld(self) -> dict[str, str]:
+        """Claims (recorded with keep_unheld) whose devices pods in the attached Cluster hold:
+        claim -> why. Both stay held: the pods there, the claims here and on what is free."""
+        with self._lock:
+            return dict(self._unheld)
+
+    def rehold(self, node: str | None = None, first: Any = None) -> dict[str, str]:
+        """Holds the allocated claims' devices (those on `node`, or all) in the attached Cluster
+        again, as keep_unheld does: after the Cluster dropped them (a node changed or came back)
+        or a pod there gave back a device an unheld claim names. Their pseudo-pods are released
+        first, then `first()` runs (if given: a pod to restore before the claims), then the
+        claims are held again, whatever `first` did. Returns unheld()."""
+        with self._lock:
+            if self._cluster is None:
+                return {}
+            keys = [k for k, c in self._claims.items() if (c.get("status") or {}).get("allocation")
+                    and (node is None or node in self._claim_nodes(c["status"]["allocation"]))]
+            for key in keys:
+                legacy.drop(self._cluster, key, self._share_pods.pop(key, []))
+                self._unheld.pop(key, None)
+            try:
+                if first is not None:
+                    first()
+            finally:
+                self._maps.clear()  # the Cluster's node specs may have changed
+                for key in keys:
+                    self._hold_cautiously(key, self._claims[key]["status"]["allocation"])
+            return dict(self._unheld)
+
+    def _claim_nodes(self, allocation: dict[str, Any]) -> set[str]:
+        return {n for r in (allocation.get("devices") or {}).get("results") or []
+                if (n := self._device_node.get((r["driver"], r["pool"], r["device"]))) is not None}
 
     def snapshot(self) -> dict[str, Any]:
         """Every object as Kubernetes writes it (claims with their status): ``restore`` rebuilds
@@ -549,9 +592,22 @@ class DraCluster:
             self._maps[node] = hit
         return hit[1]
 
-    def _hold(self, claim: str, allocation: dict[str, Any]) -> None:
+    def _hold_cautiously(self, claim: str, allocation: dict[str, Any]) -> None:
+        """_hold, or where pods outside DRA have some of the devices, the claim is noted unheld
+        and holds the rest (the devices and shares still free in the Cluster)."""
+        if claim in self._unheld:  # what it held may be part of it: hold it afresh
+            legacy.drop(self._cluster, claim, self._share_pods.pop(claim, []))
+            del self._unheld[claim]
+        try:
+            self._hold(claim, allocation)
+        except DraError as e:
+            self._unheld[claim] = str(e.args[0] if e.args else e)
+            self._hold(claim, allocation, free_only=True)
+
+    def _hold(self, claim: str, allocation: dict[str, Any], free_only: bool = False) -> None:
         """Holds the allocation's whole mapped devices in the attached Cluster (DraError, nothing
-        held, when a pod outside DRA has one)."""
+        held, when a pod outside DRA has one). `free_only`: only those no pod uses, and each share
+        that fits, never raising."""
         if self._cluster is None:
             return
         per_node: dict[str, list[tuple[str, int]]] = {}
@@ -578,6 +634,9 @@ class DraCluster:
             memory = _core.parse_quantity(str(used.get(legacy.MEMORY, "0")))  # rounded up
             if grant[0] == "gpu" and memory > 0:
                 shares.setdefault(node, []).append((grant[1], _core.parse_quantity(str(used.get(legacy.CORES, "0"))), memory))
+        if free_only:
+            self._hold_free(claim, per_node, shares)
+            return
         whole_before = self._cluster.allocation(legacy.pseudo_pod(claim)) is not None
         before = set(self._share_pods.get(claim, ()))
         for node, grants in per_node.items():
@@ -591,6 +650,24 @@ class DraCluster:
                 if self._cluster.allocation(name) is not None:
                     self._cluster.release(name)
             raise
+        if held:
+            self._share_pods[claim] = held
+
+    def _hold_free(self, claim: str, per_node: dict[str, list[tuple[str, int]]],
+                   shares: dict[str, list[tuple[int, int, int]]]) -> None:
+        for node, grants in per_node.items():
+            used = legacy.device_use(self._cluster, node).get(node, {})
+            try:
+                legacy.hold(self._cluster, claim, node, [g for g in grants if g not in used])
+            except DraError:
+                pass  # a MIG layout that refuses the rest: what the pods hold stays theirs
+        held = []
+        for node, node_shares in shares.items():
+            for share in node_shares:
+                try:
+                    held += legacy.hold_shares(self._cluster, claim, node, [share])
+                except DraError:
+                    pass  # no room beside the pods: they hold it
         if held:
             self._share_pods[claim] = held
 
