@@ -285,3 +285,18 @@ def test_a_device_both_a_pod_and_a_claim_name_is_reported_and_both_stay_held(cap
     assert not x.passes(gpu_pod("r", 3)) and x.passes(gpu_pod("r", 2))
     x.state.cluster.check_invariants()
     assert all(a.pod.startswith(PSEUDO_POD_PREFIX) or a.pod == "default/p" for a in x.state.cluster.allocations())
+
+
+def test_concurrent_claim_and_nvidia_gpu_binds_never_share_a_gpu() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+    core, res = FakeCore(), Resources([claim(f"c{i}") for i in range(GPUS)])
+    x = Extenders(core, res)
+    pods = [claim_pod(f"w{i}", [f"c{i // 2}"]) if i % 2 else gpu_pod(f"p{i}", 1) for i in range(2 * GPUS)]
+    for pod in pods:
+        x.add(pod)
+    with ThreadPoolExecutor(max_workers=len(pods)) as pool:
+        errors = list(pool.map(x.bind, pods))
+    assert sum(e == "" for e in errors) == GPUS   # one GPU each, whichever asked first
+    held = [m for ms in x.holdings().values() for m in ms]
+    assert sorted(held) == list(range(GPUS))
+    x.state.cluster.check_invariants()
