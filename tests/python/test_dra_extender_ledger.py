@@ -300,3 +300,34 @@ def test_concurrent_claim_and_nvidia_gpu_binds_never_share_a_gpu() -> None:
     held = [m for ms in x.holdings().values() for m in ms]
     assert sorted(held) == list(range(GPUS))
     x.state.cluster.check_invariants()
+
+
+def test_the_claims_filter_answers_as_each_node_would_with_pods_and_claims_about() -> None:
+    """allocatable() shares answers between alike nodes only where the Cluster has no usage."""
+    from gpufleet.dra.cluster import DraCluster
+    cl = gpufleet.Cluster()
+    c = DraCluster(cluster=cl)
+    c.apply({"kind": "DeviceClass", **json.loads(Resources([]).list_device_class().data)["items"][0]})
+    nodes = [f"n{i}" for i in range(6)]
+    for n in nodes:
+        cl.add_node({"name": n, "cpu": "64", "memory": "256Gi", "gpus": {"count": 2, "model": "H100", "memory": "80Gi"}})
+        c.add_node(n)
+        sl = json.loads(Resources([]).list_resource_slice().data)["items"][0]
+        sl["metadata"]["name"] = f"{n}-gpus"
+        sl["spec"].update(nodeName=n, pool={"name": n, "generation": 1, "resourceSliceCount": 1})
+        sl["spec"]["devices"] = sl["spec"]["devices"][:2]
+        c.apply({"kind": "ResourceSlice", **sl})
+    for i in (1, 4):   # a pod on one GPU of n1 and n4, both of n5
+        cl.reserve(gpufleet.Pod.from_dict({"name": f"p{i}", "requests": {"nvidia.com/gpu": 1}}), f"n{i}", "binpack")
+        cl.commit(f"p{i}")
+    cl.reserve(gpufleet.Pod.from_dict({"name": "p5", "requests": {"nvidia.com/gpu": 2}}), "n5", "binpack")
+    cl.commit("p5")
+    held = claim("held")
+    held["status"] = {"allocation": {"devices": {"results": [{"request": "gpu", "driver": D, "pool": "n2", "device": "gpu-0"}]}}}
+    for obj in (held, claim("one"), claim("two", 2)):
+        c.apply({"kind": "ResourceClaim", **obj})
+    for names in (["ml/one"], ["ml/two"]):
+        want = {n: c.allocate(names, n) for n in nodes}
+        assert c.allocatable(names, nodes) == {n: "" if o.ok else f"{o.verdict}: {o.reason}" for n, o in want.items()}
+    assert [n for n, why in c.allocatable(["ml/two"], nodes).items() if not why] == ["n0", "n3"]
+    assert [n for n, why in c.allocatable(["ml/one"], nodes).items() if not why] == ["n0", "n1", "n2", "n3", "n4"]

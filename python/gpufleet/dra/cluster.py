@@ -251,8 +251,13 @@ class DraCluster:
     # --- questions ----------------------------------------------------------------------------
     def allocate(self, claims: list[str], node: str, strategy: str | None = None) -> AllocationOutcome:
         """The claims (by ``namespace/name``, not yet allocated) on `node`; changes nothing."""
+        return self._allocate(claims, node, strategy)
+
+    def _allocate(self, claims: list[str], node: str, strategy: str | None,
+                  use: Any = None) -> AllocationOutcome:
+        """allocate(); `use`: the node's Cluster device_use, when read already."""
         with self._lock:  # the ledger is kept current in place: read it under the lock
-            table, targets, classes, ledger = self._question(claims, node)
+            table, targets, classes, ledger = self._question(claims, node, use)
             return solve_on(table, targets, classes, ledger, self._matcher,
                             strategy or self._strategy, self._budget)
 
@@ -261,22 +266,26 @@ class DraCluster:
         """Per node of `nodes`: "" where allocate(claims, node) would allocate, else its verdict
         and reason ("unallocatable: ..."); nothing recorded. Nodes alike in what they publish and
         hold (node_groups.py) are asked once, except where the answer is an error (its message
-        names the node's own devices, so that node is asked itself)."""
+        names the node's own devices, so that node is asked itself). With an attached Cluster,
+        a node whose devices hold any usage there (pods', or claims') is asked itself."""
         def why(out: AllocationOutcome) -> str:
             return "" if out.ok else f"{out.verdict}: {out.reason}"
 
         nodes = list(nodes)
-        if self._cluster is not None:  # pods' usage differs per node: ask each
-            return {n: why(self.allocate(claims, n, strategy)) for n in nodes}
         with self._lock:
             self._file_nodes()
+            # Read once for all nodes: only where a device has usage do pods change the answer.
+            busy = legacy.device_use(self._cluster) if self._cluster is not None else {}
             by_group: dict[Any, AllocationOutcome] = {}
             out = {}
             for n in nodes:
+                if n in busy:
+                    out[n] = why(self._allocate(claims, n, strategy, busy[n]))
+                    continue
                 group = self._groups.group_of.get(n)
                 hit = by_group.get(group) if group is not None else None
                 if hit is None or hit.verdict == "error":
-                    hit = self.allocate(claims, n, strategy)
+                    hit = self._allocate(claims, n, strategy, {})
                     if group is not None:
                         by_group[group] = hit
                 out[n] = why(hit)
@@ -518,7 +527,7 @@ class DraCluster:
         return out
 
     # --- internals ----------------------------------------------------------------------------
-    def _question(self, claims: list[str], node: str | None):  # type: ignore[no-untyped-def]
+    def _question(self, claims: list[str], node: str | None, use: Any = None):  # type: ignore[no-untyped-def]
         with self._lock:
             if node is not None and node not in self._nodes:
                 raise NotFoundError(f"Node {node}: not found")
@@ -533,17 +542,18 @@ class DraCluster:
             table = self._table(node) if node is not None else None
             held = self._held
             if self._cluster is not None and node is not None:
-                held = self._with_pods(node, table, held)
+                held = self._with_pods(node, table, held, use)
             return table, targets, dict(self._classes), held
 
-    def _with_pods(self, node: str, table: NodeDevices, held: Ledger) -> Ledger:
+    def _with_pods(self, node: str, table: NodeDevices, held: Ledger, use: Any = None) -> Ledger:
         """`held` and what the node's Cluster devices have in use: a DRA device that takes a
         Cluster device with any usage is in use (exact counterparts first, so that a device whose
         exclusion their counters already decide, such as the whole parent of a MIG instance in
         use, is left to the counters and nothing is counted twice); a GPU shared by capacity has
         at least the Cluster's core percent and memory consumed (which include the claims' own
-        shares, so nothing counts twice)."""
-        use = legacy.device_use(self._cluster, node).get(node)
+        shares, so nothing counts twice). `use`: the node's device_use, when read already."""
+        if use is None:
+            use = legacy.device_use(self._cluster, node).get(node)
         if not use:
             return held
         devices, shared = set(held.devices), dict(held.shared)
