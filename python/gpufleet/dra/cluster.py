@@ -86,6 +86,8 @@ class DraCluster:
         self._multi: set[tuple[str, str, str]] | None = None
         self._held = Ledger()  # what the claims' status holds, kept current by every change
         self._share_pods: dict[str, list[str]] = {}  # claim -> its pseudo-pods of shared GPUs
+        # Claims applied with keep_unheld whose devices pods outside DRA hold in the Cluster: why.
+        self._unheld: dict[str, str] = {}
         self._maps: dict[str, tuple[NodeDevices, legacy.DeviceMap]] = {}
         # Slices by the node they name (the others serve any node), and device -> its node.
         self._node_slices: dict[str, set[str]] = {}
@@ -170,9 +172,11 @@ class DraCluster:
             self._maps.pop(node["metadata"]["name"], None)
             self._filed = False  # the nodes' order changed
 
-    def apply(self, obj: dict[str, Any]) -> None:
+    def apply(self, obj: dict[str, Any], keep_unheld: bool = False) -> None:
         """Adds or replaces a ResourceSlice, DeviceClass or ResourceClaim (by ``kind``). A claim's
-        status is taken as it is (its allocation must fit what is left)."""
+        status is taken as it is (its allocation must fit what is left). With `keep_unheld`, a
+        claim whose devices pods in the attached Cluster hold is recorded all the same (what its
+        status says is a fact elsewhere): it holds what is free there, and `unheld()` names it."""
         kind = obj.get("kind") if isinstance(obj, dict) else None
         if kind not in KINDS:
             raise DraError(f"apply: kind must be one of {', '.join(KINDS)}, got {kind!r}")
@@ -195,9 +199,13 @@ class DraCluster:
                 alloc = (obj.get("status") or {}).get("allocation")
                 if alloc is not None:
                     self._verify(key, alloc)
-                    self._hold(key, alloc)
+                    if keep_unheld:
+                        self._hold_cautiously(key, alloc)
+                    else:
+                        self._hold(key, alloc)
                 elif key in self._claims and self._cluster is not None:
                     legacy.drop(self._cluster, key, self._share_pods.pop(key, []))
+                    self._unheld.pop(key, None)
                 self._claim_changed(self._claims.get(key), obj)
                 self._claims[key] = obj
                 self._shapes[key] = json.dumps(obj["spec"], sort_keys=True)
@@ -213,6 +221,7 @@ class DraCluster:
             old = table.pop(name)
             if kind == "ResourceClaim":
                 self._shapes.pop(name, None)
+                self._unheld.pop(name, None)
                 if self._cluster is not None:
                     legacy.drop(self._cluster, name, self._share_pods.pop(name, []))
                 self._claim_changed(old, None)
@@ -242,8 +251,13 @@ class DraCluster:
     # --- questions ----------------------------------------------------------------------------
     def allocate(self, claims: list[str], node: str, strategy: str | None = None) -> AllocationOutcome:
         """The claims (by ``namespace/name``, not yet allocated) on `node`; changes nothing."""
+        return self._allocate(claims, node, strategy)
+
+    def _allocate(self, claims: list[str], node: str, strategy: str | None,
+                  use: Any = None) -> AllocationOutcome:
+        """allocate(); `use`: the node's Cluster device_use, when read already."""
         with self._lock:  # the ledger is kept current in place: read it under the lock
-            table, targets, classes, ledger = self._question(claims, node)
+            table, targets, classes, ledger = self._question(claims, node, use)
             return solve_on(table, targets, classes, ledger, self._matcher,
                             strategy or self._strategy, self._budget)
 
@@ -252,22 +266,26 @@ class DraCluster:
         """Per node of `nodes`: "" where allocate(claims, node) would allocate, else its verdict
         and reason ("unallocatable: ..."); nothing recorded. Nodes alike in what they publish and
         hold (node_groups.py) are asked once, except where the answer is an error (its message
-        names the node's own devices, so that node is asked itself)."""
+        names the node's own devices, so that node is asked itself). With an attached Cluster,
+        a node whose devices hold any usage there (pods', or claims') is asked itself."""
         def why(out: AllocationOutcome) -> str:
             return "" if out.ok else f"{out.verdict}: {out.reason}"
 
         nodes = list(nodes)
-        if self._cluster is not None:  # pods' usage differs per node: ask each
-            return {n: why(self.allocate(claims, n, strategy)) for n in nodes}
         with self._lock:
             self._file_nodes()
+            # Read once for all nodes: only where a device has usage do pods change the answer.
+            busy = legacy.device_use(self._cluster) if self._cluster is not None else {}
             by_group: dict[Any, AllocationOutcome] = {}
             out = {}
             for n in nodes:
+                if n in busy:
+                    out[n] = why(self._allocate(claims, n, strategy, busy[n]))
+                    continue
                 group = self._groups.group_of.get(n)
                 hit = by_group.get(group) if group is not None else None
                 if hit is None or hit.verdict == "error":
-                    hit = self.allocate(claims, n, strategy)
+                    hit = self._allocate(claims, n, strategy, {})
                     if group is not None:
                         by_group[group] = hit
                 out[n] = why(hit)
@@ -445,6 +463,7 @@ class DraCluster:
                 raise NotFoundError(f"ResourceClaim {claim}: not found")
             if self._cluster is not None:
                 legacy.drop(self._cluster, claim, self._share_pods.pop(claim, []))
+            self._unheld.pop(claim, None)
             if current.get("status"):
                 status = {k: v for k, v in current["status"].items() if k not in ("allocation", "reservedFor")}
                 updated = {k: v for k, v in current.items() if k != "status"}
@@ -452,6 +471,39 @@ class DraCluster:
                     updated["status"] = status
                 self._claim_changed(current, updated)
                 self._claims[claim] = updated
+
+    def unheld(self) -> dict[str, str]:
+        """Claims (recorded with keep_unheld) whose devices pods in the attached Cluster hold:
+        claim -> why. Both stay held: the pods there, the claims here and on what is free."""
+        with self._lock:
+            return dict(self._unheld)
+
+    def rehold(self, node: str | None = None, first: Any = None) -> dict[str, str]:
+        """Holds the allocated claims' devices (those on `node`, or all) in the attached Cluster
+        again, as keep_unheld does: after the Cluster dropped them (a node changed or came back)
+        or a pod there gave back a device an unheld claim names. Their pseudo-pods are released
+        first, then `first()` runs (if given: a pod to restore before the claims), then the
+        claims are held again, whatever `first` did. Returns unheld()."""
+        with self._lock:
+            if self._cluster is None:
+                return {}
+            keys = [k for k, c in self._claims.items() if (c.get("status") or {}).get("allocation")
+                    and (node is None or node in self._claim_nodes(c["status"]["allocation"]))]
+            for key in keys:
+                legacy.drop(self._cluster, key, self._share_pods.pop(key, []))
+                self._unheld.pop(key, None)
+            try:
+                if first is not None:
+                    first()
+            finally:
+                self._maps.clear()  # the Cluster's node specs may have changed
+                for key in keys:
+                    self._hold_cautiously(key, self._claims[key]["status"]["allocation"])
+            return dict(self._unheld)
+
+    def _claim_nodes(self, allocation: dict[str, Any]) -> set[str]:
+        return {n for r in (allocation.get("devices") or {}).get("results") or []
+                if (n := self._device_node.get((r["driver"], r["pool"], r["device"]))) is not None}
 
     def snapshot(self) -> dict[str, Any]:
         """Every object as Kubernetes writes it (claims with their status): ``restore`` rebuilds
@@ -475,7 +527,7 @@ class DraCluster:
         return out
 
     # --- internals ----------------------------------------------------------------------------
-    def _question(self, claims: list[str], node: str | None):  # type: ignore[no-untyped-def]
+    def _question(self, claims: list[str], node: str | None, use: Any = None):  # type: ignore[no-untyped-def]
         with self._lock:
             if node is not None and node not in self._nodes:
                 raise NotFoundError(f"Node {node}: not found")
@@ -490,17 +542,18 @@ class DraCluster:
             table = self._table(node) if node is not None else None
             held = self._held
             if self._cluster is not None and node is not None:
-                held = self._with_pods(node, table, held)
+                held = self._with_pods(node, table, held, use)
             return table, targets, dict(self._classes), held
 
-    def _with_pods(self, node: str, table: NodeDevices, held: Ledger) -> Ledger:
+    def _with_pods(self, node: str, table: NodeDevices, held: Ledger, use: Any = None) -> Ledger:
         """`held` and what the node's Cluster devices have in use: a DRA device that takes a
         Cluster device with any usage is in use (exact counterparts first, so that a device whose
         exclusion their counters already decide, such as the whole parent of a MIG instance in
         use, is left to the counters and nothing is counted twice); a GPU shared by capacity has
         at least the Cluster's core percent and memory consumed (which include the claims' own
-        shares, so nothing counts twice)."""
-        use = legacy.device_use(self._cluster, node).get(node)
+        shares, so nothing counts twice). `use`: the node's device_use, when read already."""
+        if use is None:
+            use = legacy.device_use(self._cluster, node).get(node)
         if not use:
             return held
         devices, shared = set(held.devices), dict(held.shared)
@@ -549,9 +602,22 @@ class DraCluster:
             self._maps[node] = hit
         return hit[1]
 
-    def _hold(self, claim: str, allocation: dict[str, Any]) -> None:
+    def _hold_cautiously(self, claim: str, allocation: dict[str, Any]) -> None:
+        """_hold, or where pods outside DRA have some of the devices, the claim is noted unheld
+        and holds the rest (the devices and shares still free in the Cluster)."""
+        if claim in self._unheld:  # what it held may be part of it: hold it afresh
+            legacy.drop(self._cluster, claim, self._share_pods.pop(claim, []))
+            del self._unheld[claim]
+        try:
+            self._hold(claim, allocation)
+        except DraError as e:
+            self._unheld[claim] = str(e.args[0] if e.args else e)
+            self._hold(claim, allocation, free_only=True)
+
+    def _hold(self, claim: str, allocation: dict[str, Any], free_only: bool = False) -> None:
         """Holds the allocation's whole mapped devices in the attached Cluster (DraError, nothing
-        held, when a pod outside DRA has one)."""
+        held, when a pod outside DRA has one). `free_only`: only those no pod uses, and each share
+        that fits, never raising."""
         if self._cluster is None:
             return
         per_node: dict[str, list[tuple[str, int]]] = {}
@@ -578,6 +644,9 @@ class DraCluster:
             memory = _core.parse_quantity(str(used.get(legacy.MEMORY, "0")))  # rounded up
             if grant[0] == "gpu" and memory > 0:
                 shares.setdefault(node, []).append((grant[1], _core.parse_quantity(str(used.get(legacy.CORES, "0"))), memory))
+        if free_only:
+            self._hold_free(claim, per_node, shares)
+            return
         whole_before = self._cluster.allocation(legacy.pseudo_pod(claim)) is not None
         before = set(self._share_pods.get(claim, ()))
         for node, grants in per_node.items():
@@ -591,6 +660,24 @@ class DraCluster:
                 if self._cluster.allocation(name) is not None:
                     self._cluster.release(name)
             raise
+        if held:
+            self._share_pods[claim] = held
+
+    def _hold_free(self, claim: str, per_node: dict[str, list[tuple[str, int]]],
+                   shares: dict[str, list[tuple[int, int, int]]]) -> None:
+        for node, grants in per_node.items():
+            used = legacy.device_use(self._cluster, node).get(node, {})
+            try:
+                legacy.hold(self._cluster, claim, node, [g for g in grants if g not in used])
+            except DraError:
+                pass  # a MIG layout that refuses the rest: what the pods hold stays theirs
+        held = []
+        for node, node_shares in shares.items():
+            for share in node_shares:
+                try:
+                    held += legacy.hold_shares(self._cluster, claim, node, [share])
+                except DraError:
+                    pass  # no room beside the pods: they hold it
         if held:
             self._share_pods[claim] = held
 

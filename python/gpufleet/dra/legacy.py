@@ -246,9 +246,12 @@ def device_use(cluster: Any, node: str | None = None) -> dict[str, dict[tuple[st
     u = cluster.device_usage(copy=True)
     names = u["node_names"]
     out: dict[str, dict[tuple[str, int], tuple[int, int]]] = {}
-    for n, t, m, core, memory in zip(u["node"], u["type"], u["minor"], u["core_used"], u["memory_used"]):
-        if (core > 0 or memory > 0) and (node is None or names[n] == node):
-            out.setdefault(names[n], {})[(t, int(m))] = (int(core), int(memory))
+    mask = (u["core_used"] > 0) | (u["memory_used"] > 0)  # the devices in use only, read in C
+    if node is not None:
+        mask &= u["node"] == (names.index(node) if node in names else -1)
+    for i in mask.nonzero()[0].tolist():
+        out.setdefault(names[u["node"][i]], {})[(u["type"][i], int(u["minor"][i]))] = (
+            int(u["core_used"][i]), int(u["memory_used"][i]))
     return out
 
 

@@ -11,6 +11,19 @@ allocation in PreBind, before the extender's bind: gpufleet then finds the claim
 takes them into its ledger and binds. With the plugin disabled in that profile (or gpufleet as
 the pods' scheduler), gpufleet chooses the devices, with its scores, and writes them itself.
 Either way one component allocates a claim, and the other reads its status.
+
+**One ledger with the pods.** The DraCluster shares the extender's ``gpufleet.Cluster``
+(``DraCluster(cluster=...)``, gpufleet/dra/legacy.py): a claim's devices are held there by its
+pseudo-pods (``dra:<namespace>/<claim>``), so no pod asking through ``nvidia.com/gpu``,
+Koordinator or gpushare/HAMi is offered them, and devices those pods hold are in use for the
+claims. The pseudo-pods are the claims' alone: the pod re-list leaves them be, a node that changes
+or comes back gets them again from the claims' status, and a list of the DRA objects replaces them
+all. A device that a bound pod's annotations and a claim's status both name (kube-scheduler's own
+DRA plugin chose it) is a conflict: both are kept held (the pod in the Cluster, the claim in the
+DRA ledger and on the rest of its devices), it is logged and shown (the gauge
+``gpufleet_extender_claim_conflicts``, /state's ``claim_conflicts``), and the claim holds all its
+devices again once the pod is gone. Changes to the Cluster from here run under the extender
+state's lock, as its own do.
 """
 from __future__ import annotations
 
@@ -20,6 +33,7 @@ import threading
 from typing import Any, Callable, Optional
 
 from gpufleet.dra.cluster import DraCluster, claim_key
+from gpufleet.dra.legacy import PSEUDO_POD_PREFIX
 from gpufleet.dra.objects import DraError
 from gpufleet.dra.pools import selector_matches
 
@@ -40,40 +54,80 @@ def resource_client() -> Any:
 
 
 class DraSync:
-    """Keeps a DraCluster equal to the API server's DRA objects and nodes."""
+    """Keeps a DraCluster equal to the API server's DRA objects and nodes. With `state` (an
+    ExtenderState), the DraCluster shares its Cluster: one ledger for claims and pods."""
 
-    def __init__(self, core_v1: Any, resource_v1: Any, cluster: Optional[DraCluster] = None) -> None:
+    def __init__(self, core_v1: Any, resource_v1: Any, cluster: Optional[DraCluster] = None,
+                 state: Any = None) -> None:
         self.core = core_v1
         self.api = resource_v1
-        self.cluster = cluster if cluster is not None else DraCluster()
+        self.state = state
+        # Serialises changes to the shared Cluster with the extender's own (reserve, restore).
+        self.lock = state.lock if state is not None else threading.RLock()
+        self.cluster = cluster if cluster is not None else self._new_cluster()
+        self.conflicts: dict[str, str] = {}   # claim -> why: devices pods outside DRA hold too
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
+    def _new_cluster(self) -> DraCluster:
+        return DraCluster(cluster=self.state.cluster if self.state is not None else None)
+
     def sync(self) -> DraCluster:
         """Lists nodes, classes, slices and claims (claims with their status) into a fresh
-        DraCluster and makes it current; objects gpufleet cannot read are logged and skipped."""
-        fresh = DraCluster()
-        for node in _raw(self.core.list_node(_preload_content=False)).get("items", []):
-            fresh.add_node({"metadata": node["metadata"]})
-        for kind in ("DeviceClass", "ResourceSlice", "ResourceClaim"):
-            for obj in _raw(getattr(self.api, KINDS[kind])(_preload_content=False)).get("items", []):
-                try:
-                    fresh.apply({**obj, "kind": kind})
-                except DraError as e:
-                    log.warning("skipped: %s", e)
-        self.cluster = fresh
+        DraCluster and makes it current; objects gpufleet cannot read are logged and skipped.
+        The claims' holds in the shared Cluster are replaced by those of the listed claims."""
+        nodes = _raw(self.core.list_node(_preload_content=False)).get("items", [])
+        listed = [(kind, _raw(getattr(self.api, KINDS[kind])(_preload_content=False)).get("items", []))
+                  for kind in ("DeviceClass", "ResourceSlice", "ResourceClaim")]
+        with self.lock:  # the API calls above are not made under it: binds wait for no I/O
+            if self.state is not None:  # the previous list's holds: the new list decides
+                for a in list(self.state.cluster.allocations()):
+                    if a.pod.startswith(PSEUDO_POD_PREFIX):
+                        self.state.cluster.release(a.pod)
+            fresh = self._new_cluster()
+            for node in nodes:
+                fresh.add_node({"metadata": node["metadata"]})
+            for kind, items in listed:
+                for obj in items:
+                    try:
+                        fresh.apply({**obj, "kind": kind}, keep_unheld=True)
+                    except DraError as e:
+                        log.warning("skipped: %s", e)
+            self.cluster = fresh
+            self._report(fresh.unheld())
         return fresh
 
     def event(self, kind: str, verb: str, obj: dict[str, Any]) -> None:
         """One watch event (ADDED, MODIFIED or DELETED) of a DRA object."""
-        try:
-            if verb == "DELETED":
-                name = claim_key(obj) if kind == "ResourceClaim" else obj["metadata"]["name"]
-                self.cluster.delete(kind, name)
-            else:
-                self.cluster.apply({**obj, "kind": kind})
-        except (DraError, KeyError) as e:
-            log.warning("%s %s ignored: %s", kind, verb, e)
+        with self.lock:
+            try:
+                if verb == "DELETED":
+                    name = claim_key(obj) if kind == "ResourceClaim" else obj["metadata"]["name"]
+                    self.cluster.delete(kind, name)
+                else:
+                    self.cluster.apply({**obj, "kind": kind}, keep_unheld=True)
+            except (DraError, KeyError) as e:
+                log.warning("%s %s ignored: %s", kind, verb, e)
+            self._report(self.cluster.unheld())
+
+    def rehold(self, node: Optional[str] = None, first: Optional[Callable[[], None]] = None) -> None:
+        """The claims on `node` (or all) held in the shared Cluster again (DraCluster.rehold),
+        after `first` (a pod restored before them)."""
+        with self.lock:
+            self._report(self.cluster.rehold(node, first))
+
+    def pod_released(self, node: str) -> None:
+        """A pod on `node` gave its devices back: a claim that shares one with it takes it."""
+        if self.conflicts:
+            self.rehold(node)
+
+    def _report(self, unheld: dict[str, str]) -> None:
+        for claim in sorted(set(unheld) - set(self.conflicts)):
+            log.warning("conflict: ResourceClaim %s names devices that bound pods hold too; "
+                        "both stay held: %s", claim, unheld[claim])
+        for claim in sorted(set(self.conflicts) - set(unheld)):
+            log.info("ResourceClaim %s holds all its devices again", claim)
+        self.conflicts = unheld
 
     def start(self) -> "DraSync":
         for kind in KINDS:
@@ -129,9 +183,10 @@ class DraBinder:
             try:
                 for claim, allocation in zip(pending, out.results):
                     ns, cname = claim.split("/", 1)
-                    # Recorded here first: a device another bind took meanwhile is refused
-                    # before anything reaches the API server.
-                    cluster.commit(claim, allocation, reserved_for=owner)
+                    # Recorded here first: a device another bind took meanwhile (a claim, or a
+                    # pod in the shared Cluster) is refused before anything reaches the server.
+                    with self.sync.lock:
+                        cluster.commit(claim, allocation, reserved_for=owner)
                     written.append(claim)
                     self.sync.api.patch_namespaced_resource_claim_status(
                         cname, ns, {"status": {"allocation": allocation, "reservedFor": owner}})
@@ -152,7 +207,8 @@ class DraBinder:
                     cname, ns, {"status": {"allocation": None, "reservedFor": None}})
             except Exception as e:  # noqa: BLE001 - the watch will show what the server holds
                 log.warning("claim %s could not be released: %s", claim, e)
-            self.sync.cluster.release(claim)
+            with self.sync.lock:
+                self.sync.cluster.release(claim)
 
 
 class ClaimsFilter:
@@ -231,12 +287,14 @@ def pod_claims(pod: dict[str, Any]) -> list[str]:
 
 
 def enable(state: Any, core_v1: Any = None, resource_v1: Any = None) -> DraSync:
-    """Turns DRA on for an extender state: lists the DRA objects and wraps its binder. The sync
-    it returns is not started yet."""
+    """Turns DRA on for an extender state: lists the DRA objects into a DraCluster that shares
+    the state's Cluster (claims are held after the pods restored from annotations) and wraps its
+    binder. The sync it returns is not started yet."""
     core_v1 = core_v1 if core_v1 is not None else getattr(state.binder, "api", None)
     resource_v1 = resource_v1 if resource_v1 is not None else resource_client()
-    sync = DraSync(core_v1, resource_v1)
+    sync = DraSync(core_v1, resource_v1, state=state)
     sync.sync()
+    state.claim_ledger = sync
     state.binder = DraBinder(state.binder, sync,
                              lambda ns, name: _raw(core_v1.read_namespaced_pod(name, ns, _preload_content=False)))
     state.claims_filter = ClaimsFilter(sync)

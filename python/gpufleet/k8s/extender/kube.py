@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 
 from . import convert
 from .convert import ConvertError, PodArgs
-from .state import ExtenderState, RebuildReport
+from .state import ExtenderState, RebuildReport, holds_a_claim
 
 log = logging.getLogger("gpufleet.extender")
 
@@ -73,15 +73,16 @@ def reconcile(state: ExtenderState, live: Iterable[PodArgs], listed_at_ns: int,
     `grace_ns` (default: the state's hold timeout) before `listed_at_ns`, when the list was
     requested, since the list may predate the Binding. One whose pod is listed bound to another
     node, or under another uid (re-created), is moved: released here and restored from the listed
-    pod's annotations, as is every annotated bound pod gpufleet does not hold."""
+    pod's annotations, as is every annotated bound pod gpufleet does not hold. The holds of
+    ResourceClaims (--dra) are left as they are: their claims' status decides them."""
     if grace_ns is None:
         grace_ns = int(state.hold_timeout_s * 1e9)
     bound = {p.name: p for p in live if p.node_name}
     released, moved = [], []
     with state.lock:
         for a in list(state.cluster.allocations()):
-            if a.state != "Bound":
-                continue
+            if a.state != "Bound" or holds_a_claim(a.pod):
+                continue   # (a claim's hold follows its status, not the pods: dra.py)
             p = bound.get(a.pod)
             held = state.held.get(a.pod)
             if p is None:

@@ -14,6 +14,7 @@ Exported (prefix gpufleet_extender_):
 - rebuild_pods{result}: what the last start's rebuild did with each bound pod
   (restored, refused, skipped);
 - unanswered_holds: holds of binds journalled but never answered, waiting for a retry;
+- claim_conflicts (--dra): ResourceClaims whose devices bound pods hold too (both kept held);
 - journal_failed (scenario mode): 1 once a journal write failed and binds are refused;
 - journal_write_failures_total{what}: failed journal writes (write, sync: the journal then
   fails; compaction: the old file is kept and the journal goes on).
@@ -99,6 +100,13 @@ class _StateCollector:
                                        "for the scheduler's retry.")
         unanswered.add_metric([], len(self.state.unanswered))
         yield unanswered
+        ledger = self.state.claim_ledger
+        if ledger is not None:
+            conflicts = GaugeMetricFamily("gpufleet_extender_claim_conflicts",
+                                          "ResourceClaims (--dra) whose devices bound pods' "
+                                          "annotations name too; both are kept held.")
+            conflicts.add_metric([], len(ledger.conflicts))
+            yield conflicts
         journal = self.state.journal
         if journal is not None:
             stats = journal.stats()

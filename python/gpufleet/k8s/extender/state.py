@@ -44,6 +44,13 @@ def check_hold_timeout(seconds: Any) -> None:
                          f"{HOLD_TIMEOUT_MAX_S:,.0f} seconds")
 
 
+def holds_a_claim(pod: str) -> bool:
+    """Whether a Cluster allocation is a ResourceClaim's hold (--dra, dra.py), not a pod's."""
+    from gpufleet.dra.legacy import PSEUDO_POD_PREFIX
+
+    return pod.startswith(PSEUDO_POD_PREFIX)
+
+
 def _gpufleet_api() -> Any:
     import gpufleet  # lazy so convert/protocol stay importable without the native core
 
@@ -162,6 +169,9 @@ class ExtenderState:
                                              if topology is not None else None)
         # --dra: narrows the filter's nodes to those where the pod's claims can be had (dra.py).
         self.claims_filter: Any = None
+        # --dra: the claims' holds in this Cluster (dra.DraSync): held again when a node changes
+        # or comes back, and set aside for a pod restored from annotations that names them.
+        self.claim_ledger: Any = None
         # Named readiness checks for /readyz beyond "the state is loaded" (the Kubernetes watches).
         self.ready_checks: dict[str, Callable[[], bool]] = {}
         self.hold_timeout_s = hold_timeout_s
@@ -253,6 +263,8 @@ class ExtenderState:
                 self.journal.record_release(name, uid or (held.uid if held else ""))
             self.cluster.release(name)
             self._forget(name)
+            if self.claim_ledger is not None:
+                self.claim_ledger.pod_released(a.node)
             return True
 
     def unreserve(self, name: str) -> None:
@@ -397,16 +409,46 @@ class ExtenderState:
                 continue
             try:
                 with self.lock:
-                    if not self.cluster.has_node(p.node_name):
-                        raise ValueError(f"node {p.node_name} unknown to gpufleet")
-                    self.cluster.restore_allocation(self.make_pod(p), p.node_name,
-                                                    dict(p.annotations))
-                    self._hold(p)
+                    self._restore(p)
                 report.restored.append(p.name)
             except (ValueError, KeyError, RuntimeError) as e:
+                if self._restore_before_claims(p):
+                    report.restored.append(p.name)
+                    continue
                 log.warning("restore of %s on %s refused: %s", p.name, p.node_name, e)
                 report.refused.append((p.name, str(e)))
         return report
+
+    def _restore(self, p: PodArgs) -> None:
+        if not self.cluster.has_node(p.node_name):
+            raise ValueError(f"node {p.node_name} unknown to gpufleet")
+        self.cluster.restore_allocation(self.make_pod(p), p.node_name, dict(p.annotations))
+        self._hold(p)
+
+    def _restore_before_claims(self, p: PodArgs) -> bool:
+        """A pod whose annotations name devices claims hold on its node (kube-scheduler's DRA
+        plugin gave them out too): restored with the claims' holds set aside, which then take what
+        is left; both stay held and the claims are reported (dra.py). False when it is refused
+        all the same (the claims are held as before)."""
+        with self.lock:
+            if self.claim_ledger is None or not any(
+                    a.node == p.node_name and holds_a_claim(a.pod)
+                    for a in self.cluster.allocations()):
+                return False
+            restored: list[bool] = []
+
+            def first() -> None:
+                try:
+                    self._restore(p)
+                    restored.append(True)
+                except (ValueError, KeyError, RuntimeError):
+                    pass
+
+            self.claim_ledger.rehold(p.node_name, first)
+        if restored:
+            log.warning("pod %s on %s restored from its annotations; devices it names are held "
+                        "by claims too", p.name, p.node_name)
+        return bool(restored)
 
     # ---- node changes ------------------------------------------------------------------------
     def replace_node(self, spec: dict[str, Any]) -> list[str]:
@@ -417,6 +459,7 @@ class ExtenderState:
         with self.lock:
             if not self.cluster.has_node(name):
                 self.add_node(spec)
+                self._rehold_claims(name)   # a node that comes back: its claims hold it again
                 return []
             allocs = [a for a in self.cluster.allocations() if a.node == name]
             if any(a.state != "Bound" for a in allocs):
@@ -431,6 +474,7 @@ class ExtenderState:
             except (ValueError, KeyError):
                 self.add_node(old_spec)
                 self.restore_bound(pods)
+                self._rehold_claims(name)
                 raise
             for a in allocs:
                 if a.pod not in self.held:
@@ -438,7 +482,12 @@ class ExtenderState:
             report = self.restore_bound(pods)
             for p, _ in report.refused:
                 self._forget(p)
+            self._rehold_claims(name)   # pods first, then the claims (conflicts reported)
             return [p for p, _ in report.refused]
+
+    def _rehold_claims(self, node: str) -> None:
+        if self.claim_ledger is not None:
+            self.claim_ledger.rehold(node)
 
     def remove_node(self, name: str) -> list[str]:
         """Forget a deleted node and the allocations on it (its pods are gone with it)."""
@@ -453,7 +502,8 @@ class ExtenderState:
                 self._forget(a.pod)
             self.cluster.remove_node(name)
             self.node_specs.pop(name, None)
-            return [a.pod for a in allocs]
+            # Claims' holds go with the node; the claims hold it again if it comes back.
+            return [a.pod for a in allocs if not holds_a_claim(a.pod)]
 
     # ---- /state ----------------------------------------------------------------------------
     def usage(self) -> dict[str, Any]:
@@ -481,6 +531,8 @@ class ExtenderState:
                "nodes": nodes}
         if self.journal is not None:
             out["journal"] = self.journal.stats()
+        if self.claim_ledger is not None:
+            out["claim_conflicts"] = dict(self.claim_ledger.conflicts)
         return out
 
 
