@@ -22,7 +22,7 @@ from gpufleet import _core
 from gpufleet.dra import legacy
 from gpufleet.dra.allocator import AllocationOutcome, outcome_of, solve_on
 from gpufleet.dra.node_devices import NodeDevices
-from gpufleet.dra.node_groups import NodeGroups, profile_key
+from gpufleet.dra.node_groups import NodeGroups, profile_key, state_key
 from gpufleet.dra.objects import (DraError, check_allocation, check_claim, check_class,
                                   check_slice, _Where)
 from gpufleet.dra.problem import DeviceMatcher, Ledger, features_from, milli, _q
@@ -100,6 +100,9 @@ class DraCluster:
         self._dirty: set[str] = set()
         self._classes_version = 0
         self._shapes: dict[str, str] = {}  # claim -> its spec as text (what its answers depend on)
+        # With a Cluster: its usage, read again where it changed, and each node's class (place()).
+        self._use_reader = legacy.UseReader()
+        self._busy_keys: dict[str, tuple[Any, ...]] = {}
 
     def _changed(self, *slices: dict[str, Any] | None) -> None:
         """Drops what changed slices make stale: the tables of the nodes they serve (a slice named
@@ -304,9 +307,9 @@ class DraCluster:
         afresh (the same answer). With `commit`, each claim's allocation is also recorded, under
         the same lock (nothing can take the devices in between)."""
         strategy = strategy or self._strategy
-        if nodes is not None or self._cluster is not None:
+        if nodes is not None:
             with self._lock:
-                node, out = self._place_each(claims, list(nodes) if nodes is not None else None, strategy)
+                node, out = self._place_each(claims, list(nodes), strategy)
                 if commit and out.ok:
                     for name, allocation in zip(claims, out.results):
                         self.commit(name, allocation)
@@ -315,51 +318,64 @@ class DraCluster:
             self._file_nodes()
             _, targets, classes, held = self._question(claims, None)
             shape = "\x00".join([*(self._shapes[n] for n in claims), str(self._classes_version), strategy])
-            # Each group's answer: remembered, or asked of the core together with the others.
-            answers: list[tuple[str, Any, Any]] = []  # (head, part, DraAnswer or None)
+            alike, key_of = self._alike_nodes()
+            order = self._groups.order
+            # Each class's answer: remembered, or asked of the core together with the others.
+            answers: dict[Any, tuple[str, Any, Any]] = {}  # key -> (head, part, DraAnswer or error)
             questions = []
-            for group in list(self._groups.members):
-                head = self._groups.first(group)
-                key = (shape, group)
-                hit = self._groups.answers.get(key) if remember else None
+            for key, (head, use) in alike.items():
+                hit = self._groups.answers.get((shape, key)) if remember else None
                 if hit is not None:
-                    answers.append((head, *hit))
+                    answers[key] = (head, *hit)
                     continue
                 table = self._table(head)
-                part = self._groups.parts.get((shape, group[0]))
+                ledger = held if use is None else self._with_pods(head, table, held, use)
+                part = self._groups.parts.get((shape, key[0]))
                 if part is None:
                     try:
-                        part = table.request_part(targets, classes, held, self._matcher)
+                        part = table.request_part(targets, classes, ledger, self._matcher)
                     except DraError as e:
-                        return head, AllocationOutcome("error", reason=str(e))
+                        answers[key] = (head, None, AllocationOutcome("error", reason=str(e)))
+                        continue
                     if part.static:
-                        self._groups.keep_part((shape, group[0]), part)
-                answers.append((head, part, None))
-                questions.append((len(answers) - 1, key,
-                                  (table.native(), part.native(table), self._group_held(group, table))))
+                        self._groups.keep_part((shape, key[0]), part)
+                native_held = self._group_held(key, table) if use is None else table.held(ledger)
+                answers[key] = (head, part, None)
+                questions.append((key, (table.native(), part.native(table), native_held)))
             if questions:
-                solved = _core.dra_solve_prepared([q for _, _, q in questions], strategy, self._budget)
-                for (i, key, _), answer in zip(questions, solved):
-                    answers[i] = (answers[i][0], answers[i][1], answer)
+                solved = _core.dra_solve_prepared([q for _, q in questions], strategy, self._budget)
+                for (key, _), answer in zip(questions, solved):
+                    head, part, _ = answers[key]
+                    answers[key] = (head, part, answer)
                     if remember and answer.verdict != "error":
-                        self._groups.remember(key, (answers[i][1], answer))
+                        self._groups.remember((shape, key), (part, answer))
             best: tuple[Any, ...] | None = None
-            last = AllocationOutcome("unallocatable", reason="no nodes")
-            for head, part, answer in answers:
-                if answer.verdict == "error":  # as Kubernetes reports it, for the first group
-                    return head, outcome_of(part, answer.to_dict(), targets, self._table(head))
-                if not answer.ok:
-                    last = AllocationOutcome("unallocatable", reason=answer.reason, gave_up=answer.gave_up)
-                    continue
-                rank = (*answer.rank, self._groups.order[head])
-                if best is None or rank < best[0]:
-                    best = (rank, head, part, answer)
+            error: tuple[int, str, AllocationOutcome] | None = None
+            for head, part, answer in answers.values():
+                if isinstance(answer, AllocationOutcome) or answer.verdict == "error":
+                    # As Kubernetes reports it, for the earliest node that errs (its own devices).
+                    if error is None or order[head] < error[0]:
+                        error = (order[head], head, answer if isinstance(answer, AllocationOutcome)
+                                 else outcome_of(part, answer.to_dict(), targets, self._table(head)))
+                elif answer.ok:
+                    rank = (*answer.rank, order[head])
+                    if best is None or rank < best[0]:
+                        best = (rank, head, part, answer)
+            if error is not None:
+                return error[1], error[2]
             if best is None:
+                last = AllocationOutcome("unallocatable", reason="no nodes")
+                if order:  # the refusal of the last node in name order, as asking each node ends
+                    answer = answers[key_of(max(order, key=order.__getitem__))][2]
+                    last = AllocationOutcome("unallocatable", reason=answer.reason, gave_up=answer.gave_up)
                 return None, AllocationOutcome("unallocatable", reason=f"0/{len(self._nodes)} nodes can "
                                                f"allocate the claims: {last.reason}")
             _, node, part, answer = best
             out = outcome_of(part, answer.to_dict(), targets, self._table(node))
-            if commit:
+            if commit and self._cluster is not None:
+                for name, allocation in zip(claims, out.results):
+                    self.commit(name, allocation)  # held in the Cluster too
+            elif commit:
                 for name, claim, allocation in zip(claims, targets, out.results):
                     # Computed from this very state under this lock: valid as it stands.
                     updated = {**claim, "status": {**(claim.get("status") or {}), "allocation": allocation}}
@@ -368,6 +384,44 @@ class DraCluster:
                 out = AllocationOutcome(out.verdict, _copy(out.results), out.reason, out.steps,
                                         out.score, out.gave_up, out.proved_best)
             return node, out
+
+    def _alike_nodes(self) -> tuple[dict[Any, tuple[str, Any]], Any]:
+        """The classes of nodes that answer any question alike, each with its earliest node and
+        that node's Cluster usage (None where it has none), and a function giving a node's class.
+        A class is a group of alike nodes (node_groups.py) less its nodes with Cluster usage; a
+        node with usage is in the class of its profile and of what is held on it with that usage
+        counted (its state as the pods and claims make it), so nodes that pods fill alike share
+        one answer too, and a node is asked alone only when its usage is its own."""
+        order = self._groups.order
+        busy = self._use_reader.read(self._cluster) if self._cluster is not None else {}
+        alike: dict[Any, tuple[str, Any]] = {}
+        for group, members in self._groups.members.items():
+            head = self._groups.first(group)
+            if head in busy:
+                free = members - busy.keys()
+                if not free:
+                    continue
+                head = min(free, key=order.__getitem__)
+            alike[group] = (head, None)
+        busy_keys: dict[str, Any] = {}
+        for node, use in busy.items():
+            group = self._groups.group_of.get(node)
+            if group is None:
+                continue  # a Cluster node DRA does not know
+            table = self._table(node)
+            mapping = self._mapping(node, table)
+            kept = self._busy_keys.get(node)
+            if kept is not None and kept[0] is use and kept[1] == group and kept[2] is mapping:
+                key = kept[3]
+            else:
+                key = (group[0], state_key(table, self._with_pods(node, table, self._held, use)))
+                self._busy_keys[node] = (use, group, mapping, key)
+            busy_keys[node] = key
+            if key not in alike or order[node] < order[alike[key][0]]:
+                alike[key] = (node, use)
+        for node in [n for n in self._busy_keys if n not in busy_keys]:
+            del self._busy_keys[node]
+        return alike, lambda node: busy_keys.get(node) or self._groups.group_of[node]
 
     def place_gang(self, pods: list[list[str]], nodes: Iterable[str] | None = None,
                    strategy: str | None = None) -> tuple[list[str] | None, str]:

@@ -255,6 +255,50 @@ def device_use(cluster: Any, node: str | None = None) -> dict[str, dict[tuple[st
     return out
 
 
+class UseReader:
+    """device_use() of one Cluster, read again only where it changed: each read compares the
+    usage arrays with the last read's (in C) and rebuilds the use of the nodes whose devices
+    changed; a node whose use did not change keeps the very same dict (callers may key caches
+    on its identity). Read it in full again when the Cluster's nodes or devices change."""
+
+    def __init__(self) -> None:
+        self._layout: tuple[Any, ...] | None = None
+        self._core: Any = None
+        self._memory: Any = None
+        self._rows: dict[int, list[int]] = {}
+        self.use: dict[str, dict[tuple[str, int], tuple[int, int]]] = {}
+
+    def read(self, cluster: Any) -> dict[str, dict[tuple[str, int], tuple[int, int]]]:
+        """Per node with some usage: its devices' (type, minor) -> (core percent, memory
+        bytes), as device_use(cluster) gives it. The dict is shared: do not change it."""
+        u = cluster.device_usage(copy=True)
+        core, memory = u["core_used"], u["memory_used"]
+        layout = self._layout
+        same = (layout is not None and layout[0] == u["node_names"] and len(layout[1]) == len(core)
+                and (layout[1] == u["node"]).all() and (layout[2] == u["minor"]).all()
+                and layout[3] == u["type"])
+        if not same:
+            self._layout = (u["node_names"], u["node"], u["minor"], u["type"])
+            self._rows = {}
+            for i, n in enumerate(u["node"].tolist()):
+                self._rows.setdefault(n, []).append(i)
+            changed = list(self._rows)
+            self.use = {}
+        else:
+            rows = ((core != self._core) | (memory != self._memory)).nonzero()[0]
+            changed = sorted(set(u["node"][rows].tolist()))
+        self._core, self._memory = core, memory
+        names, types, minors = u["node_names"], u["type"], u["minor"]
+        for n in changed:
+            use = {(types[i], int(minors[i])): (int(core[i]), int(memory[i]))
+                   for i in self._rows[n] if core[i] > 0 or memory[i] > 0}
+            if use:
+                self.use[names[n]] = use
+            else:
+                self.use.pop(names[n], None)
+        return self.use
+
+
 def drop(cluster: Any, claim: str, shares: tuple[str, ...] | list[str] = ()) -> None:
     """Releases the claim's pseudo-pods (the whole devices', and `shares`)."""
     for name in (pseudo_pod(claim), *shares):

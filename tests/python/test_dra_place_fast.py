@@ -1,0 +1,122 @@
+"""DraCluster.place without `nodes` asks one node per class of alike nodes; with an attached
+Cluster, nodes whose devices pods (or claims) use there are classed by what that usage leaves.
+On small random clusters with random pods and claims its answers are those of asking every
+node in name order (place(nodes=...)): the same node, devices and score, for both strategies
+and whether answers are remembered or not; and it never picks a GPU a pod holds."""
+from __future__ import annotations
+
+import random
+
+import gpufleet
+from gpufleet.dra.cluster import DraCluster
+from gpufleet.dra.legacy import PSEUDO_POD_PREFIX
+
+from test_dra_cluster import DRIVER, _claim
+
+NODE_SHAPES = (2, 2, 4, 4, 4)  # GPUs per node: repeats make groups of alike nodes
+
+
+def _slice(node: str, gpus: int) -> dict:
+    return {"kind": "ResourceSlice", "metadata": {"name": f"{node}-gpus"}, "spec": {
+        "driver": DRIVER, "nodeName": node, "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+        "devices": [{"name": f"gpu-{i}", "attributes": {
+            "model": {"string": "H100"}, "type": {"string": "gpu"}, "minor": {"int": i},
+            "resource.kubernetes.io/pcieRoot": {"string": f"pci-{i // 2}"}}} for i in range(gpus)]}}
+
+
+def _world(rng: random.Random, strategy: str) -> tuple[DraCluster, gpufleet.Cluster, list[str]]:
+    cl = gpufleet.Cluster()
+    c = DraCluster(strategy=strategy, cluster=cl)
+    c.apply({"kind": "DeviceClass", "metadata": {"name": "gpu"},
+             "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}})
+    nodes = [f"n{i}" for i in range(rng.randint(3, 7))]
+    for n in rng.sample(nodes, len(nodes)):  # added out of name order: ties go to name order
+        gpus = rng.choice(NODE_SHAPES)
+        cl.add_node({"name": n, "cpu": "64", "memory": "256Gi",
+                     "gpus": {"count": gpus, "model": "H100", "memory": "80Gi"}})
+        c.add_node(n)
+        c.apply(_slice(n, gpus))
+    for i in range(rng.randint(0, 6)):  # pods asking through nvidia.com/gpu
+        pod = gpufleet.Pod.from_dict({"name": f"p{i}", "requests": {"nvidia.com/gpu": rng.choice([1, 1, 2])}})
+        alloc, _ = cl.place(pod, strategy=rng.choice(["binpack", "spread"]))
+        if alloc is not None and rng.random() < 0.3:
+            cl.release(f"p{i}")
+    return c, cl, nodes
+
+
+def _pod_gpus(cl: gpufleet.Cluster) -> set[tuple[str, int]]:
+    return {(a.node, g.minor) for a in cl.allocations()
+            if not a.pod.startswith(PSEUDO_POD_PREFIX) for g in a.devices}
+
+
+def _same(a: tuple, b: tuple) -> None:
+    (node_a, out_a), (node_b, out_b) = a, b
+    assert (node_a, out_a.verdict, out_a.reason, out_a.score) == (node_b, out_b.verdict, out_b.reason, out_b.score)
+    assert out_a.results == out_b.results
+
+
+def test_place_answers_as_asking_every_node_with_pods_and_claims_about() -> None:
+    for seed in range(60):
+        rng = random.Random(seed)
+        strategy = rng.choice(["pack", "first"])
+        c, cl, nodes = _world(rng, strategy)
+        for i in range(rng.randint(4, 10)):
+            name = f"c{i}"
+            c.apply(_claim(name, rng.choice([1, 1, 2, 3])))
+            remember = rng.random() < 0.5
+            fast = c.place([f"ml/{name}"], remember=remember)
+            _same(fast, c.place([f"ml/{name}"], nodes=sorted(nodes)))
+            node, out = fast
+            if node is None:
+                assert not out.ok and out.reason.startswith(f"0/{len(nodes)} nodes")
+                continue
+            minors = {int(r["device"].split("-")[1]) for r in out.results[0]["devices"]["results"]}
+            assert not {(node, m) for m in minors} & _pod_gpus(cl), f"seed {seed}: a pod's GPU given"
+            if rng.random() < 0.7:  # committed: held in the Cluster as well
+                placed = c.place([f"ml/{name}"], commit=True)
+                assert placed[0] == node and cl.allocation(f"dra:ml/{name}") is not None
+            if rng.random() < 0.3:  # a pod comes or goes between claims
+                pod = gpufleet.Pod.from_dict({"name": f"q{seed}-{i}", "requests": {"nvidia.com/gpu": 1}})
+                cl.place(pod)
+        cl.check_invariants()
+
+
+def test_a_gang_lands_where_asking_every_node_lands_it() -> None:
+    for seed in range(20):
+        rng = random.Random(1000 + seed)
+        c, cl, nodes = _world(rng, "pack")
+        gang = []
+        for i in range(rng.randint(2, 4)):
+            c.apply(_claim(f"g{i}", rng.choice([1, 2])))
+            gang.append([f"ml/g{i}"])
+        fast = c.place_gang(gang)
+        fast_claims = {n: c.claim(n).get("status") for pod in gang for n in pod}
+        for pod in gang:  # undo, then the same gang by asking every node
+            if fast_claims[pod[0]]:
+                c.release(pod[0])
+        slow = c.place_gang(gang, nodes=sorted(nodes))
+        assert fast[0] == slow[0] and (fast[1] == "") == (slow[1] == "")
+        if fast[0] is not None:
+            for pod, node in zip(gang, fast[0]):
+                minors = {int(r["device"].split("-")[1])
+                          for r in c.claim(pod[0])["status"]["allocation"]["devices"]["results"]}
+                assert not {(node, m) for m in minors} & _pod_gpus(cl)
+        cl.check_invariants()
+
+
+def test_without_a_cluster_place_answers_as_asking_every_node() -> None:
+    for seed in range(30):
+        rng = random.Random(2000 + seed)
+        c = DraCluster(strategy=rng.choice(["pack", "first"]))
+        c.apply({"kind": "DeviceClass", "metadata": {"name": "gpu"},
+                 "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}})
+        nodes = [f"n{i}" for i in range(rng.randint(3, 8))]
+        for n in rng.sample(nodes, len(nodes)):
+            c.add_node(n)
+            c.apply(_slice(n, rng.choice(NODE_SHAPES)))
+        for i in range(12):
+            c.apply(_claim(f"c{i}", rng.choice([1, 1, 2, 4])))
+            fast = c.place([f"ml/c{i}"], remember=rng.random() < 0.5)
+            _same(fast, c.place([f"ml/c{i}"], nodes=sorted(nodes)))
+            if fast[0] is not None:
+                c.commit(f"ml/c{i}", fast[1].results[0])
