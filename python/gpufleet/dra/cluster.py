@@ -404,19 +404,20 @@ class DraCluster:
                 head = min(free, key=order.__getitem__)
             alike[group] = (head, None)
         busy_keys: dict[str, Any] = {}
+        group_of, tables, maps, kept_keys = self._groups.group_of, self._tables, self._maps, self._busy_keys
         for node, use in busy.items():
-            group = self._groups.group_of.get(node)
+            group = group_of.get(node)
             if group is None:
                 continue  # a Cluster node DRA does not know
-            table = self._table(node)
-            mapping = self._mapping(node, table)
-            kept = self._busy_keys.get(node)
-            if kept is not None and kept[0] is use and kept[1] == group and kept[2] is mapping:
-                key = kept[3]
-            else:
-                key = (group[0], state_key(table, self._with_pods(node, table, self._held, use)))
-                self._busy_keys[node] = (use, group, mapping, key)
-            busy_keys[node] = key
+            kept = kept_keys.get(node)
+            # The class stands while the usage, the group, the table and the mapping do.
+            if (kept is None or kept[0] is not use or kept[1] != group or kept[2] is not tables.get(node)
+                    or kept[3] is not maps.get(node)):
+                table = self._table(node)
+                ledger = self._with_pods(node, table, self._held, use)  # maps the node
+                kept = kept_keys[node] = (use, group, table, maps.get(node),
+                                          (group[0], state_key(table, ledger)))
+            key = busy_keys[node] = kept[4]
             if key not in alike or order[node] < order[alike[key][0]]:
                 alike[key] = (node, use)
         for node in [n for n in self._busy_keys if n not in busy_keys]:
