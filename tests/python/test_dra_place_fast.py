@@ -120,3 +120,33 @@ def test_without_a_cluster_place_answers_as_asking_every_node() -> None:
             _same(fast, c.place([f"ml/c{i}"], nodes=sorted(nodes)))
             if fast[0] is not None:
                 c.commit(f"ml/c{i}", fast[1].results[0])
+
+
+def test_nodes_that_pods_use_alike_are_asked_once(monkeypatch) -> None:
+    """Eight alike nodes, a pod on one GPU of every other one: a claim is one question for the
+    untouched nodes and one for those the pods use, not a question per node."""
+    from gpufleet import _core
+    cl = gpufleet.Cluster()
+    c = DraCluster(cluster=cl)
+    c.apply({"kind": "DeviceClass", "metadata": {"name": "gpu"},
+             "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}})
+    nodes = [f"n{i}" for i in range(8)]
+    for n in nodes:
+        cl.add_node({"name": n, "cpu": "64", "memory": "256Gi", "gpus": {"count": 2, "model": "H100", "memory": "80Gi"}})
+        c.add_node(n)
+        c.apply(_slice(n, 2))
+    for n in nodes[1::2]:
+        cl.place(gpufleet.Pod.from_dict({"name": f"p-{n}", "requests": {"nvidia.com/gpu": 1}}), nodes=[n])
+    c.apply(_claim("one"))
+    c.apply(_claim("two", 2))
+    solve, asked = _core.dra_solve_prepared, []
+    monkeypatch.setattr(_core, "dra_solve_prepared", lambda qs, *a: (asked.extend(qs), solve(qs, *a))[1])
+    fast = c.place(["ml/one"], remember=False)
+    assert len(asked) == 2
+    _same(fast, c.place(["ml/one"], nodes=nodes))
+    asked.clear()
+    assert c.place(["ml/two"], remember=False)[0] == "n0" and len(asked) == 2
+    c.place(["ml/one"], nodes=["n3"], commit=True)   # the pod has gpu 0: the claim takes gpu 1
+    assert c.claim("ml/one")["status"]["allocation"]["devices"]["results"][0]["device"] == "gpu-1"
+    asked.clear()
+    assert c.place(["ml/two"], remember=False)[0] == "n0" and len(asked) == 3   # n3 is full now

@@ -320,13 +320,20 @@ class DraCluster:
             shape = "\x00".join([*(self._shapes[n] for n in claims), str(self._classes_version), strategy])
             alike, key_of = self._alike_nodes()
             order = self._groups.order
-            # Each class's answer: remembered, or asked of the core together with the others.
-            answers: dict[Any, tuple[str, Any, Any]] = {}  # key -> (head, part, DraAnswer or error)
+            # Each class's answer: remembered (with its rank), or asked of the core together with
+            # the others; the best rank wins, ties to the earlier node.
+            remembered = self._groups.answers_for(shape) if remember else {}
+            best: tuple[Any, ...] | None = None  # (rank and node order, node, part, DraAnswer)
+            errors: list[tuple[int, str, Any, Any]] = []  # (order, node, part, DraAnswer or outcome)
+            asked: dict[Any, Any] = {}
             questions = []
             for key, (head, use) in alike.items():
-                hit = self._groups.answers.get((shape, key)) if remember else None
+                hit = remembered.get(key)
                 if hit is not None:
-                    answers[key] = (head, *hit)
+                    if hit[2] is not None:
+                        rank = (*hit[2], order[head])
+                        if best is None or rank < best[0]:
+                            best = (rank, head, hit[0], hit[1])
                     continue
                 table = self._table(head)
                 ledger = held if use is None else self._with_pods(head, table, held, use)
@@ -335,38 +342,37 @@ class DraCluster:
                     try:
                         part = table.request_part(targets, classes, ledger, self._matcher)
                     except DraError as e:
-                        answers[key] = (head, None, AllocationOutcome("error", reason=str(e)))
+                        errors.append((order[head], head, None, AllocationOutcome("error", reason=str(e))))
                         continue
                     if part.static:
                         self._groups.keep_part((shape, key[0]), part)
                 native_held = self._group_held(key, table) if use is None else table.held(ledger)
-                answers[key] = (head, part, None)
-                questions.append((key, (table.native(), part.native(table), native_held)))
+                questions.append((key, head, part, (table.native(), part.native(table), native_held)))
             if questions:
-                solved = _core.dra_solve_prepared([q for _, q in questions], strategy, self._budget)
-                for (key, _), answer in zip(questions, solved):
-                    head, part, _ = answers[key]
-                    answers[key] = (head, part, answer)
-                    if remember and answer.verdict != "error":
-                        self._groups.remember((shape, key), (part, answer))
-            best: tuple[Any, ...] | None = None
-            error: tuple[int, str, AllocationOutcome] | None = None
-            for head, part, answer in answers.values():
-                if isinstance(answer, AllocationOutcome) or answer.verdict == "error":
-                    # As Kubernetes reports it, for the earliest node that errs (its own devices).
-                    if error is None or order[head] < error[0]:
-                        error = (order[head], head, answer if isinstance(answer, AllocationOutcome)
-                                 else outcome_of(part, answer.to_dict(), targets, self._table(head)))
-                elif answer.ok:
-                    rank = (*answer.rank, order[head])
-                    if best is None or rank < best[0]:
-                        best = (rank, head, part, answer)
-            if error is not None:
-                return error[1], error[2]
+                solved = _core.dra_solve_prepared([q[3] for q in questions], strategy, self._budget)
+                for (key, head, part, _), answer in zip(questions, solved):
+                    asked[key] = answer
+                    verdict = answer.verdict
+                    if verdict == "error":
+                        errors.append((order[head], head, part, answer))
+                        continue
+                    rank = answer.rank if verdict == "allocated" else None
+                    if remember:
+                        self._groups.remember(shape, key, (part, answer, rank))
+                    if rank is not None:
+                        rank = (*rank, order[head])
+                        if best is None or rank < best[0]:
+                            best = (rank, head, part, answer)
+            if errors:  # as Kubernetes reports it, for the earliest node that errs (its own devices)
+                _, head, part, answer = min(errors, key=lambda e: e[0])
+                if isinstance(answer, AllocationOutcome):
+                    return head, answer
+                return head, outcome_of(part, answer.to_dict(), targets, self._table(head))
             if best is None:
                 last = AllocationOutcome("unallocatable", reason="no nodes")
                 if order:  # the refusal of the last node in name order, as asking each node ends
-                    answer = answers[key_of(max(order, key=order.__getitem__))][2]
+                    key = key_of(max(order, key=order.__getitem__))
+                    answer = asked[key] if key in asked else remembered[key][1]
                     last = AllocationOutcome("unallocatable", reason=answer.reason, gave_up=answer.gave_up)
                 return None, AllocationOutcome("unallocatable", reason=f"0/{len(self._nodes)} nodes can "
                                                f"allocate the claims: {last.reason}")
@@ -395,8 +401,9 @@ class DraCluster:
         order = self._groups.order
         busy = self._use_reader.read(self._cluster) if self._cluster is not None else {}
         alike: dict[Any, tuple[str, Any]] = {}
+        heads, first = self._groups.head, self._groups.first
         for group, members in self._groups.members.items():
-            head = self._groups.first(group)
+            head = heads.get(group) or first(group)
             if head in busy:
                 free = members - busy.keys()
                 if not free:

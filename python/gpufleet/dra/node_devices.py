@@ -30,6 +30,12 @@ MAX_DEVICES_PER_QUESTION = 4096
 STABLE_FEATURES = frozenset({"AdminAccess", "PrioritizedList", "PartitionableDevices", "DeviceTaints"})
 
 
+# (device contents as DeviceRef.key, a request's capacity requests as text) -> what the request
+# consumes of such a device and its capacities (NodeDevices._consumed); read-only once made.
+_CONSUMED: dict[tuple[str, str], tuple[Any, dict[str, Decimal]]] = {}
+_CONSUMED_MAX = 100_000
+
+
 @dataclass
 class RequestPart:
     requests: list[RequestRef]
@@ -314,6 +320,7 @@ class NodeDevices:
                         raise DraError(f"claim {claim_label(claim)}, request {rq.name.split('/')[-1]}: asks for all "
                                        f"devices, but resource pool {pool.driver}/{pool.name} is currently invalid")
             candidates = []
+            asks = json.dumps((rq.spec.get("capacity") or {}).get("requests") or {}, sort_keys=True, default=str)
             for di in self._candidates(matcher, claim, rq):
                 ref = devices[di]
                 if (ref.pool.incomplete or ref.pool.invalid) and not all_mode:
@@ -326,17 +333,14 @@ class NodeDevices:
                 if "ConsumableCapacity" in features and (multi or rq.spec.get("capacity")):
                     # A device that cannot hold the request, even alone beside what earlier
                     # claims consume, is no candidate (for All too: Kubernetes leaves it out).
-                    use = consumed_capacity(ref.device, ref.driver, rq.spec)
+                    use, totals = self._consumed(di, rq.spec, asks)
                     held_use = ledger.shared.get(ref.id, {}) if multi else {}
-                    if use is None or any(v + held_use.get(n, 0) > _q(ref.device["capacity"][n]["value"])
-                                          for n, v in use.items()):
+                    if use is None or any(v + held_use.get(n, 0) > totals[n] for n, v in use.items()):
                         continue
                     if multi:
                         consumed[(ri, di)] = use
                         cand["capacity"] = [(self.capacity_slot[(di, n)], milli(v, up=True)) for n, v in use.items()]
-                        caps = ref.device.get("capacity") or {}
-                        cand["unit_take"] = sum(int(v * _PPM / max(_q(caps[n]["value"]), Decimal(1)))
-                                                for n, v in use.items())
+                        cand["unit_take"] = sum(int(v * _PPM / max(totals[n], Decimal(1))) for n, v in use.items())
                 if not multi and self.dev_counters[di]:
                     cand["unit_take"] = sum(a * _PPM // max(self.counter_total[s], 1) for s, a in self.dev_counters[di])
                 if blocked:
@@ -351,6 +355,20 @@ class NodeDevices:
         return RequestPart(requests, native_requests, consumed, constraints, static,
                            _twin_signatures(self, native_requests, constraints),
                            combinations=not features <= STABLE_FEATURES, num_claims=len(claims))
+
+    def _consumed(self, di: int, spec: dict[str, Any], asks: str) -> tuple[Any, dict[str, Decimal]]:
+        """What a request whose capacity requests read `asks` (as text) consumes of device `di`
+        (consumed_capacity: None where it cannot), and that device's capacities; kept for all
+        tables, as they depend on what the device publishes and those requests alone."""
+        ref = self.devices[di]
+        hit = _CONSUMED.get((ref.key, asks))
+        if hit is None:
+            use = consumed_capacity(ref.device, ref.driver, spec)
+            caps = ref.device.get("capacity") or {}
+            if len(_CONSUMED) >= _CONSUMED_MAX:
+                _CONSUMED.clear()
+            hit = _CONSUMED[(ref.key, asks)] = (use, {n: _q(caps[n]["value"]) for n in use or ()})
+        return hit
 
     def _candidates(self, matcher: DeviceMatcher, claim: dict[str, Any], rq: RequestRef) -> list[int]:
         """The class's selectors, then the request's on the devices the class admits (as

@@ -55,7 +55,9 @@ class NodeGroups:
         self.group_of: dict[str, tuple[Any, ...]] = {}
         self.members: dict[tuple[Any, ...], set[str]] = {}
         self.heads: dict[tuple[Any, ...], list[tuple[int, str]]] = {}
-        self.answers: dict[tuple[str, tuple[Any, ...]], Any] = {}
+        self.head: dict[tuple[Any, ...], str] = {}  # group -> its earliest node, while it stands
+        self.answers: dict[str, dict[tuple[Any, ...], Any]] = {}  # claim shape -> group -> answer
+        self._answer_count = 0
         self.held: dict[tuple[Any, ...], Any] = {}  # group -> what it holds, as the core reads it
         # Per (claim shape, profile): the requests' candidates and constraints, which do not
         # depend on what is held (NodeDevices.request_part with static true).
@@ -74,6 +76,9 @@ class NodeGroups:
         self.group_of[node] = group
         self.members.setdefault(group, set()).add(node)
         heapq.heappush(self.heads.setdefault(group, []), (self.order[node], node))
+        head = self.head.get(group)
+        if head is not None and self.order[node] < self.order[head]:
+            self.head[group] = node
 
     def forget(self, node: str) -> None:
         old = self.group_of.pop(node, None)
@@ -82,23 +87,35 @@ class NodeGroups:
 
     def _leave(self, node: str, group: tuple[Any, ...]) -> None:
         self.members[group].discard(node)
+        if self.head.get(group) == node:
+            del self.head[group]
         if not self.members[group]:
             del self.members[group]
             self.heads.pop(group, None)
             self.held.pop(group, None)
 
     def first(self, group: tuple[Any, ...]) -> str:
-        """The group's earliest node."""
+        """The group's earliest node (kept until a node joins or the earliest leaves)."""
+        head = self.head.get(group)
+        if head is not None:
+            return head
         heap = self.heads[group]
         members = self.members[group]
         while heap[0][1] not in members or self.group_of.get(heap[0][1]) != group:
             heapq.heappop(heap)
-        return heap[0][1]
+        head = self.head[group] = heap[0][1]
+        return head
 
-    def remember(self, key: tuple[str, tuple[Any, ...]], answer: Any) -> None:
-        if len(self.answers) >= self.MAX_ANSWERS:
+    def answers_for(self, shape: str) -> dict[tuple[Any, ...], Any]:
+        """The answers remembered for one claim shape, by group (read-only: see remember)."""
+        return self.answers.get(shape) or {}
+
+    def remember(self, shape: str, group: tuple[Any, ...], answer: Any) -> None:
+        if self._answer_count >= self.MAX_ANSWERS:
             self.answers.clear()
-        self.answers[key] = answer
+            self._answer_count = 0
+        self.answers.setdefault(shape, {})[group] = answer
+        self._answer_count += 1
 
     def keep_part(self, key: tuple[str, int], part: Any) -> None:
         if len(self.parts) >= self.MAX_ANSWERS:
