@@ -105,7 +105,7 @@ def test_a_gang_lands_where_asking_every_node_lands_it() -> None:
 
 
 def test_without_a_cluster_place_answers_as_asking_every_node() -> None:
-    for seed in range(30):
+    for seed in range(40):
         rng = random.Random(2000 + seed)
         c = DraCluster(strategy=rng.choice(["pack", "first"]))
         c.apply({"kind": "DeviceClass", "metadata": {"name": "gpu"},
@@ -114,12 +114,16 @@ def test_without_a_cluster_place_answers_as_asking_every_node() -> None:
         for n in rng.sample(nodes, len(nodes)):
             c.add_node(n)
             c.apply(_slice(n, rng.choice(NODE_SHAPES)))
-        for i in range(12):
+        committed = []
+        for i in range(16):  # claims of a few shapes: remembered answers are read again
             c.apply(_claim(f"c{i}", rng.choice([1, 1, 2, 4])))
-            fast = c.place([f"ml/c{i}"], remember=rng.random() < 0.5)
+            fast = c.place([f"ml/c{i}"], remember=rng.random() < 0.8)
             _same(fast, c.place([f"ml/c{i}"], nodes=sorted(nodes)))
             if fast[0] is not None:
                 c.commit(f"ml/c{i}", fast[1].results[0])
+                committed.append(f"ml/c{i}")
+            if committed and rng.random() < 0.3:  # a node goes back to an earlier group
+                c.release(committed.pop(rng.randrange(len(committed))))
 
 
 def test_nodes_that_pods_use_alike_are_asked_once(monkeypatch) -> None:

@@ -12,6 +12,7 @@ that node's slices change.
 from __future__ import annotations
 
 import copy
+import heapq
 import json
 import marshal
 import threading
@@ -318,6 +319,8 @@ class DraCluster:
             self._file_nodes()
             _, targets, classes, held = self._question(claims, None)
             shape = "\x00".join([*(self._shapes[n] for n in claims), str(self._classes_version), strategy])
+            if remember and self._cluster is None:
+                return self._place_remembered(claims, targets, classes, held, shape, strategy, commit)
             alike, key_of = self._alike_nodes()
             order = self._groups.order
             # Each class's answer: remembered (with its rank), or asked of the core together with
@@ -377,6 +380,13 @@ class DraCluster:
                 return None, AllocationOutcome("unallocatable", reason=f"0/{len(self._nodes)} nodes can "
                                                f"allocate the claims: {last.reason}")
             _, node, part, answer = best
+            return node, self._outcome(node, part, answer, claims, targets, commit)
+
+    def _outcome(self, node: str, part: Any, answer: Any, claims: list[str], targets: list[dict[str, Any]],
+                 commit: bool) -> AllocationOutcome:
+        """The chosen answer on `node`, its devices named as the node names them; with `commit`,
+        recorded (and held in the attached Cluster)."""
+        with self._lock:
             out = outcome_of(part, answer.to_dict(), targets, self._table(node))
             if commit and self._cluster is not None:
                 for name, allocation in zip(claims, out.results):
@@ -389,7 +399,71 @@ class DraCluster:
                     self._claims[name] = updated
                 out = AllocationOutcome(out.verdict, _copy(out.results), out.reason, out.steps,
                                         out.score, out.gave_up, out.proved_best)
-            return node, out
+            return out
+
+    def _place_remembered(self, claims: list[str], targets: list[dict[str, Any]], classes: dict[str, Any],
+                          held: Ledger, shape: str, strategy: str, commit: bool) -> tuple[str | None, AllocationOutcome]:
+        """place() with answers remembered and no Cluster: per claim shape, the groups whose
+        answer allocates wait in a heap by rank and earliest node (NodeGroups.best), so a
+        question asks only the groups that came (or gained an earlier node) since the shape was
+        last asked, not every group."""
+        groups, order = self._groups, self._groups.order
+        remembered = groups.answers.setdefault(shape, {})
+        kept = groups.best.get(shape)
+        pos, heap = kept if kept is not None else (0, [])
+        todo = groups.log[pos:] if kept is not None else list(groups.members)
+        end = len(groups.log)
+        errors: list[tuple[int, str, Any, Any]] = []
+        questions = []
+        for group in todo:
+            if group not in groups.members:
+                continue
+            head = groups.head.get(group) or groups.first(group)
+            hit = remembered.get(group)
+            if hit is not None:
+                if hit[2] is not None:
+                    heapq.heappush(heap, groups.entry(hit[2], head, group, hit))
+                continue
+            table = self._table(head)
+            part = groups.parts.get((shape, group[0]))
+            if part is None:
+                try:
+                    part = table.request_part(targets, classes, held, self._matcher)
+                except DraError as e:
+                    errors.append((order[head], head, None, AllocationOutcome("error", reason=str(e))))
+                    continue
+                if part.static:
+                    groups.keep_part((shape, group[0]), part)
+            questions.append((group, head, part, (table.native(), part.native(table), self._group_held(group, table))))
+        if questions:
+            solved = _core.dra_solve_prepared([q[3] for q in questions], strategy, self._budget)
+            for (group, head, part, _), answer in zip(questions, solved):
+                verdict = answer.verdict
+                if verdict == "error":
+                    errors.append((order[head], head, part, answer))
+                    continue
+                hit = (part, answer, answer.rank if verdict == "allocated" else None)
+                groups.remember(shape, group, hit)
+                remembered[group] = hit  # kept here even when remember() just made room
+                if hit[2] is not None:
+                    heapq.heappush(heap, groups.entry(hit[2], head, group, hit))
+        if errors:  # asked again next time, as without a memory; the earliest node that errs
+            _, head, part, answer = min(errors, key=lambda e: e[0])
+            if isinstance(answer, AllocationOutcome):
+                return head, answer
+            return head, outcome_of(part, answer.to_dict(), targets, self._table(head))
+        if groups.answers.get(shape) is remembered:  # else the memory was emptied meanwhile
+            groups.best[shape] = (end, heap)
+        top = groups.best_of(shape, heap)
+        if top is None:
+            last = AllocationOutcome("unallocatable", reason="no nodes")
+            if order:  # the refusal of the last node in name order, as asking each node ends
+                answer = remembered[groups.group_of[max(order, key=order.__getitem__)]][1]
+                last = AllocationOutcome("unallocatable", reason=answer.reason, gave_up=answer.gave_up)
+            return None, AllocationOutcome("unallocatable", reason=f"0/{len(self._nodes)} nodes can "
+                                           f"allocate the claims: {last.reason}")
+        node, (part, answer, _) = top[2], top[5]
+        return node, self._outcome(node, part, answer, claims, targets, commit)
 
     def _alike_nodes(self) -> tuple[dict[Any, tuple[str, Any]], Any]:
         """The classes of nodes that answer any question alike, each with its earliest node and

@@ -11,6 +11,7 @@ remembered, and the choice is mapped onto the chosen node's own device names.
 from __future__ import annotations
 
 import heapq
+import itertools
 import json
 from typing import Any
 
@@ -56,6 +57,13 @@ class NodeGroups:
         self.members: dict[tuple[Any, ...], set[str]] = {}
         self.heads: dict[tuple[Any, ...], list[tuple[int, str]]] = {}
         self.head: dict[tuple[Any, ...], str] = {}  # group -> its earliest node, while it stands
+        # Groups as they come, or as an earlier node joins them; and per claim shape, how far
+        # that log was read and a heap of entry() of
+        # the groups whose remembered answer allocates (entries whose group left or whose
+        # earliest node changed are mended when they come to the top).
+        self.log: list[tuple[Any, ...]] = []
+        self.best: dict[str, tuple[int, list[tuple[Any, ...]]]] = {}
+        self._count = itertools.count()
         self.answers: dict[str, dict[tuple[Any, ...], Any]] = {}  # claim shape -> group -> answer
         self._answer_count = 0
         self.held: dict[tuple[Any, ...], Any] = {}  # group -> what it holds, as the core reads it
@@ -77,8 +85,11 @@ class NodeGroups:
         self.members.setdefault(group, set()).add(node)
         heapq.heappush(self.heads.setdefault(group, []), (self.order[node], node))
         head = self.head.get(group)
-        if head is not None and self.order[node] < self.order[head]:
-            self.head[group] = node
+        if head is None or self.order[node] < self.order[head]:
+            # A new group, or maybe a new earliest node: each claim shape's best list reads it.
+            self.log.append(group)
+            if head is not None:
+                self.head[group] = node
 
     def forget(self, node: str) -> None:
         old = self.group_of.pop(node, None)
@@ -113,9 +124,30 @@ class NodeGroups:
     def remember(self, shape: str, group: tuple[Any, ...], answer: Any) -> None:
         if self._answer_count >= self.MAX_ANSWERS:
             self.answers.clear()
+            self.best.clear()
+            self.log.clear()
             self._answer_count = 0
         self.answers.setdefault(shape, {})[group] = answer
         self._answer_count += 1
+
+    def entry(self, rank: tuple[int, ...], head: str, group: tuple[Any, ...], answer: Any) -> tuple[Any, ...]:
+        """A heap entry of `best`: by rank, then node order (a count keeps equal ones apart)."""
+        return (rank, self.order[head], head, next(self._count), group, answer)
+
+    def best_of(self, shape: str, heap: list[tuple[Any, ...]]) -> tuple[Any, ...] | None:
+        """The heap's best entry that stands (its group still there, with the same earliest
+        node), mending the entries above it; None when none allocates."""
+        while heap:
+            group, node = heap[0][4], heap[0][2]
+            if group not in self.members:
+                heapq.heappop(heap)
+                continue
+            head = self.head.get(group) or self.first(group)
+            if head != node:
+                heapq.heapreplace(heap, self.entry(heap[0][0], head, group, heap[0][5]))
+                continue
+            return heap[0]
+        return None
 
     def keep_part(self, key: tuple[str, int], part: Any) -> None:
         if len(self.parts) >= self.MAX_ANSWERS:
