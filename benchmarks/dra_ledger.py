@@ -12,11 +12,18 @@ Three ways on the same nodes and claims, in the same run:
 - detached: the same slices and claims in a DraCluster without a Cluster (the pods unseen).
 
     .venv/bin/python benchmarks/dra_ledger.py [--nodes 2000] [--claims 2000] [--baseline-claims 5]
+
+With ``--openb DIR`` (../shared/data/openb), it replays instead the GPU pods of the openb trace's
+default pod list on its GPU nodes as claims placed and committed by a detached DraCluster in
+table order (the DRA side of ``gpufleet.dra.replay.compare_as_dra``: a few hundred groups of
+alike nodes), and prints the time spent in place() and a digest of the nodes chosen (equal
+digests: equal answers).
 """
 from __future__ import annotations
 
 import argparse
 import gc
+import hashlib
 import os
 import time
 
@@ -60,12 +67,41 @@ def run(c: DraCluster, names: list[str], **place_args) -> tuple[float, int]:
     return elapsed, placed
 
 
+def openb(directory: str) -> None:
+    from gpufleet.dra import replay
+    from gpufleet.traces.openb import load_openb_nodes, load_openb_pods
+    nodes = load_openb_nodes(os.path.join(directory, "openb_node_list_gpu_node.csv"))
+    pods = load_openb_pods(os.path.join(directory, "openb_pod_list_default.csv"))
+    dra = replay._gpu_cluster()
+    for node in nodes.itertuples():
+        replay._publish(dra, node.name, int(node.num_gpu), str(node.model or "gpu"))
+    spent, chosen = 0.0, []
+    for pod in pods.itertuples():
+        requests = replay._requests(pod)
+        if not requests:
+            continue
+        claim = replay._claim(pod.name, requests)
+        dra.apply(claim)
+        start = time.perf_counter()
+        node, _ = dra.place([f"trace/{claim['metadata']['name']}"], commit=True)
+        spent += time.perf_counter() - start
+        chosen.append(node)
+    placed = sum(n is not None for n in chosen)
+    print(f"openb: {len(nodes)} nodes, {len(chosen)} claims, {placed} placed; place() {spent:.2f} s "
+          f"({len(chosen) / spent:,.0f} claims/s); load average {os.getloadavg()[0]:.1f}; "
+          f"nodes chosen {hashlib.sha1(repr(chosen).encode()).hexdigest()[:12]}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", type=int, default=2000)
     ap.add_argument("--claims", type=int, default=2000)
     ap.add_argument("--baseline-claims", type=int, default=5)
+    ap.add_argument("--openb", metavar="DIR", help="replay the openb trace's GPU pods instead")
     args = ap.parse_args()
+    if args.openb:
+        openb(args.openb)
+        return
     t = time.perf_counter()
     one, detached = build(args.nodes, True), build(args.nodes, False)
     for c in (one, detached):

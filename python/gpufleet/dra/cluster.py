@@ -103,7 +103,10 @@ class DraCluster:
         self._shapes: dict[str, str] = {}  # claim -> its spec as text (what its answers depend on)
         # With a Cluster: its usage, read again where it changed, and each node's class (place()).
         self._use_reader = legacy.UseReader()
-        self._busy_keys: dict[str, tuple[Any, ...]] = {}
+        self._busy_keys: dict[str, tuple[Any, ...]] = {}  # node -> what its class stands on, and it
+        self._busy_classes: dict[Any, set[str]] = {}      # class -> its nodes with usage
+        self._busy_heads: dict[Any, str] = {}             # class -> its earliest node with usage
+        self._busy_recheck: set[str] | None = None        # nodes refiled since (None: all anew)
 
     def _changed(self, *slices: dict[str, Any] | None) -> None:
         """Drops what changed slices make stale: the tables of the nodes they serve (a slice named
@@ -484,26 +487,48 @@ class DraCluster:
                     continue
                 head = min(free, key=order.__getitem__)
             alike[group] = (head, None)
-        busy_keys: dict[str, Any] = {}
-        group_of, tables, maps, kept_keys = self._groups.group_of, self._tables, self._maps, self._busy_keys
-        for node, use in busy.items():
-            group = group_of.get(node)
-            if group is None:
-                continue  # a Cluster node DRA does not know
+        # The classes of the nodes with usage, kept between calls: only the nodes whose usage
+        # changed, or that were refiled, are classed again.
+        recheck, self._busy_recheck = self._busy_recheck, set()
+        kept_keys, classes, class_heads = self._busy_keys, self._busy_classes, self._busy_heads
+        if recheck is None:  # the groups were made afresh (their profiles numbered anew)
+            kept_keys.clear(), classes.clear(), class_heads.clear()
+            recheck = set(busy)
+        elif self._use_reader.changed is None:
+            recheck = set(busy) | set(kept_keys)
+        else:
+            recheck |= self._use_reader.changed
+        group_of, tables, maps = self._groups.group_of, self._tables, self._maps
+        touched = set()
+        for node in recheck:
             kept = kept_keys.get(node)
+            use, group = busy.get(node), group_of.get(node)
             # The class stands while the usage, the group, the table and the mapping do.
-            if (kept is None or kept[0] is not use or kept[1] != group or kept[2] is not tables.get(node)
-                    or kept[3] is not maps.get(node)):
-                table = self._table(node)
-                ledger = self._with_pods(node, table, self._held, use)  # maps the node
-                kept = kept_keys[node] = (use, group, table, maps.get(node),
-                                          (group[0], state_key(table, ledger)))
-            key = busy_keys[node] = kept[4]
+            if (kept is not None and use is not None and kept[0] is use and kept[1] == group
+                    and kept[2] is tables.get(node) and kept[3] is maps.get(node)):
+                continue
+            if kept is not None:
+                del kept_keys[node]
+                classes[kept[4]].discard(node)
+                touched.add(kept[4])
+            if use is None or group is None:
+                continue  # no usage now, or a Cluster node DRA does not know
+            table = self._table(node)
+            ledger = self._with_pods(node, table, self._held, use)  # maps the node
+            key = (group[0], state_key(table, ledger))
+            kept_keys[node] = (use, group, table, maps.get(node), key)
+            classes.setdefault(key, set()).add(node)
+            touched.add(key)
+        for key in touched:
+            if classes.get(key):
+                class_heads[key] = min(classes[key], key=order.__getitem__)
+            else:
+                classes.pop(key, None)
+                class_heads.pop(key, None)
+        for key, node in class_heads.items():
             if key not in alike or order[node] < order[alike[key][0]]:
-                alike[key] = (node, use)
-        for node in [n for n in self._busy_keys if n not in busy_keys]:
-            del self._busy_keys[node]
-        return alike, lambda node: busy_keys.get(node) or self._groups.group_of[node]
+                alike[key] = (node, busy[node])
+        return alike, lambda node: kept_keys[node][4] if node in kept_keys else group_of[node]
 
     def place_gang(self, pods: list[list[str]], nodes: Iterable[str] | None = None,
                    strategy: str | None = None) -> tuple[list[str] | None, str]:
@@ -564,6 +589,9 @@ class DraCluster:
             self._groups.order = {n: i for i, n in enumerate(sorted(self._nodes))}
             self._dirty = set(self._nodes)
             self._filed = True
+            self._busy_recheck = None
+        elif self._busy_recheck is not None:
+            self._busy_recheck |= self._dirty
         for node in self._dirty:
             if node in self._nodes:
                 self._groups.place(node, self._table(node), self._held)
@@ -633,6 +661,7 @@ class DraCluster:
                     first()
             finally:
                 self._maps.clear()  # the Cluster's node specs may have changed
+                self._busy_recheck = None
                 for key in keys:
                     self._hold_cautiously(key, self._claims[key]["status"]["allocation"])
             return dict(self._unheld)

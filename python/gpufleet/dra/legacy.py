@@ -267,6 +267,7 @@ class UseReader:
         self._memory: Any = None
         self._rows: dict[int, list[int]] = {}
         self.use: dict[str, dict[tuple[str, int], tuple[int, int]]] = {}
+        self.changed: set[str] | None = None  # the nodes the last read changed (None: all)
 
     def read(self, cluster: Any) -> dict[str, dict[tuple[str, int], tuple[int, int]]]:
         """Per node with some usage: its devices' (type, minor) -> (core percent, memory
@@ -289,6 +290,7 @@ class UseReader:
             changed = sorted(set(u["node"][rows].tolist()))
         self._core, self._memory = core, memory
         names, types, minors = u["node_names"], u["type"], u["minor"]
+        self.changed = {names[n] for n in changed} if same else None
         for n in changed:
             use = {(types[i], int(minors[i])): (int(core[i]), int(memory[i]))
                    for i in self._rows[n] if core[i] > 0 or memory[i] > 0}
