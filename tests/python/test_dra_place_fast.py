@@ -16,12 +16,15 @@ from test_dra_cluster import DRIVER, _claim
 NODE_SHAPES = (2, 2, 4, 4, 4)  # GPUs per node: repeats make groups of alike nodes
 
 
-def _slice(node: str, gpus: int) -> dict:
-    return {"kind": "ResourceSlice", "metadata": {"name": f"{node}-gpus"}, "spec": {
+def _slice(node: str, gpus: int, extra: int = 0) -> dict:
+    """`gpus` GPUs the Cluster knows (by minor), and `extra` devices that are DRA's alone."""
+    sl = {"kind": "ResourceSlice", "metadata": {"name": f"{node}-gpus"}, "spec": {
         "driver": DRIVER, "nodeName": node, "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
         "devices": [{"name": f"gpu-{i}", "attributes": {
             "model": {"string": "H100"}, "type": {"string": "gpu"}, "minor": {"int": i},
             "resource.kubernetes.io/pcieRoot": {"string": f"pci-{i // 2}"}}} for i in range(gpus)]}}
+    sl["spec"]["devices"] += [{"name": f"dra-{i}", "attributes": {"model": {"string": "H100"}}} for i in range(extra)]
+    return sl
 
 
 def _world(rng: random.Random, strategy: str) -> tuple[DraCluster, gpufleet.Cluster, list[str]]:
@@ -35,7 +38,7 @@ def _world(rng: random.Random, strategy: str) -> tuple[DraCluster, gpufleet.Clus
         cl.add_node({"name": n, "cpu": "64", "memory": "256Gi",
                      "gpus": {"count": gpus, "model": "H100", "memory": "80Gi"}})
         c.add_node(n)
-        c.apply(_slice(n, gpus))
+        c.apply(_slice(n, gpus, rng.choice([0, 0, 1])))
     for i in range(rng.randint(0, 6)):  # pods asking through nvidia.com/gpu
         pod = gpufleet.Pod.from_dict({"name": f"p{i}", "requests": {"nvidia.com/gpu": rng.choice([1, 1, 2])}})
         alloc, _ = cl.place(pod, strategy=rng.choice(["binpack", "spread"]))
@@ -56,7 +59,7 @@ def _same(a: tuple, b: tuple) -> None:
 
 
 def test_place_answers_as_asking_every_node_with_pods_and_claims_about() -> None:
-    for seed in range(60):
+    for seed in range(80):
         rng = random.Random(seed)
         strategy = rng.choice(["pack", "first"])
         c, cl, nodes = _world(rng, strategy)
@@ -70,14 +73,22 @@ def test_place_answers_as_asking_every_node_with_pods_and_claims_about() -> None
             if node is None:
                 assert not out.ok and out.reason.startswith(f"0/{len(nodes)} nodes")
                 continue
-            minors = {int(r["device"].split("-")[1]) for r in out.results[0]["devices"]["results"]}
+            minors = {int(r["device"].split("-")[1]) for r in out.results[0]["devices"]["results"]
+                      if r["device"].startswith("gpu-")}
             assert not {(node, m) for m in minors} & _pod_gpus(cl), f"seed {seed}: a pod's GPU given"
             if rng.random() < 0.7:  # committed: held in the Cluster as well
                 placed = c.place([f"ml/{name}"], commit=True)
-                assert placed[0] == node and cl.allocation(f"dra:ml/{name}") is not None
+                assert placed[0] == node
+                assert (cl.allocation(f"dra:ml/{name}") is not None) == bool(minors)  # GPUs only
             if rng.random() < 0.3:  # a pod comes or goes between claims
                 pod = gpufleet.Pod.from_dict({"name": f"q{seed}-{i}", "requests": {"nvidia.com/gpu": 1}})
                 cl.place(pod)
+            pods = sorted(a.pod for a in cl.allocations() if not a.pod.startswith(PSEUDO_POD_PREFIX))
+            if pods and rng.random() < 0.3:
+                cl.release(rng.choice(pods))
+            held = [f"ml/c{k}" for k in range(i) if (c.claim(f"ml/c{k}").get("status") or {}).get("allocation")]
+            if held and rng.random() < 0.2:  # a claim lets go
+                c.release(rng.choice(held))
         cl.check_invariants()
 
 
@@ -99,7 +110,8 @@ def test_a_gang_lands_where_asking_every_node_lands_it() -> None:
         if fast[0] is not None:
             for pod, node in zip(gang, fast[0]):
                 minors = {int(r["device"].split("-")[1])
-                          for r in c.claim(pod[0])["status"]["allocation"]["devices"]["results"]}
+                          for r in c.claim(pod[0])["status"]["allocation"]["devices"]["results"]
+                          if r["device"].startswith("gpu-")}
                 assert not {(node, m) for m in minors} & _pod_gpus(cl)
         cl.check_invariants()
 
