@@ -28,9 +28,8 @@ import os
 import time
 
 import gpufleet
-from gpufleet.dra.cluster import DraCluster
-
 from dra_cluster import DRIVER, claims
+from gpufleet.dra.cluster import DraCluster
 
 
 def build(nodes: int, ledger: bool) -> DraCluster:

@@ -10,7 +10,6 @@ import random
 import gpufleet
 from gpufleet.dra.cluster import DraCluster
 from gpufleet.dra.legacy import PSEUDO_POD_PREFIX
-
 from test_dra_cluster import DRIVER, _claim
 
 NODE_SHAPES = (2, 2, 4, 4, 4)  # GPUs per node: repeats make groups of alike nodes

@@ -306,9 +306,11 @@ class DraCluster:
         error on one node (a CEL error, an invalid pool) is returned as it is.
 
         Nodes alike in what they publish and what is held on them are asked once
-        (node_groups.py), and with `remember` an answer is kept per claim shape and group of
-        nodes, so a question asked before costs no search; `remember=False` asks each group
-        afresh (the same answer). With `commit`, each claim's allocation is also recorded, under
+        (node_groups.py; with an attached Cluster, nodes its pods or claims use are classed by
+        what that usage leaves on them: _alike_nodes), and with `remember` an answer is kept per
+        claim shape and group of nodes, so a question asked before costs no search;
+        `remember=False` asks each group afresh (the same answer). `nodes` asks each node
+        named, in that order. With `commit`, each claim's allocation is also recorded, under
         the same lock (nothing can take the devices in between)."""
         strategy = strategy or self._strategy
         if nodes is not None:
