@@ -17,7 +17,9 @@ Three ways, in the same run:
 claims as JSON (benchmarks/upstream_dra/main.go reads it). ``--upstream BIN`` runs that Go
 program (Kubernetes' structured allocator, built by benchmarks/upstream_dra/build.sh) on the
 first ``--upstream-claims`` of those claims in the same run, and prints each way's claims/s over
-upstream's: it offers each claim to the nodes in order until one allocates (first fit).
+upstream's on the same first claims, by wall-clock and by CPU time (each process's own; the CPU
+ratio is the steadier one on a loaded machine). Upstream offers each claim to the nodes in order
+until one allocates (first fit).
 
 After the cluster is loaded, its objects are moved out of the garbage collector's reach
 (``gc.freeze()``), as a long-running scheduler does once its state is loaded: otherwise every
@@ -100,18 +102,19 @@ def run_upstream(binary: str, scenario: str, count: int, slices: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def run(c: DraCluster, names: list[str], prefix: int = 0, **place_args) -> tuple[float, int, float]:
-    """Seconds for all the claims, how many were placed, and seconds for the first `prefix`."""
-    start = time.perf_counter()
+def run(c: DraCluster, names: list[str], prefix: int = 0, **place_args) -> tuple[float, int, float, float]:
+    """Seconds for all the claims, how many were placed, and the wall and CPU seconds (this
+    process) for the first `prefix`."""
+    start, start_cpu = time.perf_counter(), time.process_time()
     placed = 0
-    at_prefix = 0.0
+    at_prefix = cpu_at_prefix = 0.0
     for i, name in enumerate(names):
         if i == prefix:
-            at_prefix = time.perf_counter() - start
+            at_prefix, cpu_at_prefix = time.perf_counter() - start, time.process_time() - start_cpu
         node, _ = c.place([name], commit=True, **place_args)
         placed += node is not None
-    elapsed = time.perf_counter() - start
-    return elapsed, placed, at_prefix or elapsed
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+    return elapsed, placed, at_prefix or elapsed, cpu_at_prefix or cpu
 
 
 def main() -> None:
@@ -148,8 +151,9 @@ def main() -> None:
         names = claims(c, count, label.split()[0], seed)
         if not args.no_freeze:
             gc.freeze()
-        elapsed, placed, at_prefix = run(c, names, prefix=upstream_claims, **kwargs)
-        rows.append((label, count, placed, elapsed, count / elapsed, min(upstream_claims, count) / at_prefix))
+        elapsed, placed, at_prefix, cpu_at_prefix = run(c, names, prefix=upstream_claims, **kwargs)
+        first = min(upstream_claims, count)
+        rows.append((label, count, placed, elapsed, count / elapsed, first / at_prefix, first / cpu_at_prefix))
         for name in names:  # back to the same state for the next way
             c.release(name)
     scenario = args.write_scenario
@@ -168,22 +172,25 @@ def main() -> None:
                 os.remove(scenario)
         rate = upstream["claims_per_s"]
         rows.append((f"upstream allocator, first fit per node (slices: {args.upstream_slices})",
-                     upstream["claims"], upstream["placed"], upstream["seconds"], rate, rate))
+                     upstream["claims"], upstream["placed"], upstream["seconds"], rate, rate,
+                     upstream["claims"] / upstream["cpu_seconds"]))
     base = rows[2][4]
     header = "| way | claims | placed | seconds | claims/s | x every node |"
     rule = "|---|---:|---:|---:|---:|---:|"
     if upstream:  # the same first claims on the same empty cluster: the same work
-        header += f" claims/s, first {upstream_claims} | x upstream, first {upstream_claims} |"
-        rule += "---:|---:|"
+        header += (f" claims/s, first {upstream_claims} | x upstream, first {upstream_claims} |"
+                   f" x upstream, CPU time |")
+        rule += "---:|---:|---:|"
     print(header)
     print(rule)
     def times(ratio: float) -> str:
         return f"{ratio:,.0f}" if ratio >= 10 else f"{ratio:.2g}"
 
-    for label, count, placed, elapsed, rate, prefix_rate in rows:
+    for label, count, placed, elapsed, rate, prefix_rate, cpu_rate in rows:
         line = f"| {label} | {count} | {placed} | {elapsed:.2f} | {rate:,.0f} | {times(rate / base)} |"
         if upstream:
-            line += f" {prefix_rate:,.0f} | {times(prefix_rate / upstream['claims_per_s'])} |"
+            line += (f" {prefix_rate:,.0f} | {times(prefix_rate / upstream['claims_per_s'])} |"
+                     f" {times(cpu_rate / rows[-1][6])} |")
         print(line)
     if upstream:
         print(f"upstream: {upstream['allocate_calls']} Allocate calls, {upstream['us_per_allocate']:.1f} us each, "
