@@ -244,11 +244,11 @@ def device_use(cluster: Any, node: str | None = None) -> dict[str, dict[tuple[st
     """Per node (only `node` when given): (type, minor) -> (core percent, memory bytes) of its
     Cluster devices that hold some usage."""
     u = cluster.device_usage(copy=True)
-    names = u["node_names"]
     out: dict[str, dict[tuple[str, int], tuple[int, int]]] = {}
-    for n, t, m, core, memory in zip(u["node"], u["type"], u["minor"], u["core_used"], u["memory_used"]):
-        if (core > 0 or memory > 0) and (node is None or names[n] == node):
-            out.setdefault(names[n], {})[(t, int(m))] = (int(core), int(memory))
+    for n, t, m, core, memory in zip(u["node_name"], u["type"], u["minor"], u["core_used"],
+                                     u["memory_used"]):
+        if (core > 0 or memory > 0) and (node is None or n == node):
+            out.setdefault(n, {})[(t, int(m))] = (int(core), int(memory))
     return out
 
 
