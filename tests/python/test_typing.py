@@ -109,3 +109,30 @@ def test_the_typed_user_script_runs(tmp_path):
     assert out["models"] == ["V100", "V100"]
     assert sorted(b["task"] for b in out["binds"]) == ["train-0", "train-1"]
     assert set(out["jct"]) == {"fifo", "las"} and all(v > 0 for v in out["jct"].values())
+
+
+def _stub_types():
+    spec = importlib.util.spec_from_file_location("stub_types", ROOT / "tools" / "stub_types.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_committed_stubs_carry_the_types_tools_stub_types_gives():
+    """Regenerating the stubs without tools/stub_types.py would leave the engine's results Any;
+    on the committed stubs the script changes nothing, and it stops, naming the member, when a
+    binding no longer has one it types."""
+    stub_types = _stub_types()
+    stubs = ROOT / "python" / "gpufleet" / "_core"
+    for path in sorted(stubs.glob("*.pyi")):
+        text = path.read_text()
+        assert stub_types.retype(text, stub_types.TYPES.get(path.name, {}), path.name) == text, \
+            f"{path.name}: run tools/make_stubs.sh"
+    engine = (stubs / "engine.pyi").read_text()
+    renamed = engine.replace("def gpu_core(self)", "def gpu_share(self)")
+    with pytest.raises(SystemExit, match=r"BindDecision\.gpu_core is not in the stub"):
+        stub_types.retype(renamed, stub_types.TYPES["engine.pyi"], "engine.pyi")
+    retyped = engine.replace("def gpu_core(self) -> int:", "def gpu_core(self) -> float:")
+    with pytest.raises(SystemExit, match=r"BindDecision\.gpu_core is typed float now"):
+        stub_types.retype(retyped, stub_types.TYPES["engine.pyi"], "engine.pyi")
