@@ -4,11 +4,11 @@ The hot paths (filter/score/bind over thousands of nodes, the batch-scheduling c
 simulator) live in the C++ extension ``gpufleet._core``; this package re-exports them and adds the
 Python layers: scenario files, trace loaders, the Kubernetes adapters, node-side tools and plots.
 """
+from typing import TYPE_CHECKING
+
 # The node side (gpufleet.node, `gpufleet node ...`) is pure Python and
 # must run on a GPU machine where the extension was never compiled; everything else needs it, and
 # says so when touched (see __getattr__ below). The exception family is pure Python too.
-from typing import TYPE_CHECKING
-
 from gpufleet.errors import (ConflictError, Error, FailedPreconditionError, InternalError,
                              InvalidInputError, NotFoundError)
 
