@@ -4,6 +4,8 @@ The hot paths (filter/score/bind over thousands of nodes, the batch-scheduling c
 simulator) live in the C++ extension ``gpufleet._core``; this package re-exports them and adds the
 Python layers: scenario files, trace loaders, the Kubernetes adapters, node-side tools and plots.
 """
+from typing import TYPE_CHECKING
+
 # The node side (gpufleet.node, `gpufleet node ...`) is pure Python and
 # must run on a GPU machine where the extension was never compiled; everything else needs it, and
 # says so when touched (see __getattr__ below). The exception family is pure Python too.
@@ -82,6 +84,13 @@ __all__ = [
     "sweep",
 ]
 
+
+if TYPE_CHECKING:  # the names below load on first use; a type checker sees them here
+    from gpufleet.engine import CycleResult, Engine, register_plugin
+    from gpufleet.registries import strategies, strategy_description
+    from gpufleet.replay import ReplayResult, replay, replay_many, replay_openb
+    from gpufleet.scenario import Scenario, load_scenario
+    from gpufleet.sim import SimResult, simulate
 
 # The other names load their module on first use, so that a command imports only what it runs.
 _LAZY = {
