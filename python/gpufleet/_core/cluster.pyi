@@ -7,7 +7,7 @@ import gpufleet.cluster_results
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Allocation', 'Cluster', 'DeviceGrant', 'DeviceRequest', 'FitResult', 'PlaceResult', 'Pod', 'VirtualFunction', 'effective_requests']
+__all__: list[str] = ['Allocation', 'Cluster', 'DeviceGrant', 'DeviceRequest', 'FitResult', 'Pod', 'VirtualFunction', 'effective_requests']
 class DeviceRequest:
     """
     What a pod asks of one device type: `count` devices (whole when `whole`), or a share of one: `core` percent of its compute, `memory_bytes` or `memory_ratio` percent of its memory. Read from Pod.devices.
@@ -220,15 +220,6 @@ class Allocation:
         """
         Reserved (bind in flight) or Bound.
         """
-class PlaceResult:
-    def __bool__(self) -> bool:
-        ...
-    @property
-    def placed(self) -> bool:
-        ...
-    @property
-    def reason(self) -> str:
-        ...
 class Cluster:
     """
     The cluster's accounting: nodes, their devices and the allocations that hold them. Filter, score and place pods; reserve, commit, release; snapshot and restore. Safe to call from many threads: readers share a lock, changes hold it alone, and no change ever over-commits a device.
