@@ -15,8 +15,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from gpufleet._lazy import lazy
 
 from ._fields import FirstSeen, JsonDoc, PathLike, Row, make_frame, show
@@ -25,6 +23,7 @@ from .limits import MAX_GPUS, MAX_SECONDS
 from .registry import TraceFormat, register
 from .schema import finish_jobs
 
+np = lazy("numpy")  # the command line's summary path reads traces without NumPy or pandas
 pd = lazy("pandas")  # imported by the first frame built: the command line's readers need none
 
 __all__ = ["PHILLY_COLUMNS", "load_philly_jobs", "philly_as_jobs"]
