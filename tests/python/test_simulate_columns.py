@@ -18,10 +18,13 @@ import pandas as pd
 import pytest
 
 import gpufleet.traces as T
+from gpufleet.traces.limits import MAX_GPUS
 from gpufleet import _core, _numpy_sums, sim
 from gpufleet.cli import main
 from gpufleet.sim import simulate, simulate_summary
+from gpufleet.traces.pai2020 import load_pai2020_jobs, pai2020_as_jobs, pai2020_job_columns
 from gpufleet.traces.tiresias import load_tiresias_jobs, tiresias_as_jobs, tiresias_job_columns
+from pai2020_support import write_pai_trace
 
 PARITY = Path(__file__).resolve().parent / "data" / "tiresias_parity" / "jobs40.csv"
 
@@ -54,7 +57,11 @@ def _assert_same(columns: dict, frame: pd.DataFrame) -> None:
         else:
             assert isinstance(values, array) and values.typecode == typecode, name
             assert np.asarray(values).dtype == expected.dtype, name
-        assert list(values) == expected.tolist(), name
+        assert [_same_float(v) for v in values] == [_same_float(v) for v in expected.tolist()], name
+
+
+def _same_float(v: object) -> object:
+    return "nan" if isinstance(v, float) and math.isnan(v) else v   # NaN equals NaN here
 
 
 def test_tiresias_columns_equal_the_frame(shuffled):
@@ -191,3 +198,18 @@ def test_numpy_sums_in_plain_python_equal_numpys(n):
     if n:
         assert _numpy_sums.nanmean(values) == float(np.nanmean(x))
         assert _numpy_sums.nanmax(values) == float(np.nanmax(x))
+
+
+def test_pai2020_columns_and_printed_summary_equal_the_frames(tmp_path):
+    """The PAI-2020 reader's plain columns (fractional GPUs, gangs, blank estimates as NaN, ties in
+    submit time) equal the frame's; the printed summary too, and a gang over the GPU limit is the
+    frame's error."""
+    path = write_pai_trace(tmp_path / "pai.csv", num_rows=300, wide_job=False)
+    _assert_same(pai2020_job_columns(path), pai2020_as_jobs(load_pai2020_jobs(path)))
+    for policy in POLICIES:
+        argv = ["--format", "pai2020", "--trace", str(path), "--cluster", "64", "--policy", policy]
+        assert _cli(*argv, "-o", "wide").startswith(_cli(*argv) + "\n"), policy
+    wide_gang = tmp_path / "gang.csv"
+    wide_gang.write_text(f"job_id,duration,num_gpu,num_inst\n1,10,1,1\n2,10,8,{MAX_GPUS}\n")
+    with pytest.raises(T.TraceError, match="pai2020 jobs, field num_gpu: row 1: .* is out of range"):
+        pai2020_job_columns(wide_gang)
