@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import math
 import random
 import subprocess
 import sys
 from array import array
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +25,7 @@ from gpufleet import _core, _numpy_sums, sim
 from gpufleet.cli import main
 from gpufleet.sim import simulate, simulate_summary
 from gpufleet.traces.pai2020 import load_pai2020_jobs, pai2020_as_jobs, pai2020_job_columns
+from gpufleet.traces.philly import load_philly_jobs, philly_as_jobs, philly_job_columns
 from gpufleet.traces.tiresias import load_tiresias_jobs, tiresias_as_jobs, tiresias_job_columns
 from pai2020_support import write_pai_trace
 
@@ -213,3 +216,31 @@ def test_pai2020_columns_and_printed_summary_equal_the_frames(tmp_path):
     wide_gang.write_text(f"job_id,duration,num_gpu,num_inst\n1,10,1,1\n2,10,8,{MAX_GPUS}\n")
     with pytest.raises(T.TraceError, match="pai2020 jobs, field num_gpu: row 1: .* is out of range"):
         pai2020_job_columns(wide_gang)
+
+
+def _philly_log(path: Path, jobs: int = 80) -> Path:
+    """A Philly cluster_job_log: submissions out of order with ties, jobs of 0 s (dropped by the
+    unified schema) and jobs that never ran (dropped by the reader)."""
+    rng = random.Random(3)
+    records = []
+    for k in range(jobs):
+        submitted = 1_506_990_000 + rng.randrange(0, 4000, 20)
+        start = submitted + rng.randrange(0, 300)
+        end = start + (0 if k % 11 == 3 else rng.randrange(1, 7200))
+        stamp = [f"{datetime.fromtimestamp(t, timezone.utc):%Y-%m-%d %H:%M:%S}" for t in (submitted, start, end)]
+        attempts = [] if k % 13 == 5 else [{"start_time": stamp[1], "end_time": stamp[2],
+                                            "detail": [{"ip": "m1", "gpus": ["g"] * rng.choice([1, 2, 4, 8])}]}]
+        records.append({"status": "Pass", "vc": f"vc{k % 3}", "jobid": f"application_{k}", "user": f"u{k % 5}",
+                        "submitted_time": stamp[0], "attempts": attempts})
+    path.write_text(json.dumps(records, indent=1))
+    return path
+
+
+def test_philly_columns_and_printed_summary_equal_the_frames(tmp_path):
+    path = _philly_log(tmp_path / "cluster_job_log.json")
+    frame = philly_as_jobs(load_philly_jobs(path))
+    assert 0 < len(frame) < 80   # some dropped
+    _assert_same(philly_job_columns(path), frame)
+    for policy in POLICIES:
+        argv = ["--format", "philly", "--trace", str(path), "--cluster", "16", "--policy", policy]
+        assert _cli(*argv, "-o", "wide").startswith(_cli(*argv) + "\n"), policy
