@@ -139,7 +139,7 @@ def _cli(*argv: str) -> str:
 @pytest.mark.parametrize("policy", POLICIES)
 def test_the_printed_summary_equals_the_frame_paths(shuffled, policy):
     """The summary table of the plain path is the first part of `-o wide`'s output, which runs on
-    the frame; the JSON document equals simulate(frame).summary's."""
+    the frame (the values themselves: test_the_plain_summary_is_the_frames_bit_for_bit)."""
     for flags in FLAGS:
         argv = ["--format", "tiresias", "--trace", str(shuffled), "--cluster", "16", "--policy", policy, *flags]
         summary = _cli(*argv)
