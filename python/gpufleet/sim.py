@@ -257,14 +257,14 @@ def _plain_finish_time_fairness(jobs: Mapping[str, Sequence[Any]], end_time: Seq
 
 def _maximum(a: float, b: float) -> float:
     """``numpy.maximum`` of two floats: NaN if either is."""
-    return a if a >= b or a != a else b
+    return a if a >= b or math.isnan(a) else b
 
 
 def _divide(a: float, b: float) -> float:
     """A float64 division as NumPy does it: by zero gives an infinity or NaN, not an error."""
     if b != 0.0:
         return a / b
-    if a != a or a == 0.0:
+    if math.isnan(a) or a == 0.0:
         return math.nan
     return math.copysign(math.inf, a) * math.copysign(1.0, b)
 

@@ -12,7 +12,7 @@ import random
 import subprocess
 import sys
 from array import array
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -20,10 +20,10 @@ import pandas as pd
 import pytest
 
 import gpufleet.traces as T
-from gpufleet.traces.limits import MAX_GPUS
 from gpufleet import _core, _numpy_sums, sim
 from gpufleet.cli import main
 from gpufleet.sim import simulate, simulate_summary
+from gpufleet.traces.limits import MAX_GPUS
 from gpufleet.traces.pai2020 import load_pai2020_jobs, pai2020_as_jobs, pai2020_job_columns
 from gpufleet.traces.philly import load_philly_jobs, philly_as_jobs, philly_job_columns
 from gpufleet.traces.tiresias import load_tiresias_jobs, tiresias_as_jobs, tiresias_job_columns
@@ -227,7 +227,7 @@ def _philly_log(path: Path, jobs: int = 80) -> Path:
         submitted = 1_506_990_000 + rng.randrange(0, 4000, 20)
         start = submitted + rng.randrange(0, 300)
         end = start + (0 if k % 11 == 3 else rng.randrange(1, 7200))
-        stamp = [f"{datetime.fromtimestamp(t, timezone.utc):%Y-%m-%d %H:%M:%S}" for t in (submitted, start, end)]
+        stamp = [f"{datetime.fromtimestamp(t, UTC):%Y-%m-%d %H:%M:%S}" for t in (submitted, start, end)]
         attempts = [] if k % 13 == 5 else [{"start_time": stamp[1], "end_time": stamp[2],
                                             "detail": [{"ip": "m1", "gpus": ["g"] * rng.choice([1, 2, 4, 8])}]}]
         records.append({"status": "Pass", "vc": f"vc{k % 3}", "jobid": f"application_{k}", "user": f"u{k % 5}",
