@@ -92,6 +92,7 @@ if TYPE_CHECKING:  # the names below load on first use; a type checker sees them
     from gpufleet.replay import ReplayResult, replay, replay_many, replay_openb
     from gpufleet.scenario import Scenario, load_scenario
     from gpufleet.sim import SimResult, simulate
+    from gpufleet.sweep import SweepError, sweep
 
 # The other names load their module on first use, so that a command imports only what it runs.
 _LAZY = {
