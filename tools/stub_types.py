@@ -48,6 +48,15 @@ TYPES: dict[str, dict[str, dict[str, str]]] = {
         "QueueView": {"name": "str", "weight": "float", "allocated": _RES, "request": _RES,
                       "deserved": _RES},
     },
+    # The simulator's columns are built without NumPy's caster (the command line runs without
+    # NumPy), so stubgen sees an object; they are NumPy arrays when read as properties.
+    "sim.pyi": {
+        "SimJobs": {name: "numpy.ndarray" for name in (
+            "dropped", "end_time", "first_start", "gpu_time", "max_nodes", "migrations",
+            "preemptions", "queueing_delay", "run_time", "service")},
+        "SimTimeseries": {name: "numpy.ndarray" for name in (
+            "busy_gpus", "pending_jobs", "running_jobs", "time")},
+    },
 }
 
 # A bound class's `fields`/`derived` (tuples of names), written by stubgen as a bare `tuple`, and
