@@ -11,8 +11,9 @@ simulator is Python 2 code); without DIR the output says that Tiresias's simulat
 
 Every command runs once untimed first, with byte code cached in a temporary folder
 (PYTHONPYCACHEPREFIX, and PYTHONDONTWRITEBYTECODE cleared): an installed package has its .pyc
-files, and a start-up figure that recompiled every module would measure the compiler. The simulate row also reports whether the process
-imported pandas (it should not: the command line reads the trace into NumPy columns).
+files, and a start-up figure that recompiled every module would measure the compiler. The
+simulate row also reports which of pandas and NumPy the process imported (neither, it should:
+the command line reads the trace into plain columns and computes the summary without them).
 """
 from __future__ import annotations
 
@@ -47,11 +48,14 @@ def commands(tiresias: Path | None, python2: str, logs: str) -> dict[str, list[s
     return out
 
 
-def loads_pandas(argv: list[str], env: dict[str, str]) -> bool:
-    """Whether the process imports pandas (from its -X importtime report)."""
+HEAVY = ("pandas", "numpy")
+
+
+def heavy_imports(argv: list[str], env: dict[str, str]) -> list[str]:
+    """Which of HEAVY the process imports (from its -X importtime report)."""
     res = subprocess.run([argv[0], "-X", "importtime", *argv[1:]], capture_output=True, text=True, check=True,
                          env=env)
-    return any(line.rstrip().endswith(" pandas") for line in res.stderr.splitlines())
+    return [name for name in HEAVY if any(line.rstrip().endswith(f" {name}") for line in res.stderr.splitlines())]
 
 
 def main() -> None:
@@ -78,7 +82,7 @@ def main() -> None:
                 if run:
                     times[name].append(time.perf_counter() - start)
         simulate = next((argv for name, argv in cmds.items() if name.startswith("gpufleet simulate")), None)
-        pandas = simulate is not None and loads_pandas(simulate, env)
+        heavy = heavy_imports(simulate, env) if simulate is not None else []
     base = statistics.median(next(iter(times.values())))
     print("| command | median wall (ms) | over the baseline (ms) |")
     print("|---|---:|---:|")
@@ -88,7 +92,7 @@ def main() -> None:
     if simulate is None:
         print(f"\nno simulate row: {TRACE / '60_job.csv'} is not there")
     else:
-        print(f"\ngpufleet simulate imports pandas: {'yes' if pandas else 'no'}")
+        print(f"\ngpufleet simulate imports {', '.join(heavy) if heavy else 'neither pandas nor NumPy'}")
     if tiresias is None:
         print("Tiresias's simulator: not measured (not available here; give --tiresias DIR, the "
               "simulator/ folder of a SymbioticLab/Tiresias checkout)")

@@ -1,5 +1,5 @@
-// Bindings for what placement answers: FitResult, DeviceGrant, Allocation, Placement (as
-// PlaceResult).
+// Bindings for what placement answers: FitResult, DeviceGrant, Allocation (Cluster.place wraps
+// them in gpufleet.cluster_results.PlaceResult, a named tuple).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -102,11 +102,6 @@ void InitAllocation(py::module_& m) {
                FormatBytes(g.memory_bytes);
         return s + ")";
       });
-
-  py::class_<Placement>(m, "PlaceResult")
-      .def_property_readonly("placed", &Placement::ok)
-      .def_readonly("reason", &Placement::reason)
-      .def("__bool__", &Placement::ok);
 
   // Every method takes the cluster's lock with the GIL released (locking.h): readers share it,
   // anything that changes the state or a strategy's memo/generator holds it alone.

@@ -1,4 +1,5 @@
 // Bindings for the cluster's accounting (Cluster) and its placement strategies.
+#include <pybind11/gil_safe_call_once.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -9,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/strings/string_view.h"
@@ -30,6 +32,33 @@
 #include "status_cast.h"
 
 namespace py = pybind11;
+
+// Python objects whose types live in gpufleet/cluster_results.py: the signatures (and so the
+// generated stubs) name those types instead of a bare tuple or dict.
+namespace gpufleet::bindings {
+struct PlaceResultObject : py::object {
+  using py::object::object;
+};
+struct DeviceUsageDict : py::dict {};
+struct NodeSpecObject : py::object {
+  using py::object::object;
+};
+}  // namespace gpufleet::bindings
+
+namespace pybind11::detail {
+template <>
+struct handle_type_name<gpufleet::bindings::PlaceResultObject> {
+  static constexpr auto name = const_name("gpufleet.cluster_results.PlaceResult");
+};
+template <>
+struct handle_type_name<gpufleet::bindings::DeviceUsageDict> {
+  static constexpr auto name = const_name("gpufleet.cluster_results.DeviceUsage");
+};
+template <>
+struct handle_type_name<gpufleet::bindings::NodeSpecObject> {
+  static constexpr auto name = const_name("gpufleet.cluster_results.NodeSpec");
+};
+}  // namespace pybind11::detail
 
 namespace gpufleet::bindings {
 namespace {
@@ -73,12 +102,12 @@ py::array_t<int64_t> View(Block block, bool writable) {
 }
 
 // Everything device_usage returns, read under one shared lock (the live blocks' sizes too, so
-// every array of one answer has the same length however many nodes are added meanwhile).
+// every column of one answer has the same length however many nodes are added meanwhile).
 struct DeviceUsage {
   std::vector<int32_t> node, minor;
   std::vector<int64_t> core_capacity, memory_capacity;
   std::vector<uint8_t> healthy, is_gpu;
-  std::vector<std::string> type, model, node_names;
+  std::vector<std::string> type, model, node_name;
   Block core_used, memory_used;
 };
 
@@ -93,13 +122,13 @@ DeviceUsage ReadDeviceUsage(const ClusterState& s, bool copy) {
   u.is_gpu.resize(n);
   u.type.resize(n);
   u.model.resize(n);
-  u.node_names.resize(s.num_nodes());
+  u.node_name.resize(n);
   for (int i = 0; i < s.num_nodes(); ++i) {
     const Node& nd = s.node(i);
-    u.node_names[i] = nd.name;
     for (size_t d = 0; d < nd.devices.size(); ++d) {
       const int g = s.first_device(i) + static_cast<int>(d);
       u.node[g] = i;
+      u.node_name[g] = nd.name;
       u.minor[g] = nd.devices[d].minor;
       u.core_capacity[g] = nd.devices[d].core;
       u.memory_capacity[g] = nd.devices[d].memory_bytes;
@@ -124,6 +153,21 @@ struct Planned {
   FitResult fit;
   std::optional<PyAllocation> allocation;
 };
+
+// place's answer: a gpufleet.cluster_results.PlaceResult (a NamedTuple; why, in that module).
+// Made as its generated __new__ makes it, tuple.__new__(PlaceResult, (allocation, reason)), without
+// the Python call in between (a third of the cost, on a path that takes a few microseconds).
+PlaceResultObject MakePlaceResult(std::optional<PyAllocation> allocation, const std::string& reason) {
+  PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<py::object> place_result_type;
+  const py::object& cls = place_result_type.call_once_and_store_result([] {
+    return py::module_::import("gpufleet.cluster_results").attr("PlaceResult");
+  }).get_stored();
+  py::object alloc = allocation ? py::cast(std::move(*allocation)) : py::none();
+  py::tuple args = py::make_tuple(py::make_tuple(std::move(alloc), reason));
+  PyObject* out = PyTuple_Type.tp_new(reinterpret_cast<PyTypeObject*>(cls.ptr()), args.ptr(), nullptr);
+  if (out == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<PlaceResultObject>(out);
+}
 
 }  // namespace
 
@@ -187,9 +231,9 @@ void InitCluster(py::module_& m) {
                ASSIGN_OR_RETURN(int i, NodeIndex(s, n));
                return NodeToJson(s.node(i));
              }));
-             return JsonToPy(j);
+             return py::reinterpret_steal<NodeSpecObject>(JsonToPy(j).release());
            },
-           py::arg("name"), "The node's spec as a dict; KeyError if absent.")
+           py::arg("name"), "The node's spec as a dict (a NodeSpec); KeyError if absent.")
       .def("filter",
            [](const GuardedCluster& c, py::handle pod, const std::string& node) {
              Pod p = PodFrom(pod);
@@ -310,7 +354,7 @@ void InitCluster(py::module_& m) {
            py::arg("pod"), "Free a reserved or bound allocation; KeyError if there is none.")
       .def("place",
            [](GuardedCluster& c, py::handle pod, const std::string& strategy, bool commit,
-              py::object nodes) -> py::tuple {
+              py::object nodes) -> PlaceResultObject {
              Pod p = PodFrom(pod);
              std::optional<std::vector<std::string>> names;
              if (!nodes.is_none()) {
@@ -331,12 +375,13 @@ void InitCluster(py::module_& m) {
                else out.fit = FitResult::Unschedulable(placed.reason);
                return out;
              }));
-             if (!r.allocation) return py::make_tuple(py::none(), r.fit.reason);
-             return py::make_tuple(std::move(*r.allocation), "");
+             return MakePlaceResult(std::move(r.allocation), r.fit.reason);
            },
            py::arg("pod"), py::arg("strategy") = "binpack", py::arg("commit") = true,
            py::arg("nodes") = py::none(),
-           "Filter, score and bind the best node. Returns (Allocation, '') or (None, reason).")
+           "Filter, score and bind the best node (`nodes`: only these, ties to the earlier one). "
+           "Returns a PlaceResult(allocation, reason), a named tuple: (Allocation, '') or (None, "
+           "reason).")
       .def("place_many",
            [](GuardedCluster& c, const std::vector<Pod>& pods, const std::string& strategy) {
              std::vector<int> nodes =
@@ -347,14 +392,12 @@ void InitCluster(py::module_& m) {
            "Place pods in order, as one call that no other call on this cluster interleaves; "
            "returns each pod's node index (-1 when it did not fit).")
       .def("allocation",
-           [](const GuardedCluster& c, const std::string& pod) -> py::object {
-             auto a = Reading(c, kCluster, [&](const ClusterState& s) -> std::optional<PyAllocation> {
+           [](const GuardedCluster& c, const std::string& pod) {
+             return Reading(c, kCluster, [&](const ClusterState& s) -> std::optional<PyAllocation> {
                const Allocation* found = s.FindAllocation(pod);
                if (found == nullptr) return std::nullopt;
                return Wrap(s, *found);
              });
-             if (!a) return py::none();
-             return py::cast(std::move(*a));
            },
            py::arg("pod"), "The pod's Allocation, or None.")
       .def("allocations",
@@ -419,13 +462,13 @@ void InitCluster(py::module_& m) {
       .def("device_usage",
            [](const GuardedCluster& c, bool copy) {
              DeviceUsage u = Reading(c, kCluster, [&](const ClusterState& s) { return ReadDeviceUsage(s, copy); });
-             py::dict out;
+             DeviceUsageDict out;
              out["node"] = ToArray<int32_t>(u.node);
+             out["node_name"] = py::cast(u.node_name);
              out["minor"] = ToArray<int32_t>(u.minor);
              out["is_gpu"] = ToArray<bool>(u.is_gpu);
              out["type"] = py::cast(u.type);
              out["model"] = py::cast(u.model);
-             out["node_names"] = py::cast(u.node_names);
              out["healthy"] = ToArray<bool>(u.healthy);
              out["core_capacity"] = ToArray<int64_t>(u.core_capacity);
              out["memory_capacity"] = ToArray<int64_t>(u.memory_capacity);
@@ -434,8 +477,10 @@ void InitCluster(py::module_& m) {
              return out;
            },
            py::arg("copy") = false,
-           "Per-device arrays (node index, minor, type, model, health, capacities, usage) and the "
-           "node names the node index refers to, read at one instant. With copy=False, core_used/memory_used are "
+           "One row per device, as equal-length columns that pd.DataFrame takes as they are: "
+           "node (index in node_names() order), node_name, minor, is_gpu, type, model, healthy, "
+           "core/memory capacity and core/memory used, read at one instant (a node without "
+           "devices has no row). With copy=False, core_used/memory_used are "
            "read-only zero-copy views of the core's live buffers: they follow later placements "
            "(not a consistent snapshot while other threads place) until a node is added or "
            "removed. copy=True returns private copies taken with the metadata under one lock.");

@@ -1,15 +1,18 @@
-// Python bindings for the job-time simulator: whole arrays in, a bound SimRun out (per-job and
-// time-series NumPy columns, a SimSummary); the run releases the GIL and re-takes it only for the
-// progress callback.
+// Python bindings for the job-time simulator: whole columns in (any 1-D buffer of the right type,
+// NumPy's or a stdlib array.array, so a caller need not import NumPy), a bound SimRun out (per-job
+// and time-series columns as NumPy arrays or lists, a SimSummary); the run releases the GIL and
+// re-takes it only for the progress callback.
 #include <pybind11/functional.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -57,60 +60,66 @@ struct SimSummary {
   bool gavel_compat = false;  // dropped_jobs is only defined then
 };
 
-// One column per row type: its name, its help and how to build it. A new column is one line.
+// One column per row type: its name, its help and how to build it, as a NumPy array or (`list`
+// true) a Python list, which needs no NumPy. A new column is one line.
 template <typename Row>
 struct ColumnDef {
   const char* name;
   const char* doc;
-  py::array (*make)(const std::vector<Row>&);
+  py::object (*make)(const std::vector<Row>&, bool list);
 };
 
 template <typename T, typename Row, typename F>
-py::array Column(const std::vector<Row>& rows, F f) {
+py::object Column(const std::vector<Row>& rows, bool list, F f) {
+  if (list) {
+    py::list out(rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) out[i] = py::cast(static_cast<T>(f(rows[i])));
+    return std::move(out);
+  }
   py::array_t<T> out(static_cast<py::ssize_t>(rows.size()));
   auto v = out.template mutable_unchecked<1>();
   for (size_t i = 0; i < rows.size(); ++i) v(static_cast<py::ssize_t>(i)) = static_cast<T>(f(rows[i]));
-  return out;
+  return std::move(out);
 }
 
 using jobtime::Job;
 const ColumnDef<Job> kJobColumns[] = {
     {"first_start", "Seconds at which the job first ran (-1: never).",
-     [](const std::vector<Job>& J) { return Column<double>(J, [](const Job& j) { return j.first_start; }); }},
+     [](const std::vector<Job>& J, bool list) { return Column<double>(J, list, [](const Job& j) { return j.first_start; }); }},
     {"end_time", "Seconds at which the job finished (-1: never).",
-     [](const std::vector<Job>& J) { return Column<double>(J, [](const Job& j) { return j.end_time; }); }},
+     [](const std::vector<Job>& J, bool list) { return Column<double>(J, list, [](const Job& j) { return j.end_time; }); }},
     {"queueing_delay", "Total seconds pending.",
-     [](const std::vector<Job>& J) { return Column<double>(J, [](const Job& j) { return j.queueing_delay; }); }},
+     [](const std::vector<Job>& J, bool list) { return Column<double>(J, list, [](const Job& j) { return j.queueing_delay; }); }},
     {"run_time", "Seconds holding GPUs (restore stalls included).",
-     [](const std::vector<Job>& J) { return Column<double>(J, [](const Job& j) { return j.run_time; }); }},
+     [](const std::vector<Job>& J, bool list) { return Column<double>(J, list, [](const Job& j) { return j.run_time; }); }},
     {"gpu_time", "run_time x GPUs.",
-     [](const std::vector<Job>& J) { return Column<double>(J, [](const Job& j) { return j.gpu_time; }); }},
+     [](const std::vector<Job>& J, bool list) { return Column<double>(J, list, [](const Job& j) { return j.gpu_time; }); }},
     {"service", "Attained service: gpu_time x the model's performance factor.",
-     [](const std::vector<Job>& J) { return Column<double>(J, [](const Job& j) { return j.service; }); }},
+     [](const std::vector<Job>& J, bool list) { return Column<double>(J, list, [](const Job& j) { return j.service; }); }},
     {"preemptions", "Times the job was preempted.",
-     [](const std::vector<Job>& J) { return Column<int64_t>(J, [](const Job& j) { return j.preemptions; }); }},
+     [](const std::vector<Job>& J, bool list) { return Column<int64_t>(J, list, [](const Job& j) { return j.preemptions; }); }},
     {"migrations", "Times the job moved to another GPU model.",
-     [](const std::vector<Job>& J) { return Column<int64_t>(J, [](const Job& j) { return j.migrations; }); }},
+     [](const std::vector<Job>& J, bool list) { return Column<int64_t>(J, list, [](const Job& j) { return j.migrations; }); }},
     {"max_nodes", "Most nodes the job's GPUs spanned in one start (0 without device placement).",
-     [](const std::vector<Job>& J) { return Column<int64_t>(J, [](const Job& j) { return j.max_nodes; }); }},
+     [](const std::vector<Job>& J, bool list) { return Column<int64_t>(J, list, [](const Job& j) { return j.max_nodes; }); }},
     {"dropped", "Removed unfinished (Gavel-compatible mode: a stuck multi-GPU job); its end_time is its last try.",
-     [](const std::vector<Job>& J) { return Column<bool>(J, [](const Job& j) { return j.dropped; }); }},
+     [](const std::vector<Job>& J, bool list) { return Column<bool>(J, list, [](const Job& j) { return j.dropped; }); }},
 };
 
 using sim::TimeSample;
 const ColumnDef<TimeSample> kTimeColumns[] = {
     {"time", "Seconds of the scheduling point.",
-     [](const std::vector<TimeSample>& T) { return Column<double>(T, [](const TimeSample& s) { return s.time; }); }},
+     [](const std::vector<TimeSample>& T, bool list) { return Column<double>(T, list, [](const TimeSample& s) { return s.time; }); }},
     {"running_jobs", "Jobs running after it.",
-     [](const std::vector<TimeSample>& T) {
-       return Column<int64_t>(T, [](const TimeSample& s) { return s.running_jobs; });
+     [](const std::vector<TimeSample>& T, bool list) {
+       return Column<int64_t>(T, list, [](const TimeSample& s) { return s.running_jobs; });
      }},
     {"pending_jobs", "Jobs submitted and waiting after it.",
-     [](const std::vector<TimeSample>& T) {
-       return Column<int64_t>(T, [](const TimeSample& s) { return s.pending_jobs; });
+     [](const std::vector<TimeSample>& T, bool list) {
+       return Column<int64_t>(T, list, [](const TimeSample& s) { return s.pending_jobs; });
      }},
     {"busy_gpus", "GPUs held after it.",
-     [](const std::vector<TimeSample>& T) { return Column<int64_t>(T, [](const TimeSample& s) { return s.busy_gpus; }); }},
+     [](const std::vector<TimeSample>& T, bool list) { return Column<int64_t>(T, list, [](const TimeSample& s) { return s.busy_gpus; }); }},
 };
 
 template <typename Owner, typename Row, size_t N>
@@ -118,16 +127,25 @@ void BindColumns(py::class_<Owner>& cls, const ColumnDef<Row> (&defs)[N],
                  const std::vector<Row>& (*rows)(const Owner&)) {
   for (const ColumnDef<Row>& c : defs) {
     auto make = c.make;
-    cls.def_property_readonly(c.name, [make, rows](const Owner& o) { return make(rows(o)); }, c.doc);
+    cls.def_property_readonly(c.name, [make, rows](const Owner& o) { return make(rows(o), false); }, c.doc);
   }
   cls.def(
       "to_dict",
       [&defs, rows](const Owner& o) {
         py::dict d;
-        for (const ColumnDef<Row>& c : defs) d[c.name] = c.make(rows(o));
+        for (const ColumnDef<Row>& c : defs) d[c.name] = c.make(rows(o), false);
         return d;
       },
       "Every column by name, as NumPy arrays in a fixed order (a DataFrame's input).");
+  cls.def(
+      "to_lists",
+      [&defs, rows](const Owner& o) {
+        py::dict d;
+        for (const ColumnDef<Row>& c : defs) d[c.name] = c.make(rows(o), true);
+        return d;
+      },
+      "Every column by name, as Python lists (float, int or bool values) in to_dict's order; "
+      "needs no NumPy.");
   cls.def("__len__", [rows](const Owner& o) { return rows(o).size(); }, "Number of rows.");
   cls.def_property_readonly_static(
       "columns",
@@ -311,30 +329,64 @@ RunOptions MakeRunOptions(const std::string& policy, bool tiresias_compat, doubl
   return o;
 }
 
-std::shared_ptr<SimRun> Simulate(const py::object& cluster, Arr<int64_t> job_id, Arr<double> submit_time,
-                                 Arr<int64_t> num_gpu, Arr<double> duration, py::object speed,
-                                 py::object memory_gib, const RunOptions& options) {
+// Whether a buffer's struct-module format code is T's (native byte order, any of its spellings).
+template <typename T>
+bool FormatIs(const std::string& format) {
+  std::string code = format;
+  if (code.size() == 2 && (code[0] == '@' || code[0] == '=')) code = code.substr(1);
+  if constexpr (std::is_same_v<T, double>) return code == "d";
+  if constexpr (std::is_same_v<T, int64_t>)
+    return code == "q" || (code == "l" && sizeof(long) == sizeof(int64_t));  // NumPy says "l" on Linux
+  return false;
+}
+
+// A job column as a vector: read straight from a 1-D buffer of T (a NumPy array, or a stdlib
+// array.array of the command line's reader, which needs no NumPy), else converted by NumPy as
+// before (a list, another dtype). Copied while the GIL is held: the caller's memory may change
+// once the run releases it.
+template <typename T>
+std::vector<T> ReadColumn(const py::handle& column, const char* name) {
+  if (PyObject_CheckBuffer(column.ptr())) {
+    py::buffer_info b = py::reinterpret_borrow<py::buffer>(column).request();
+    if (b.ndim == 1 && b.itemsize == static_cast<py::ssize_t>(sizeof(T)) && FormatIs<T>(b.format)) {
+      std::vector<T> out(static_cast<size_t>(b.shape[0]));
+      const char* base = static_cast<const char*>(b.ptr);
+      for (size_t i = 0; i < out.size(); ++i)
+        std::memcpy(&out[i], base + static_cast<py::ssize_t>(i) * b.strides[0], sizeof(T));
+      return out;
+    }
+  }
+  Arr<T> a = Arr<T>::ensure(column);
+  if (!a || a.ndim() != 1)
+    throw py::type_error(std::string("simulate: ") + name + " must be a 1-D array of numbers");
+  auto v = a.template unchecked<1>();
+  std::vector<T> out(static_cast<size_t>(a.shape(0)));
+  for (size_t i = 0; i < out.size(); ++i) out[i] = v(static_cast<py::ssize_t>(i));
+  return out;
+}
+
+std::shared_ptr<SimRun> Simulate(const py::object& cluster, const py::object& job_id,
+                                 const py::object& submit_time, const py::object& num_gpu,
+                                 const py::object& duration, py::object speed, py::object memory_gib,
+                                 const RunOptions& options) {
   GpuPool pool = Unwrap(GpuPool::FromJson(PyToJson(cluster)));
-  const size_t n = job_id.size();
-  if (submit_time.size() != static_cast<py::ssize_t>(n) ||
-      num_gpu.size() != static_cast<py::ssize_t>(n) ||
-      duration.size() != static_cast<py::ssize_t>(n))
+  const std::vector<int64_t> id = ReadColumn<int64_t>(job_id, "job_id");
+  const std::vector<double> sub = ReadColumn<double>(submit_time, "submit_time");
+  const std::vector<int64_t> gpus = ReadColumn<int64_t>(num_gpu, "num_gpu");
+  const std::vector<double> dur = ReadColumn<double>(duration, "duration");
+  const size_t n = id.size();
+  if (sub.size() != n || gpus.size() != n || dur.size() != n)
     throw InvalidInput("simulate: job columns have different lengths");
   std::vector<JobSpec> jobs(n);
-  auto id = job_id.unchecked<1>();
-  auto sub = submit_time.unchecked<1>();
-  auto gpus = num_gpu.unchecked<1>();
-  auto dur = duration.unchecked<1>();
   for (size_t i = 0; i < n; ++i) {
-    jobs[i].id = id(i);
-    jobs[i].submit_time = sub(i);
-    // Read once: the array's memory is the caller's, and the value checked must be the one used.
-    const int64_t num_gpu = gpus(i);
+    jobs[i].id = id[i];
+    jobs[i].submit_time = sub[i];
+    const int64_t num_gpu = gpus[i];
     if (num_gpu < 1 || num_gpu > (1 << 30))
       throw InvalidInput("simulate: job " + std::to_string(jobs[i].id) +
                          ": num_gpu must be from 1 to 2^30, got " + std::to_string(num_gpu));
     jobs[i].num_gpu = static_cast<int>(num_gpu);
-    jobs[i].duration = dur(i);
+    jobs[i].duration = dur[i];
   }
   if (!speed.is_none()) {
     Arr<double> s = speed.cast<Arr<double>>();

@@ -61,14 +61,14 @@ assert restarted == cluster
 
 # %% [markdown]
 # ## Per-GPU usage
-# `device_usage()` returns NumPy arrays; `core_used` and `memory_used` are read-only views of the
-# core's own buffers (no copy).
+# `device_usage()` returns one column per field and one row per device (`pd.DataFrame(u)` takes
+# it as is); `core_used` and `memory_used` are read-only NumPy views of the core's own buffers
+# (no copy).
 
 # %%
 u = cluster.device_usage()
 gpu = u["is_gpu"]
-names = cluster.node_names()
-labels = [f"{names[n]}/{m}" for n, m in zip(u["node"][gpu], u["minor"][gpu])]
+labels = [f"{n}/{m}" for n, m, g in zip(u["node_name"], u["minor"], gpu) if g]
 mem = u["memory_used"][gpu] / u["memory_capacity"][gpu] * 100
 core = u["core_used"][gpu]
 x = np.arange(len(labels))

@@ -4,9 +4,14 @@ The hot paths (filter/score/bind over thousands of nodes, the batch-scheduling c
 simulator) live in the C++ extension ``gpufleet._core``; this package re-exports them and adds the
 Python layers: scenario files, trace loaders, the Kubernetes adapters, node-side tools and plots.
 """
+from typing import TYPE_CHECKING
+
 # The node side (gpufleet.node, `gpufleet node ...`) is pure Python and
 # must run on a GPU machine where the extension was never compiled; everything else needs it, and
 # says so when touched (see __getattr__ below). The exception family is pure Python too.
+import sys as _sys
+import types as _types
+
 from gpufleet.errors import (ConflictError, Error, FailedPreconditionError, InternalError,
                              InvalidInputError, NotFoundError)
 
@@ -40,8 +45,6 @@ try:
         parse_milli,
         parse_quantity,
     )
-    # Imported here, not on first use: the function `sweep` must shadow the subpackage's name.
-    from gpufleet.sweep import SweepError, sweep
 except ImportError as e:
     if e.name != "gpufleet._core":
         raise
@@ -83,13 +86,38 @@ __all__ = [
 ]
 
 
+if TYPE_CHECKING:  # the names below load on first use; a type checker sees them here
+    from gpufleet.engine import CycleResult, Engine, register_plugin
+    from gpufleet.registries import strategies, strategy_description
+    from gpufleet.replay import ReplayResult, replay, replay_many, replay_openb
+    from gpufleet.scenario import Scenario, load_scenario
+    from gpufleet.sim import SimResult, simulate
+    from gpufleet.sweep import SweepError, sweep
+
 # The other names load their module on first use, so that a command imports only what it runs.
 _LAZY = {
     "replay": "replay", "ReplayResult": "replay", "replay_many": "replay", "replay_openb": "replay",
     "CycleResult": "engine", "Engine": "engine", "register_plugin": "engine",
     "Scenario": "scenario", "load_scenario": "scenario", "SimResult": "sim", "simulate": "sim",
     "strategies": "registries", "strategy_description": "registries",
+    "sweep": "sweep", "SweepError": "sweep",
 }
+# Names whose value is the module's function of the same name, not the module itself.
+_FUNCTIONS_OVER_MODULES = {"sweep"}
+
+
+class _Package(_types.ModuleType):
+    """This package's module type. Importing the subpackage gpufleet.sweep (by a command, a test
+    or gpufleet.sweep.sweep) binds its name here; `gpufleet.sweep` is the function, so the
+    binding is redirected to it, as the eager import used to arrange."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in _FUNCTIONS_OVER_MODULES and isinstance(value, _types.ModuleType):
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+_sys.modules[__name__].__class__ = _Package
 
 
 def __getattr__(name: str) -> object:
@@ -97,7 +125,8 @@ def __getattr__(name: str) -> object:
     if _core_error is None and name in _LAZY:
         import importlib
         module = importlib.import_module(f"gpufleet.{_LAZY[name]}")
-        value = module if name == _LAZY[name] else getattr(module, name)
+        wants_module = name == _LAZY[name] and name not in _FUNCTIONS_OVER_MODULES
+        value = module if wants_module else getattr(module, name)
         globals()[name] = value
         return value
     if _core_error is None and not name.startswith("_"):

@@ -57,7 +57,7 @@ from __future__ import annotations
 import threading
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from gpufleet import _core, registries
 from gpufleet._core.engine import (
@@ -74,7 +74,12 @@ from gpufleet._core.engine import (
 )
 from gpufleet._lazy import lazy
 
-pd = lazy("pandas")  # imported by the first call that builds a frame: `import gpufleet` stays fast
+if TYPE_CHECKING:  # checkers see the frames' type
+    import pandas as pd
+
+    from gpufleet.engine_records import CycleRecord
+else:
+    pd = lazy("pandas")  # imported by the first call that builds a frame: `import gpufleet` stays fast
 
 __all__ = [
     "BindDecision",
@@ -266,8 +271,9 @@ class CycleResult:
         not idle. Empty when no target waits."""
         return _table(self._native.held, _HELD_COLUMNS)
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data for JSON/YAML: cycle, binds, evictions, pending, queues, held, target."""
+    def to_dict(self) -> CycleRecord:
+        """Plain data for JSON/YAML: cycle, binds, evictions, pending, queues, held, target
+        (the keys and value types of :class:`gpufleet.engine_records.CycleRecord`)."""
         return self._native.to_dict()
 
     def __repr__(self) -> str:

@@ -79,11 +79,11 @@ def usage_table(cluster: Cluster, text: bool = False, wide: bool = False) -> Any
     ``text=True`` a table with a usage bar. ``wide=True`` (text only) adds the card's model, its
     free memory and the pods holding it."""
     u = cluster.device_usage()
-    names = cluster.node_names()
+    names = u["node_name"]
     rows = []
     for i in np.flatnonzero(u["is_gpu"]):
         rows.append({
-            "node": names[u["node"][i]],
+            "node": names[i],
             "minor": int(u["minor"][i]),
             "healthy": bool(u["healthy"][i]),
             "core_used": int(u["core_used"][i]),
@@ -92,7 +92,7 @@ def usage_table(cluster: Cluster, text: bool = False, wide: bool = False) -> Any
         })
     if not text:
         return rows
-    models = {(names[u["node"][i]], int(u["minor"][i])): u["model"][i] for i in np.flatnonzero(u["is_gpu"])}
+    models = {(names[i], int(u["minor"][i])): u["model"][i] for i in np.flatnonzero(u["is_gpu"])}
     holders = _holders(cluster) if wide else {}
     lines = [f"{'NODE':<10} {'GPU':>3}  {'CORE':>5}  {'MEMORY':>17}  USAGE" +
              ("                   MODEL       FREE MEMORY  PODS" if wide else "")]

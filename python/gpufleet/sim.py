@@ -13,13 +13,15 @@ plots.
 """
 from __future__ import annotations
 
-import difflib
+import bisect
 import json
+import math
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from gpufleet import _core, registries
+from gpufleet import _core, _numpy_sums, registries
 from gpufleet._lazy import lazy
 from gpufleet.errors import InvalidInputError, NotFoundError
 
@@ -76,7 +78,7 @@ def cluster_spec(cluster: ClusterLike) -> list[dict[str, Any]]:
         if getattr(cluster, "gpus_per_node", None):
             spec["gpus_per_node"] = int(cluster.gpus_per_node)
         return [spec]
-    if isinstance(cluster, (int, np.integer)) and not isinstance(cluster, bool):
+    if isinstance(cluster, (int, *_numpy_types("integer"))) and not isinstance(cluster, bool):
         return [{"name": "gpu", "count": int(cluster)}]
     if isinstance(cluster, str):
         text = cluster.strip()
@@ -214,23 +216,77 @@ def _finish_time_fairness(jobs: Mapping[str, np.ndarray], ts: Mapping[str, np.nd
     return (end - start) / fair
 
 
+def _numpy_types(*names: str) -> tuple[type, ...]:
+    """NumPy's scalar types by name, or none where NumPy was never imported (then no value is
+    one), so that checking an option does not import it."""
+    numpy = sys.modules.get("numpy")
+    return tuple(getattr(numpy, n) for n in names) if numpy is not None else ()
+
+
+def _is_array(value: Any) -> bool:
+    """Whether ``value`` is a NumPy array (without importing NumPy to ask)."""
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and isinstance(value, numpy.ndarray)
+
+
+def _plain_finish_time_fairness(jobs: Mapping[str, Sequence[Any]], end_time: Sequence[float],
+                                ts: Mapping[str, Sequence[Any]], total_gpus: int) -> list[float]:
+    """:func:`_finish_time_fairness` in plain Python, operation for operation (the same float64
+    results: each step is one IEEE operation in the same order)."""
+    t = ts["time"]
+    active = [float(r + p) for r, p in zip(ts["running_jobs"], ts["pending_jobs"])]
+    cum = [0.0]
+    for k in range(len(t) - 1):   # numpy.cumsum: a running sum from the first term
+        term = active[k] * (t[k + 1] - t[k])
+        cum.append(term if k == 0 else cum[-1] + term)
+    last = len(t) - 1
+
+    def integral(x: float) -> float:
+        k = min(max(bisect.bisect_right(t, x) - 1, 0), last)
+        return cum[k] + active[k] * (x - t[k])
+
+    rho = []
+    for start, end, duration, gpus in zip(jobs["submit_time"], end_time, jobs["duration"], jobs["num_gpu"]):
+        start, end = float(start), float(end)
+        span = _maximum(end - start, 1e-12)
+        n_avg = _maximum(_divide(integral(end) - integral(start), span), 1.0)
+        fair = float(duration) * _maximum(1.0, float(gpus) * n_avg / total_gpus)
+        rho.append(_divide(end - start, fair))
+    return rho
+
+
+def _maximum(a: float, b: float) -> float:
+    """``numpy.maximum`` of two floats: NaN if either is."""
+    return a if a >= b or math.isnan(a) else b
+
+
+def _divide(a: float, b: float) -> float:
+    """A float64 division as NumPy does it: by zero gives an infinity or NaN, not an error."""
+    if b != 0.0:
+        return a / b
+    if math.isnan(a) or a == 0.0:
+        return math.nan
+    return math.copysign(math.inf, a) * math.copysign(1.0, b)
+
+
 def _flag(name: str, value: Any) -> bool:
     """A true/false option; TypeError naming it for anything else (a list is not "true")."""
-    if isinstance(value, (bool, np.bool_)):
+    if isinstance(value, (bool, *_numpy_types("bool_"))):
         return bool(value)
     raise TypeError(f"{name}: expected true or false, got {value!r:.60}")
 
 
 def _seconds(name: str, value: Any) -> float:
     """A number of seconds (the core checks the range); TypeError naming it for a non-number."""
-    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_)):
+    if (isinstance(value, (int, float, *_numpy_types("integer", "floating")))
+            and not isinstance(value, (bool, *_numpy_types("bool_")))):
         return float(value)
     raise TypeError(f"{name}: expected a number of seconds, got {value!r:.60}")
 
 
 def _seed(value: Any) -> int:
     """A seed from 0 to 2**63 - 1 (the core's seeds are signed 64-bit)."""
-    if not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)):
+    if not isinstance(value, (int, *_numpy_types("integer"))) or isinstance(value, (bool, *_numpy_types("bool_"))):
         raise TypeError(f"seed: expected a whole number, got {value!r:.60}")
     if not 0 <= value <= 2**63 - 1:
         raise ValueError(f"seed: {value} is out of range: 0 to 2**63 - 1")
@@ -307,14 +363,25 @@ def simulate_summary(jobs: Mapping[str, Any], cluster: ClusterLike, policy: str 
     """The ``summary`` of :func:`simulate` (same options, same values) for jobs given as columns
     (a mapping of column name to array, as :func:`gpufleet.traces.load` returns with
     ``columns=True``; ``attrs`` stands for a frame's ``attrs``) or as a DataFrame. It builds no
-    frame, so a command that prints only the summary never imports pandas."""
+    frame, so a command that prints only the summary never imports pandas.
+
+    Columns that are not NumPy arrays (``array.array`` or lists, as the command line's reader
+    gives them) are run without importing NumPy either, where the options allow: seed 0, no
+    ``throughput_<model>`` columns, no ``memory_gib``, not ``gavel_compat``. The summary is the
+    same, bit for bit (:mod:`gpufleet._numpy_sums`)."""
     if hasattr(jobs, "columns"):   # a DataFrame
         attrs = dict(jobs.attrs) if attrs is None else attrs
         jobs = {c: jobs[c].to_numpy() for c in jobs.columns}
     params = options.pop("params", None)
     chosen = {k: options.pop(k) for k in SIM_OPTIONS if k in options}
+    policy_params = _policy_params(policy, params, options, "simulate_summary")
+    if not any(_is_array(v) for v in jobs.values()):
+        checked = _check(dict(jobs), cluster, policy, seed, **chosen, policy_params=policy_params)
+        if (checked.seed == 0 and checked.gavel is None and checked.memory_gib is None
+                and not any(c.startswith(THROUGHPUT_PREFIX) for c in jobs)):
+            return _plain_summary(jobs, checked)
     run = _run({c: np.asarray(v) for c, v in jobs.items()}, dict(attrs or {}), cluster, policy, seed,
-               **chosen, policy_params=_policy_params(policy, params, options, "simulate_summary"))
+               **chosen, policy_params=policy_params)
     return run.summary
 
 
@@ -342,6 +409,7 @@ def _policy_params(policy: str | Mapping[str, Any], params: Mapping[str, Any] | 
                 if key in declared:
                     continue
                 if entry["open_parameters"]:   # a Python policy takes any name, bar a near option
+                    import difflib   # here: only a misspelt option needs it
                     close = difflib.get_close_matches(key, SIM_OPTIONS, n=1, cutoff=0.8)
                     if not close:
                         continue
@@ -351,6 +419,7 @@ def _policy_params(policy: str | Mapping[str, Any], params: Mapping[str, Any] | 
 
 
 def _did_you_mean(word: str, known: Sequence[str]) -> str:
+    import difflib   # here: only an error message needs it
     close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(known)}"
 
@@ -368,12 +437,31 @@ class _Run:
     summary: dict[str, Any]
 
 
-def _run(cols: dict[str, Any], attrs: Mapping[str, Any], cluster: ClusterLike, policy: str | Mapping[str, Any],
-         seed: Any, *, tiresias_compat: Any = False, gavel_compat: Any = False, restore_delay: Any = 0.0,
-         tick: Any = 0.0, scheduling_interval: Any = 0.0, record_timeseries: Any = True,
-         progress: bool | None = None, memory_gib: Any = None, placement: str | None = "binpack",
-         racks: tuple[int, int] | None = None, policy_params: Mapping[str, Any]) -> _Run:
-    """The body of :func:`simulate` on columns (the job frame's, in trace order)."""
+@dataclass
+class _Checked:
+    """A run's options, typed and checked (:func:`_check`), before any column is converted."""
+
+    spec: str
+    models: list[dict[str, Any]]
+    seed: int
+    tiresias_compat: bool
+    record_timeseries: bool
+    restore_delay: float
+    tick: float
+    scheduling_interval: float
+    gavel: dict[str, Any] | None
+    placement: str | None
+    progress: bool | None
+    memory_gib: Any
+    racks: tuple[int, int] | None
+
+
+def _check(cols: Mapping[str, Any], cluster: ClusterLike, policy: str | Mapping[str, Any],
+           seed: Any, *, tiresias_compat: Any = False, gavel_compat: Any = False, restore_delay: Any = 0.0,
+           tick: Any = 0.0, scheduling_interval: Any = 0.0, record_timeseries: Any = True,
+           progress: bool | None = None, memory_gib: Any = None, placement: str | None = "binpack",
+           racks: tuple[int, int] | None = None, policy_params: Mapping[str, Any]) -> _Checked:
+    """The options of :func:`simulate`, checked in its order, each bad one a one-line error."""
     spec = policy_spec(policy, **policy_params)
     models = cluster_spec(cluster)
     # Options typed here, so a wrong one is a one-line error naming it rather than the
@@ -389,7 +477,64 @@ def _run(cols: dict[str, Any], attrs: Mapping[str, Any], cluster: ClusterLike, p
     required = {"job_id", "submit_time", "num_gpu", "duration"}
     if missing := required - set(cols):
         raise ValueError(f"jobs lack columns {sorted(missing)} (unified job schema, docs/traces.md)")
-    gavel = _gavel_options(gavel_compat)
+    return _Checked(spec, models, seed, tiresias_compat, record_timeseries, restore_delay, tick,
+                    scheduling_interval, _gavel_options(gavel_compat), placement, progress, memory_gib, racks)
+
+
+def _native_run(c: _Checked, n: int, job_id: Any, submit_time: Any, num_gpu: Any, duration: Any, speed: Any,
+                memory_gib: Any, placement: str | None) -> Any:
+    """One native run (``_core.sim_run``) with its progress bar."""
+    bar = None
+    callback = None
+    if c.progress or (c.progress is None and n >= _PROGRESS_AUTO_JOBS):
+        from tqdm.auto import tqdm
+        bar = tqdm(total=n, desc=f"simulate {c.spec}", unit="job")
+
+        def callback(done: int) -> None:
+            bar.update(done - bar.n)
+    try:
+        nodes_per_rack, racks_per_block = (int(c.racks[0]), int(c.racks[1])) if c.racks else (0, 0)
+        options = _core.SimOptions(c.spec, tiresias_compat=c.tiresias_compat, restore_delay=c.restore_delay,
+                                   tick=c.tick, scheduling_interval=c.scheduling_interval,
+                                   record_timeseries=c.record_timeseries, progress=callback,
+                                   placement=placement or "", seed=c.seed, nodes_per_rack=nodes_per_rack,
+                                   racks_per_block=racks_per_block, gavel=c.gavel)
+        return _core.sim_run(c.models, job_id, submit_time, num_gpu, duration, speed, memory_gib, options)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _finish(summary: dict[str, Any], raw: Any, c: _Checked) -> dict[str, Any]:
+    summary.update(policy=c.spec, num_gpus=int(raw.total_gpus), seed=int(c.seed),
+                   scheduling_points=int(raw.scheduling_points))
+    return summary
+
+
+def _plain_summary(cols: Mapping[str, Any], c: _Checked) -> dict[str, Any]:
+    """:func:`_run`'s summary for seed 0 without gavel_compat, throughputs or memory_gib, in plain
+    Python: the columns go to the core as they are (buffers: no copy through NumPy) and the
+    finish-time fairness is reduced as NumPy reduces it."""
+    n = len(cols["job_id"])
+    raw = _native_run(c, n, cols["job_id"], cols["submit_time"], cols["num_gpu"], cols["duration"], None, None,
+                      c.placement)
+    summary: dict[str, Any] = raw.summary.to_dict()
+    if c.record_timeseries and n:
+        ts = raw.timeseries.to_lists()
+        if ts["time"]:
+            rho = _plain_finish_time_fairness(cols, raw.jobs.to_lists()["end_time"], ts, int(raw.total_gpus))
+            if not all(math.isnan(r) for r in rho):
+                summary["finish_time_fairness"] = _numpy_sums.nanmax(rho)
+                summary["avg_finish_time_fairness"] = _numpy_sums.nanmean(rho)
+    return _finish(summary, raw, c)
+
+
+def _run(cols: dict[str, Any], attrs: Mapping[str, Any], cluster: ClusterLike, policy: str | Mapping[str, Any],
+         seed: Any, *, policy_params: Mapping[str, Any], **options: Any) -> _Run:
+    """The body of :func:`simulate` on columns (the job frame's, in trace order)."""
+    checked = _check(cols, cluster, policy, seed, policy_params=policy_params, **options)
+    spec, models, seed, gavel, placement = (checked.spec, checked.models, checked.seed, checked.gavel,
+                                            checked.placement)
     n = len(cols["job_id"])
     order = None
     if seed and gavel is None:
@@ -403,30 +548,11 @@ def _run(cols: dict[str, Any], attrs: Mapping[str, Any], cluster: ClusterLike, p
     else:
         durations, speed, gavel["reference_model"] = _gavel_steps(cols, attrs, [m["name"] for m in models])
         placement = None
-    mem = None if memory_gib is None else np.asarray(memory_gib, dtype=np.float64)[
+    mem = None if checked.memory_gib is None else np.asarray(checked.memory_gib, dtype=np.float64)[
         np.arange(n) if order is None else order]
-    bar = None
-    callback = None
-    if progress or (progress is None and n >= _PROGRESS_AUTO_JOBS):
-        from tqdm.auto import tqdm
-        bar = tqdm(total=n, desc=f"simulate {spec}", unit="job")
-
-        def callback(done: int) -> None:
-            bar.update(done - bar.n)
-    try:
-        nodes_per_rack, racks_per_block = (int(racks[0]), int(racks[1])) if racks else (0, 0)
-        options = _core.SimOptions(spec, tiresias_compat=tiresias_compat, restore_delay=restore_delay,
-                                   tick=tick, scheduling_interval=scheduling_interval,
-                                   record_timeseries=record_timeseries, progress=callback,
-                                   placement=placement or "", seed=seed, nodes_per_rack=nodes_per_rack,
-                                   racks_per_block=racks_per_block, gavel=gavel)
-        raw = _core.sim_run(models, np.asarray(cols["job_id"], dtype=np.int64),
-                            np.asarray(cols["submit_time"], dtype=np.float64),
-                            np.asarray(cols["num_gpu"], dtype=np.int64), durations, speed, mem,
-                            options)
-    finally:
-        if bar is not None:
-            bar.close()
+    raw = _native_run(checked, n, np.asarray(cols["job_id"], dtype=np.int64),
+                      np.asarray(cols["submit_time"], dtype=np.float64),
+                      np.asarray(cols["num_gpu"], dtype=np.int64), durations, speed, mem, placement)
     out = {k: np.asarray(v) for k, v in raw.jobs.to_dict().items()}
     jct = out["end_time"] - np.asarray(cols["submit_time"])
     dropped = out["dropped"].astype(bool)
@@ -440,7 +566,7 @@ def _run(cols: dict[str, Any], attrs: Mapping[str, Any], cluster: ClusterLike, p
         ts[c] = ts[c].astype(np.int64)
     ts["utilization"] = ts["busy_gpus"] / total
     summary: dict[str, Any] = raw.summary.to_dict()
-    if record_timeseries and len(ts["time"]) and n:
+    if checked.record_timeseries and len(ts["time"]) and n:
         rho = _finish_time_fairness({**cols, **out}, ts, total)
         if gavel is not None:
             rho[dropped] = np.nan  # no finish, no finish-time fairness
@@ -448,8 +574,7 @@ def _run(cols: dict[str, Any], attrs: Mapping[str, Any], cluster: ClusterLike, p
         if not np.isnan(rho).all():
             summary["finish_time_fairness"] = float(np.nanmax(rho))
             summary["avg_finish_time_fairness"] = float(np.nanmean(rho))
-    summary.update(policy=spec, num_gpus=total, seed=int(seed), scheduling_points=int(raw.scheduling_points))
-    return _Run(spec, models, order, out, ts, summary)
+    return _Run(spec, models, order, out, ts, _finish(summary, raw, checked))
 
 
 def compare(jobs: pd.DataFrame, cluster: ClusterLike, policies: Sequence[str], seeds: Iterable[int] | None = None,

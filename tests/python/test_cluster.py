@@ -206,6 +206,45 @@ def test_device_usage_arrays_are_zero_copy_views():
     assert c.device_usage()["memory_used"].tolist() == [4 * GiB, 0, 0, 0]
 
 
+def test_device_usage_is_one_row_per_device_for_a_data_frame():
+    """Every column has one entry per device (a node's name repeated for each of its devices, a
+    node without devices absent), so pandas takes the answer as it is."""
+    import pandas as pd
+
+    c = Cluster()
+    c.add_node(gpu_node("a", count=2))
+    c.add_node({"name": "cpu-only", "cpu": "8", "memory": "16Gi"})
+    c.add_node(gpu_node("b", count=1, model="A100", memory="40Gi"))
+    c.place(Pod("p", {"nvidia.com/gpu": 1}), nodes=["b"])
+    for copy in (False, True):
+        frame = pd.DataFrame(c.device_usage(copy=copy))
+        assert len(frame) == c.num_devices == 3
+        assert frame["node_name"].tolist() == ["a", "a", "b"]
+        assert frame["node"].tolist() == [0, 0, 2]  # the index in node_names() order
+        assert frame["minor"].tolist() == [0, 1, 0]
+        assert frame["model"].tolist() == ["V100M16", "V100M16", "A100"]
+        assert frame["core_used"].tolist() == [0, 0, 100]
+        assert frame.groupby("node_name")["memory_capacity"].sum().to_dict() == \
+            {"a": 32 * GiB, "b": 40 * GiB}
+
+
+def test_place_returns_a_named_result_that_is_still_a_tuple():
+    from gpufleet.cluster_results import PlaceResult
+
+    c = Cluster()
+    c.add_node(gpu_node("n", count=1))
+    placed = c.place(Pod("p", {"nvidia.com/gpu": 1}))
+    assert isinstance(placed, tuple) and type(placed) is PlaceResult
+    assert placed.allocation is not None and placed.allocation.node == "n"
+    assert placed.reason == "" and placed == (placed.allocation, "")
+    alloc, reason = placed
+    assert alloc is placed.allocation and reason == ""
+    refused = c.place(Pod("q", {"nvidia.com/gpu": 1}))
+    assert refused.allocation is None and "Insufficient" in refused.reason
+    assert refused == (None, refused.reason) and refused._fields == ("allocation", "reason")
+    assert c.allocation("q") is None and c.allocation("p").node == "n"
+
+
 def test_snapshot_round_trip_and_restore_after_restart():
     c = Cluster()
     c.add_node(gpu_node("n", count=2))

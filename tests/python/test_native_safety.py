@@ -291,16 +291,14 @@ def test_every_binding_that_releases_the_gil_survives_its_arguments_changing():
 
 
 def test_device_usage_arrays_have_one_length_while_nodes_are_added():
-    """Every array of one device_usage() answer, the live views included, has one length (the
-    device count when it was read) while another thread adds nodes, and every device's node index
-    names a node of the answer."""
+    """Every column of one device_usage() answer, the live views included, has one length (the
+    device count when it was read) while another thread adds nodes, and each device's node index
+    and node name name the same node."""
     c = Cluster()
     for i in range(4):
         c.add_node(gpu_node(f"n{i}", 4))
     stop = threading.Event()
     problems: list[str] = []
-    per_device = ("node", "minor", "is_gpu", "type", "model", "healthy", "core_capacity",
-                  "memory_capacity", "core_used", "memory_used")
 
     def add_nodes() -> None:
         for k in range(3000):
@@ -312,11 +310,12 @@ def test_device_usage_arrays_have_one_length_while_nodes_are_added():
     def read(copy: bool) -> None:
         while not stop.is_set():
             u = c.device_usage(copy=copy)
-            lengths = {key: len(u[key]) for key in per_device}
+            lengths = {key: len(column) for key, column in u.items()}
             if len(set(lengths.values())) != 1:
                 problems.append(f"copy={copy}: {lengths}")
-            if len(u["node"]) and u["node"].max() >= len(u["node_names"]):
-                problems.append(f"copy={copy}: node index past node_names")
+            pairs = set(zip(u["node"].tolist(), u["node_name"]))
+            if not len(pairs) == len(set(u["node_name"])) == len(set(u["node"].tolist())):
+                problems.append(f"copy={copy}: node index and node name disagree")
 
     threads = [threading.Thread(target=add_nodes)] + [
         threading.Thread(target=read, args=(copy,)) for copy in (False, True, False)]

@@ -183,3 +183,15 @@ def test_scenarios_may_list_queue_objects():
     eng = engine_from_scenario(scenario, "<test>", DATA / "tree-conf.yaml")
     parents = dict(zip(eng.queues()["queue"], eng.queues()["parent"]))
     assert parents["eng-train"] == "eng" and parents["eng"] == ""  # children listed first is fine
+
+
+def test_queue_simulation_at_unix_second_clocks_matches_one_from_zero():
+    # Finishing times compare relative to the first arrival, so a trace in Unix seconds (about
+    # 1.7e9) gives the same job times as the same trace starting at 0.
+    specs = queues.read_queue_objects(DATA / "kai-departments.yaml")
+    trace = _trace(60).assign(duration=lambda d: d["duration"].round(0) + 0.25)
+    base = queues.simulate_queues(trace, specs, gpus=8, queue_column="team")
+    unix = queues.simulate_queues(trace.assign(submit_time=trace["submit_time"] + 1.7e9), specs,
+                                  gpus=8, queue_column="team")
+    assert unix.jobs["jct"].to_numpy() == pytest.approx(base.jobs["jct"].to_numpy(), abs=1e-3)
+    assert (unix.jobs["end"] - unix.jobs["start"] >= unix.jobs["duration"] - 1e-3).all()

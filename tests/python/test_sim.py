@@ -331,3 +331,18 @@ def test_devices_are_placed_without_changing_times(capsys):
     assert main(["simulate", "--format", "synthetic", "--num-jobs", "40", "--policy", "las", "--json",
                  "--placement", "spread"]) == 0
     assert "jobs_spanning_nodes" in json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("policy", ["fifo", "las"])
+def test_unix_second_clocks_end_jobs_when_their_work_is_done(policy):
+    # A job's end one second after another job's arrival: at a clock near 1.7e9 (a trace in Unix
+    # seconds) a tolerance relative to the clock's value merged the two events and ended the job
+    # a second early; times compare relative to the first arrival instead.
+    jobs = pd.DataFrame({"job_id": [1, 2], "submit_time": [0.0, 99.0], "num_gpu": [8, 8],
+                         "duration": [100.0, 50.0], "model_name": ["a", "b"]})
+    base = simulate(jobs, 8, policy)
+    unix = simulate(jobs.assign(submit_time=jobs["submit_time"] + 1.7e9), 8, policy)
+    assert base.jobs["end_time"].iloc[0] >= 100.0   # job 1's 100 s of work, wherever it was paused
+    jct = (unix.jobs["end_time"] - unix.jobs["submit_time"]).to_numpy()
+    assert jct == pytest.approx((base.jobs["end_time"] - base.jobs["submit_time"]).to_numpy(), abs=1e-3)
+    assert (unix.jobs["run_time"] >= jobs["duration"] - 1e-3).all()

@@ -62,6 +62,7 @@ class QueueRun {
     });
     size_t next = 0;
     size_t done = 0;
+    const double origin = order.empty() ? 0.0 : jobs_[order[0]].submit_time;
     double last_sample = -std::numeric_limits<double>::infinity();
     while (done < jobs_.size()) {
       const double t_arrival = next < order.size() ? jobs_[order[next]].submit_time : kNever;
@@ -70,7 +71,9 @@ class QueueRun {
         return absl::FailedPreconditionError(StuckMessage());
       if (options_.interval > 0) t = std::ceil(t / options_.interval - 1e-12) * options_.interval;
       // Completions, then arrivals, up to t.
-      while (NextFinish() <= t + 1e-9 * std::max(1.0, t)) {
+      // Finishes within a relative 1e-9 of t, measured from the first arrival (not from 0, so
+      // Unix-second clocks keep sub-millisecond resolution), count as at t.
+      while (NextFinish() <= t + 1e-9 * std::max(1.0, t - origin)) {
         const Finish f = finishes_.top();
         finishes_.pop();
         Stop(f.job, f.time, /*preempted=*/false);

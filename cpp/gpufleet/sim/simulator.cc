@@ -98,6 +98,7 @@ class Run {
     }
     const size_t num_jobs = jobs_.size();
     auto arrival = [&](size_t k) { return in_order ? static_cast<int>(k) : order[k]; };
+    if (num_jobs > 0) origin_ = jobs_[arrival(0)].spec.submit_time;
     RETURN_IF_ERROR(policy_.Init(view_));
     const double interval = options_.scheduling_interval;
     size_t next_arrival = 0;
@@ -126,7 +127,7 @@ class Run {
       busy_gpu_seconds_ += (t - view_.now) * busy_gpus_;
       view_.now = t;
       // Completions (the finishing job's counters are brought up to t on its own).
-      while (!finish_heap_.empty() && finish_heap_.top().time <= t + kTimeEps * std::max(1.0, t)) {
+      while (!finish_heap_.empty() && finish_heap_.top().time <= t + Slack(t)) {
         FinishEntry e = finish_heap_.top();
         finish_heap_.pop();
         Job& j = jobs_[e.job];
@@ -191,6 +192,12 @@ class Run {
     return kNever;
   }
 
+  // How close two times must be to count as one: relative to the time since the first arrival,
+  // not to the clock's value, so a trace in Unix seconds (about 1.7e9) keeps the sub-millisecond
+  // resolution of one that starts at 0 (a tolerance relative to the clock ended jobs up to 1.7 s
+  // early there).
+  double Slack(double t) const { return kTimeEps * std::max(1.0, t - origin_); }
+
   void AdvanceJob(Job& j, double t) { jobtime::AdvanceJob(j, t, pool_.model(j.model).perf_factor); }
 
   void PushFinish(int i) {
@@ -198,7 +205,7 @@ class Run {
     ++j.version;
     double start = std::max(view_.now, j.stall_until);
     double finish = start + j.RemainingWork() / j.Speed(j.model);
-    if (options_.tiresias_compat) finish = std::ceil(finish - kTimeEps * std::max(1.0, finish));
+    if (options_.tiresias_compat) finish = std::ceil(finish - Slack(finish));
     finish_heap_.push({finish, i, j.version});
   }
 
@@ -305,6 +312,7 @@ class Run {
   std::vector<int> running_;
   std::vector<int> planned_;
   std::vector<int> used_scratch_, stop_scratch_, moved_scratch_;
+  double origin_ = 0;  // the first arrival: Slack() measures from it
   DeviceLedger* ledger_;
   std::vector<int> busy_per_model_;
   std::priority_queue<FinishEntry, std::vector<FinishEntry>, std::greater<FinishEntry>>

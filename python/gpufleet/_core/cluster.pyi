@@ -3,10 +3,11 @@ The cluster's accounting: pods, allocations and the Cluster that places them.
 """
 from __future__ import annotations
 import collections.abc
+import gpufleet.cluster_results
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Allocation', 'Cluster', 'DeviceGrant', 'DeviceRequest', 'FitResult', 'PlaceResult', 'Pod', 'VirtualFunction', 'effective_requests']
+__all__: list[str] = ['Allocation', 'Cluster', 'DeviceGrant', 'DeviceRequest', 'FitResult', 'Pod', 'VirtualFunction', 'effective_requests']
 class DeviceRequest:
     """
     What a pod asks of one device type: `count` devices (whole when `whole`), or a share of one: `core` percent of its compute, `memory_bytes` or `memory_ratio` percent of its memory. Read from Pod.devices.
@@ -123,7 +124,7 @@ class VirtualFunction:
     """
     One SR-IOV virtual function of an RDMA NIC: its minor and PCI bus id.
     """
-    def __eq__(self, arg0: VirtualFunction) -> bool:
+    def __eq__(self, arg0: VirtualFunction) -> bool:  # type: ignore[override]
         ...
     def __hash__(self) -> int:
         ...
@@ -219,26 +220,17 @@ class Allocation:
         """
         Reserved (bind in flight) or Bound.
         """
-class PlaceResult:
-    def __bool__(self) -> bool:
-        ...
-    @property
-    def placed(self) -> bool:
-        ...
-    @property
-    def reason(self) -> str:
-        ...
 class Cluster:
     """
     The cluster's accounting: nodes, their devices and the allocations that hold them. Filter, score and place pods; reserve, commit, release; snapshot and restore. Safe to call from many threads: readers share a lock, changes hold it alone, and no change ever over-commits a device.
     """
-    __hash__: typing.ClassVar[None] = None
+    __hash__: typing.ClassVar[None]  # type: ignore[assignment]
     @staticmethod
     def restore(snapshot: str) -> Cluster:
         """
         A cluster from snapshot() text; ValueError names what is wrong in it.
         """
-    def __eq__(self, other: Cluster) -> bool:
+    def __eq__(self, other: Cluster) -> bool:  # type: ignore[override]
         ...
     def __init__(self) -> None:
         ...
@@ -246,7 +238,7 @@ class Cluster:
         """
         Add a node from a scenario-format dict (see docs/scenario.md).
         """
-    def allocation(self, pod: str) -> typing.Any:
+    def allocation(self, pod: str) -> Allocation | None:
         """
         The pod's Allocation, or None.
         """
@@ -266,9 +258,9 @@ class Cluster:
         """
         A deep copy with its own lock and its own strategies (fresh memos, generators from their seeds).
         """
-    def device_usage(self, copy: bool = False) -> dict:
+    def device_usage(self, copy: bool = False) -> gpufleet.cluster_results.DeviceUsage:
         """
-        Per-device arrays (node index, minor, type, model, health, capacities, usage) and the node names the node index refers to, read at one instant. With copy=False, core_used/memory_used are read-only zero-copy views of the core's live buffers: they follow later placements (not a consistent snapshot while other threads place) until a node is added or removed. copy=True returns private copies taken with the metadata under one lock.
+        One row per device, as equal-length columns that pd.DataFrame takes as they are: node (index in node_names() order), node_name, minor, is_gpu, type, model, healthy, core/memory capacity and core/memory used, read at one instant (a node without devices has no row). With copy=False, core_used/memory_used are read-only zero-copy views of the core's live buffers: they follow later placements (not a consistent snapshot while other threads place) until a node is added or removed. copy=True returns private copies taken with the metadata under one lock.
         """
     def filter(self, pod: typing.Any, node: str) -> FitResult:
         """
@@ -282,17 +274,17 @@ class Cluster:
         """
         Whether a node of that name exists.
         """
-    def node(self, name: str) -> typing.Any:
+    def node(self, name: str) -> gpufleet.cluster_results.NodeSpec:
         """
-        The node's spec as a dict; KeyError if absent.
+        The node's spec as a dict (a NodeSpec); KeyError if absent.
         """
     def node_names(self) -> list[str]:
         """
         The node names, in the order they were added.
         """
-    def place(self, pod: typing.Any, strategy: str = 'binpack', commit: bool = True, nodes: typing.Any = None) -> tuple:
+    def place(self, pod: typing.Any, strategy: str = 'binpack', commit: bool = True, nodes: typing.Any = None) -> gpufleet.cluster_results.PlaceResult:
         """
-        Filter, score and bind the best node. Returns (Allocation, '') or (None, reason).
+        Filter, score and bind the best node (`nodes`: only these, ties to the earlier one). Returns a PlaceResult(allocation, reason), a named tuple: (Allocation, '') or (None, reason).
         """
     def place_many(self, pods: collections.abc.Sequence[Pod], strategy: str = 'binpack') -> numpy.typing.NDArray[numpy.int32]:
         """

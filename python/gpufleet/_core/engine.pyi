@@ -4,32 +4,33 @@ The batch-scheduling engine and its bound results.
 from __future__ import annotations
 import collections.abc
 import gpufleet._core.cluster
+import gpufleet.engine_records
 import typing
 __all__: list[str] = ['BindDecision', 'CycleResult', 'EngineScheduler', 'EvictDecision', 'HeldCapacity', 'JobState', 'JobView', 'QueueShare', 'QueueSpec', 'QueueView', 'Resources', 'TaskView', 'engine_callback_points', 'engine_check_config', 'engine_default_config', 'engine_plugin_switches', 'water_fill']
 class Resources:
     """
     A fairness vector: cpu in millicores, memory in bytes and gpu in whole-GPU equivalents (a 50% share counts 0.5); inf means unlimited.
     """
-    derived: typing.ClassVar[tuple] = tuple()
-    fields: typing.ClassVar[tuple] = ('cpu', 'memory', 'gpu')
+    derived: typing.ClassVar[tuple[str, ...]] = tuple()
+    fields: typing.ClassVar[tuple[str, ...]] = ('cpu', 'memory', 'gpu')
     def __repr__(self) -> str:
         ...
-    def to_dict(self) -> dict:
+    def to_dict(self) -> gpufleet.engine_records.ResourcesRecord:
         """
         Plain data for JSON/YAML, one key per field: cpu, memory, gpu.
         """
     @property
-    def cpu(self) -> typing.Any:
+    def cpu(self) -> float:
         """
         CPU in millicores.
         """
     @property
-    def gpu(self) -> typing.Any:
+    def gpu(self) -> float:
         """
         GPUs in whole-GPU equivalents.
         """
     @property
-    def memory(self) -> typing.Any:
+    def memory(self) -> float:
         """
         Memory in bytes.
         """
@@ -37,51 +38,51 @@ class BindDecision:
     """
     A task the cycle bound: its job, the node and what it holds there (CPU, memory and the devices).
     """
-    derived: typing.ClassVar[tuple] = ('gpus', 'gpu_core')
-    fields: typing.ClassVar[tuple] = ('node', 'cpu_milli', 'memory_bytes', 'devices', 'job', 'task')
+    derived: typing.ClassVar[tuple[str, ...]] = ('gpus', 'gpu_core')
+    fields: typing.ClassVar[tuple[str, ...]] = ('node', 'cpu_milli', 'memory_bytes', 'devices', 'job', 'task')
     def __repr__(self) -> str:
         ...
-    def to_dict(self) -> dict:
+    def to_dict(self) -> gpufleet.engine_records.BindRecord:
         """
         Plain data for JSON/YAML, one key per field: node, cpu_milli, memory_bytes, devices, job, task.
         """
     @property
-    def cpu_milli(self) -> typing.Any:
+    def cpu_milli(self) -> int:
         """
         CPU held, in millicores.
         """
     @property
-    def devices(self) -> typing.Any:
+    def devices(self) -> list[gpufleet._core.cluster.DeviceGrant]:
         """
         The devices held, a list of DeviceGrant (in to_dict: type, minor, core, memory_bytes).
         """
     @property
-    def gpu_core(self) -> typing.Any:
+    def gpu_core(self) -> int:
         """
         GPU compute held, in percent of one GPU summed over its GPUs.
         """
     @property
-    def gpus(self) -> typing.Any:
+    def gpus(self) -> list[int]:
         """
         Minor numbers of the GPUs held, in grant order.
         """
     @property
-    def job(self) -> typing.Any:
+    def job(self) -> str:
         """
         The job the task belongs to.
         """
     @property
-    def memory_bytes(self) -> typing.Any:
+    def memory_bytes(self) -> int:
         """
         Memory held, in bytes.
         """
     @property
-    def node(self) -> typing.Any:
+    def node(self) -> str:
         """
         The node the task is bound to.
         """
     @property
-    def task(self) -> typing.Any:
+    def task(self) -> str:
         """
         The task's pod name.
         """
@@ -89,31 +90,31 @@ class EvictDecision:
     """
     A running task the cycle evicted, and why.
     """
-    derived: typing.ClassVar[tuple] = tuple()
-    fields: typing.ClassVar[tuple] = ('job', 'task', 'node', 'reason')
+    derived: typing.ClassVar[tuple[str, ...]] = tuple()
+    fields: typing.ClassVar[tuple[str, ...]] = ('job', 'task', 'node', 'reason')
     def __repr__(self) -> str:
         ...
-    def to_dict(self) -> dict:
+    def to_dict(self) -> gpufleet.engine_records.EvictRecord:
         """
         Plain data for JSON/YAML, one key per field: job, task, node, reason.
         """
     @property
-    def job(self) -> typing.Any:
+    def job(self) -> str:
         """
         The job the task belongs to.
         """
     @property
-    def node(self) -> typing.Any:
+    def node(self) -> str:
         """
         The node it was running on.
         """
     @property
-    def reason(self) -> typing.Any:
+    def reason(self) -> str:
         """
         Why it was evicted (e.g. preempted by task x, reclaimed for queue y).
         """
     @property
-    def task(self) -> typing.Any:
+    def task(self) -> str:
         """
         The evicted task's pod name.
         """
@@ -121,46 +122,46 @@ class QueueShare:
     """
     A queue's standing at the end of a cycle: what it holds, asks for and deserves (Resources), and its share.
     """
-    derived: typing.ClassVar[tuple] = tuple()
-    fields: typing.ClassVar[tuple] = ('queue', 'weight', 'allocated', 'request', 'deserved', 'held', 'share')
+    derived: typing.ClassVar[tuple[str, ...]] = tuple()
+    fields: typing.ClassVar[tuple[str, ...]] = ('queue', 'weight', 'allocated', 'request', 'deserved', 'held', 'share')
     def __repr__(self) -> str:
         ...
-    def to_dict(self) -> dict:
+    def to_dict(self) -> gpufleet.engine_records.QueueShareRecord:
         """
         Plain data for JSON/YAML, one key per field: queue, weight, allocated, request, deserved, held, share.
         """
     @property
-    def allocated(self) -> typing.Any:
+    def allocated(self) -> Resources:
         """
         Resources its running tasks hold.
         """
     @property
-    def deserved(self) -> typing.Any:
+    def deserved(self) -> Resources:
         """
         Its deserved resources (proportion plugin); inf when no plugin sets them.
         """
     @property
-    def held(self) -> typing.Any:
+    def held(self) -> Resources:
         """
         Capacity held for this queue's starvation target (not in allocated).
         """
     @property
-    def queue(self) -> typing.Any:
+    def queue(self) -> str:
         """
         The queue's name.
         """
     @property
-    def request(self) -> typing.Any:
+    def request(self) -> Resources:
         """
         Resources held plus pending requests (its demand).
         """
     @property
-    def share(self) -> typing.Any:
+    def share(self) -> float:
         """
         Max over resources of allocated / deserved (0 when nothing is allocated).
         """
     @property
-    def weight(self) -> typing.Any:
+    def weight(self) -> float:
         """
         The queue's weight.
         """
@@ -168,41 +169,41 @@ class HeldCapacity:
     """
     Capacity a node holds for the starvation target at the end of a cycle: taken, not idle.
     """
-    derived: typing.ClassVar[tuple] = ('resources')
-    fields: typing.ClassVar[tuple] = ('cpu', 'memory', 'gpu', 'node', 'job')
+    derived: typing.ClassVar[tuple[str, ...]] = ('resources',)
+    fields: typing.ClassVar[tuple[str, ...]] = ('cpu', 'memory', 'gpu', 'node', 'job')
     def __repr__(self) -> str:
         ...
-    def to_dict(self) -> dict:
+    def to_dict(self) -> gpufleet.engine_records.HeldRecord:
         """
         Plain data for JSON/YAML, one key per field: cpu, memory, gpu, node, job.
         """
     @property
-    def cpu(self) -> typing.Any:
+    def cpu(self) -> float:
         """
         CPU held, in millicores.
         """
     @property
-    def gpu(self) -> typing.Any:
+    def gpu(self) -> float:
         """
         GPUs held, in whole-GPU equivalents.
         """
     @property
-    def job(self) -> typing.Any:
+    def job(self) -> str:
         """
         The target job it is held for.
         """
     @property
-    def memory(self) -> typing.Any:
+    def memory(self) -> float:
         """
         Memory held, in bytes.
         """
     @property
-    def node(self) -> typing.Any:
+    def node(self) -> str:
         """
         The node holding the capacity.
         """
     @property
-    def resources(self) -> typing.Any:
+    def resources(self) -> Resources:
         """
         The capacity held (cpu, memory, gpu) as Resources.
         """
@@ -210,51 +211,51 @@ class CycleResult:
     """
     What one scheduling cycle decided: binds, evictions, pending reasons, queue shares and capacity held for the starvation target. Immutable.
     """
-    derived: typing.ClassVar[tuple] = ('held_gpus')
-    fields: typing.ClassVar[tuple] = ('cycle', 'binds', 'evictions', 'pending', 'queues', 'held', 'target')
+    derived: typing.ClassVar[tuple[str, ...]] = ('held_gpus',)
+    fields: typing.ClassVar[tuple[str, ...]] = ('cycle', 'binds', 'evictions', 'pending', 'queues', 'held', 'target')
     def __repr__(self) -> str:
         ...
-    def to_dict(self) -> dict:
+    def to_dict(self) -> gpufleet.engine_records.CycleRecord:
         """
         Plain data for JSON/YAML, one key per field: cycle, binds, evictions, pending, queues, held, target.
         """
     @property
-    def binds(self) -> typing.Any:
+    def binds(self) -> list[BindDecision]:
         """
         Tasks bound this cycle, a list of BindDecision.
         """
     @property
-    def cycle(self) -> typing.Any:
+    def cycle(self) -> int:
         """
         This cycle's number (0 for the first).
         """
     @property
-    def evictions(self) -> typing.Any:
+    def evictions(self) -> list[EvictDecision]:
         """
         Tasks evicted this cycle, a list of EvictDecision.
         """
     @property
-    def held(self) -> typing.Any:
+    def held(self) -> list[HeldCapacity]:
         """
         Capacity held for the target per node, a list of HeldCapacity (empty: no target).
         """
     @property
-    def held_gpus(self) -> typing.Any:
+    def held_gpus(self) -> float:
         """
         GPUs (whole-GPU equivalents) held for the target at the end of the cycle.
         """
     @property
-    def pending(self) -> typing.Any:
+    def pending(self) -> dict[str, str]:
         """
         Why each job short of its gang did not run: {job: reason}.
         """
     @property
-    def queues(self) -> typing.Any:
+    def queues(self) -> list[QueueShare]:
         """
         Each queue's standing, a list of QueueShare.
         """
     @property
-    def target(self) -> typing.Any:
+    def target(self) -> str:
         """
         The starvation target this cycle ("" none), whether or not it started.
         """
@@ -262,8 +263,8 @@ class JobState:
     """
     A job's standing in the engine, read under the engine's lock.
     """
-    derived: typing.ClassVar[tuple] = tuple()
-    fields: typing.ClassVar[tuple] = ('name', 'queue', 'priority', 'min_available', 'tasks', 'running', 'admitted', 'waiting_cycles')
+    derived: typing.ClassVar[tuple[str, ...]] = tuple()
+    fields: typing.ClassVar[tuple[str, ...]] = ('name', 'queue', 'priority', 'min_available', 'tasks', 'running', 'admitted', 'waiting_cycles')
     def __repr__(self) -> str:
         ...
     def to_dict(self) -> dict:
@@ -271,42 +272,42 @@ class JobState:
         Plain data for JSON/YAML, one key per field: name, queue, priority, min_available, tasks, running, admitted, waiting_cycles.
         """
     @property
-    def admitted(self) -> typing.Any:
+    def admitted(self) -> bool:
         """
         Whether the enqueue action admitted it.
         """
     @property
-    def min_available(self) -> typing.Any:
+    def min_available(self) -> int:
         """
         Tasks that must run together (the gang).
         """
     @property
-    def name(self) -> typing.Any:
+    def name(self) -> str:
         """
         The job's name.
         """
     @property
-    def priority(self) -> typing.Any:
+    def priority(self) -> int:
         """
         Its priority (higher goes first).
         """
     @property
-    def queue(self) -> typing.Any:
+    def queue(self) -> str:
         """
         The queue it belongs to.
         """
     @property
-    def running(self) -> typing.Any:
+    def running(self) -> int:
         """
         Number of its tasks running.
         """
     @property
-    def tasks(self) -> typing.Any:
+    def tasks(self) -> int:
         """
         Number of tasks in the job.
         """
     @property
-    def waiting_cycles(self) -> typing.Any:
+    def waiting_cycles(self) -> int:
         """
         Consecutive cycles the job was not ready to run.
         """
@@ -349,8 +350,8 @@ class JobView:
     """
     A job as a Python plugin's callbacks see it (a copy taken for the call).
     """
-    derived: typing.ClassVar[tuple] = tuple()
-    fields: typing.ClassVar[tuple] = ('name', 'queue', 'priority', 'min_available', 'tasks', 'occupied', 'waiting_cycles', 'allocated')
+    derived: typing.ClassVar[tuple[str, ...]] = tuple()
+    fields: typing.ClassVar[tuple[str, ...]] = ('name', 'queue', 'priority', 'min_available', 'tasks', 'occupied', 'waiting_cycles', 'allocated')
     def __repr__(self) -> str:
         ...
     def to_dict(self) -> dict:
@@ -358,42 +359,42 @@ class JobView:
         Plain data for JSON/YAML, one key per field: name, queue, priority, min_available, tasks, occupied, waiting_cycles, allocated.
         """
     @property
-    def allocated(self) -> typing.Any:
+    def allocated(self) -> Resources:
         """
         Resources its occupying tasks hold.
         """
     @property
-    def min_available(self) -> typing.Any:
+    def min_available(self) -> int:
         """
         Tasks that must run together (the gang).
         """
     @property
-    def name(self) -> typing.Any:
+    def name(self) -> str:
         """
         The job's name.
         """
     @property
-    def occupied(self) -> typing.Any:
+    def occupied(self) -> int:
         """
         Number of its tasks allocated or running.
         """
     @property
-    def priority(self) -> typing.Any:
+    def priority(self) -> int:
         """
         Its priority (higher goes first).
         """
     @property
-    def queue(self) -> typing.Any:
+    def queue(self) -> str:
         """
         The queue it belongs to.
         """
     @property
-    def tasks(self) -> typing.Any:
+    def tasks(self) -> int:
         """
         Number of tasks in the job.
         """
     @property
-    def waiting_cycles(self) -> typing.Any:
+    def waiting_cycles(self) -> int:
         """
         Consecutive cycles the job was not ready to run.
         """
@@ -401,8 +402,8 @@ class TaskView:
     """
     A task as a Python plugin's callbacks see it (a copy taken for the call).
     """
-    derived: typing.ClassVar[tuple] = tuple()
-    fields: typing.ClassVar[tuple] = ('name', 'job', 'priority', 'status', 'node', 'request')
+    derived: typing.ClassVar[tuple[str, ...]] = tuple()
+    fields: typing.ClassVar[tuple[str, ...]] = ('name', 'job', 'priority', 'status', 'node', 'request')
     def __repr__(self) -> str:
         ...
     def to_dict(self) -> dict:
@@ -410,32 +411,32 @@ class TaskView:
         Plain data for JSON/YAML, one key per field: name, job, priority, status, node, request.
         """
     @property
-    def job(self) -> typing.Any:
+    def job(self) -> str:
         """
         The job it belongs to.
         """
     @property
-    def name(self) -> typing.Any:
+    def name(self) -> str:
         """
         The task's pod name.
         """
     @property
-    def node(self) -> typing.Any:
+    def node(self) -> str | None:
         """
         The node while allocated or running, else None.
         """
     @property
-    def priority(self) -> typing.Any:
+    def priority(self) -> int:
         """
         The pod's priority.
         """
     @property
-    def request(self) -> typing.Any:
+    def request(self) -> Resources:
         """
         What the task asks for, as Resources.
         """
     @property
-    def status(self) -> typing.Any:
+    def status(self) -> str:
         """
         The task's state: pending, allocated, running or releasing.
         """
@@ -443,8 +444,8 @@ class QueueView:
     """
     A queue as a Python plugin's callbacks see it (a copy taken for the call).
     """
-    derived: typing.ClassVar[tuple] = tuple()
-    fields: typing.ClassVar[tuple] = ('name', 'weight', 'allocated', 'request', 'deserved')
+    derived: typing.ClassVar[tuple[str, ...]] = tuple()
+    fields: typing.ClassVar[tuple[str, ...]] = ('name', 'weight', 'allocated', 'request', 'deserved')
     def __repr__(self) -> str:
         ...
     def to_dict(self) -> dict:
@@ -452,27 +453,27 @@ class QueueView:
         Plain data for JSON/YAML, one key per field: name, weight, allocated, request, deserved.
         """
     @property
-    def allocated(self) -> typing.Any:
+    def allocated(self) -> Resources:
         """
         Resources its running tasks hold.
         """
     @property
-    def deserved(self) -> typing.Any:
+    def deserved(self) -> Resources:
         """
         Its deserved resources; inf when no plugin sets them.
         """
     @property
-    def name(self) -> typing.Any:
+    def name(self) -> str:
         """
         The queue's name.
         """
     @property
-    def request(self) -> typing.Any:
+    def request(self) -> Resources:
         """
         Resources held plus pending requests (its demand).
         """
     @property
-    def weight(self) -> typing.Any:
+    def weight(self) -> float:
         """
         The queue's weight.
         """

@@ -22,6 +22,10 @@ class SimJobs:
         """
         Every column by name, as NumPy arrays in a fixed order (a DataFrame's input).
         """
+    def to_lists(self) -> dict:
+        """
+        Every column by name, as Python lists (float, int or bool values) in to_dict's order; needs no NumPy.
+        """
     @property
     def dropped(self) -> numpy.ndarray:
         """
@@ -86,6 +90,10 @@ class SimTimeseries:
     def to_dict(self) -> dict:
         """
         Every column by name, as NumPy arrays in a fixed order (a DataFrame's input).
+        """
+    def to_lists(self) -> dict:
+        """
+        Every column by name, as Python lists (float, int or bool values) in to_dict's order; needs no NumPy.
         """
     @property
     def busy_gpus(self) -> numpy.ndarray:
@@ -257,7 +265,7 @@ def sim_check_policy(spec: str) -> None:
     """
     Raises KeyError/ValueError if the policy spec is not valid.
     """
-def sim_run(cluster: typing.Any, job_id: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], submit_time: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], num_gpu: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], duration: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], speed: typing.Any, memory_gib: typing.Any, options: SimOptions) -> SimRun:
+def sim_run(cluster: typing.Any, job_id: typing.Any, submit_time: typing.Any, num_gpu: typing.Any, duration: typing.Any, speed: typing.Any, memory_gib: typing.Any, options: SimOptions) -> SimRun:
     """
     Runs the job-time simulator over the job columns with the run's SimOptions; see gpufleet.sim.simulate for the friendly wrapper.
     """

@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--gpushare-annotations", choices=["auto", "always", "never"], default="auto",
                    help="write ALIYUN_COM_GPU_MEM_* annotations (auto: for aliyun.com/gpu-mem pods)")
     p.add_argument("--resync-s", type=seconds(*RESYNC_S), default=300.0,
-                   help="with --kube: seconds between full re-lists behind the watches, "
+                   help="with --kube: seconds between full re-lists behind the watches (the DRA ones too), "
                         f"{RESYNC_S[0]:g} to {RESYNC_S[1]:,.0f} (default %(default)s)")
     p.add_argument("--dra", action="store_true",
                    help="with --kube: watch ResourceSlices, DeviceClasses and ResourceClaims, and "
@@ -115,7 +115,7 @@ def handler(args: argparse.Namespace) -> int:
             st, _, watcher = kube.load_kube(resync_s=args.resync_s, **kw)
             if args.dra:
                 from gpufleet.k8s.extender import dra
-                dra_sync = dra.enable(st)
+                dra_sync = dra.enable(st, resync_s=args.resync_s)
         else:
             st = state.load_scenario(args.state, journal=args.journal or f"{args.state}.journal",
                                      accept_journal_loss=args.accept_journal_loss, **kw)

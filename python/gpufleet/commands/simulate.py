@@ -140,8 +140,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         from gpufleet import traces as T
-        # Only the summary to print: the trace is read into NumPy columns where its format can,
-        # and no frame is built, so a small run does not wait for pandas to import.
+        # Only the summary to print: the trace is read into plain columns where its format can,
+        # and no frame is built, so a small run waits for neither pandas nor NumPy to import.
         summary_only = args.output != "wide" and not args.jobs_csv
         try:
             loaded = T.load(format=args.format, trace=args.trace, missing=args.missing, cluster=args.cluster,

@@ -179,6 +179,18 @@ class DraCluster:
             self._maps.pop(node["metadata"]["name"], None)
             self._filed = False  # the nodes' order changed
 
+    def remove_node(self, name: str) -> None:
+        """Forgets the Node `name` (NotFoundError if unknown): its devices are offered no more.
+        Slices and claims are kept (their own deletions remove them); the claims' holds in an
+        attached Cluster go with that Cluster's node."""
+        with self._lock:
+            if name not in self._nodes:
+                raise NotFoundError(f"Node {name}: not found")
+            del self._nodes[name]
+            self._tables.pop(name, None)
+            self._maps.pop(name, None)
+            self._filed = False
+
     def apply(self, obj: dict[str, Any], keep_unheld: bool = False) -> None:
         """Adds or replaces a ResourceSlice, DeviceClass or ResourceClaim (by ``kind``). A claim's
         status is taken as it is (its allocation must fit what is left). With `keep_unheld`, a

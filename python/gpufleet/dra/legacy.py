@@ -244,13 +244,13 @@ def device_use(cluster: Any, node: str | None = None) -> dict[str, dict[tuple[st
     """Per node (only `node` when given): (type, minor) -> (core percent, memory bytes) of its
     Cluster devices that hold some usage."""
     u = cluster.device_usage(copy=True)
-    names = u["node_names"]
     out: dict[str, dict[tuple[str, int], tuple[int, int]]] = {}
+    names = u["node_name"]
     mask = (u["core_used"] > 0) | (u["memory_used"] > 0)  # the devices in use only, read in C
-    if node is not None:
-        mask &= u["node"] == (names.index(node) if node in names else -1)
     for i in mask.nonzero()[0].tolist():
-        out.setdefault(names[u["node"][i]], {})[(u["type"][i], int(u["minor"][i]))] = (
+        if node is not None and names[i] != node:
+            continue
+        out.setdefault(names[i], {})[(u["type"][i], int(u["minor"][i]))] = (
             int(u["core_used"][i]), int(u["memory_used"][i]))
     return out
 

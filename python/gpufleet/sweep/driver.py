@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpufleet._lazy import lazy
 
@@ -17,7 +17,10 @@ from .inputs import Setup, load_setup, trace_list
 from .results import frame, read_result, result_path, write_result
 from .run import check_option_names, preflight
 
-pd = lazy("pandas")
+if TYPE_CHECKING:  # checkers see the frames' type
+    import pandas as pd
+else:
+    pd = lazy("pandas")
 
 __all__ = ["experiments", "sweep"]
 

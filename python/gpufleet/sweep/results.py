@@ -9,14 +9,17 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpufleet._lazy import lazy
 
 from .errors import SweepError
 from .experiment import Experiment
 
-pd = lazy("pandas")
+if TYPE_CHECKING:  # checkers see the frames' type
+    import pandas as pd
+else:
+    pd = lazy("pandas")
 
 __all__ = ["frame", "load_published_alloc", "read_result", "read_results", "result_path", "summarize",
            "write_result"]

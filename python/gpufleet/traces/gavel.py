@@ -26,8 +26,6 @@ import math
 from pathlib import Path
 from typing import Literal
 
-import numpy as np
-
 from gpufleet._lazy import lazy
 
 from ._fields import FirstSeen, JsonDoc, PathLike, Row, make_frame, read_text, show
@@ -36,6 +34,7 @@ from .limits import MAX_COUNT, MAX_GPUS, MAX_RATE, MAX_SECONDS
 from .registry import ClusterFile, SideInput, TraceFormat, register
 from .schema import THROUGHPUT_PREFIX, finish_jobs
 
+np = lazy("numpy")  # the command line's summary path reads traces without NumPy or pandas
 pd = lazy("pandas")  # imported by the first frame built: the command line's readers need none
 
 __all__ = ["GPU_MODELS", "THROUGHPUT_COLUMNS", "TRACE_COLUMNS", "gavel_as_jobs", "load_gavel_cluster_spec",

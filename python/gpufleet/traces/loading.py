@@ -78,8 +78,8 @@ def load(format: str | None = None, trace: str | os.PathLike | None = None, *,
     * ``cluster``: for job formats, anything :func:`gpufleet.sim.cluster_spec` reads, or a
       cluster file a format declares (a Tiresias cluster CSV, a Gavel cluster-spec JSON).
     * ``columns``: where the format can (``job_columns``, e.g. tiresias), ``jobs`` is a dict of
-      NumPy columns read without pandas (:func:`gpufleet.sim.simulate_summary` takes it); else,
-      and by default, a DataFrame.
+      plain columns (``array.array``, lists) read without pandas or NumPy
+      (:func:`gpufleet.sim.simulate_summary` takes it); else, and by default, a DataFrame.
 
     Bad input raises ValueError (:class:`~gpufleet.traces.TraceError` for a file's content,
     :class:`MissingInput` for an input not given) naming what is wrong; a file that is not there

@@ -31,8 +31,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-import numpy as np
-
 from gpufleet._lazy import lazy
 
 from ._fields import FirstSeen, PathLike, Row, csv_rows, make_frame
@@ -41,6 +39,7 @@ from .limits import MAX_CPU_MILLI, MAX_GPUS, MAX_MEMORY_MIB, MAX_SECONDS
 from .registry import SideInput, TraceFormat, header_columns, register
 from .schema import finish_jobs
 
+np = lazy("numpy")  # the command line's summary path reads traces without NumPy or pandas
 pd = lazy("pandas")  # imported by the first frame built: the command line's readers need none
 
 __all__ = ["GPU_MODELS", "NODE_COLUMNS", "POD_COLUMNS", "load_openb_nodes", "load_openb_pods",

@@ -25,7 +25,9 @@ other simulators. :mod:`gpufleet.pai2020` reproduces the simulator itself (docs/
 from __future__ import annotations
 
 import math
+from array import array
 from pathlib import Path
+from typing import Any
 
 from gpufleet._lazy import lazy
 
@@ -36,7 +38,7 @@ from .schema import finish_jobs
 
 pd = lazy("pandas")  # imported by the first frame built: the command line's readers need none
 
-__all__ = ["ESTIMATE_COLUMNS", "PAI2020_COLUMNS", "load_pai2020_jobs", "pai2020_as_jobs"]
+__all__ = ["ESTIMATE_COLUMNS", "PAI2020_COLUMNS", "load_pai2020_jobs", "pai2020_as_jobs", "pai2020_job_columns"]
 
 #: The duration estimates of the PAI-2020 trace, in the order of its policies (SJU, SJG, SJGG).
 ESTIMATE_COLUMNS: tuple[str, ...] = ("user_dur", "group_dur", "group_gpu_dur", "user_gpu_dur")
@@ -59,6 +61,10 @@ def load_pai2020_jobs(path: PathLike) -> pd.DataFrame:
     """Load a PAI-2020 simulator trace into :data:`PAI2020_COLUMNS`, in file order, checking every
     row (TraceError naming file, line and field). Absent or blank values take the simulator's
     defaults (module docstring); an estimate left blank is NaN."""
+    return make_frame(_read_job_file(path), PAI2020_COLUMNS)
+
+
+def _read_job_file(path: PathLike) -> dict[str, list[object]]:
     path = Path(path)
     header = set(csv_header(path))
     optional = ["user", "gpu_type", "submit_time", "num_gpu", "num_cpu", "num_inst", *ESTIMATE_COLUMNS]
@@ -83,7 +89,7 @@ def load_pai2020_jobs(path: PathLike) -> pd.DataFrame:
         }
         for column, value in values.items():
             columns[column].append(value)
-    return make_frame(columns, PAI2020_COLUMNS)
+    return columns
 
 
 def pai2020_as_jobs(jobs: pd.DataFrame) -> pd.DataFrame:
@@ -104,6 +110,31 @@ def pai2020_as_jobs(jobs: pd.DataFrame) -> pd.DataFrame:
     return finish_jobs(out, "pai2020 jobs")
 
 
+def pai2020_job_columns(path: PathLike) -> dict[str, Any]:
+    """``pai2020_as_jobs(load_pai2020_jobs(path))`` as plain columns, read without pandas or NumPy
+    (the command line's summary path): integer columns as ``array.array("q")``, float columns as
+    ``array.array("d")``, text as lists of str; the frame's columns, values and row order (by
+    submit time, then job id). The reader checks every row as the frame's does, bar one: a gang
+    of more GPUs than :data:`~gpufleet.traces.limits.MAX_GPUS`, which the frame's checks refuse,
+    so such a trace is handed to them for their error."""
+    raw = _read_job_file(path)
+    gpus = [max(1, math.ceil(g * i)) for g, i in zip(raw["num_gpu"], raw["num_inst"])]   # type: ignore[operator]
+    if any(g > MAX_GPUS for g in gpus):
+        pai2020_as_jobs(load_pai2020_jobs(path))   # raises, naming the row
+    columns: dict[str, tuple[str | None, list[Any]]] = {   # finish_jobs's order
+        "job_id": ("q", raw["job_id"]), "submit_time": ("d", raw["submit_time"]), "num_gpu": ("q", gpus),
+        "duration": ("d", [float(max(1, int(d))) for d in raw["duration"]]),   # type: ignore[call-overload]
+        "model_name": (None, [t or "unknown" for t in raw["gpu_type"]]), "user": (None, raw["user"]),
+        "gpu_per_inst": ("d", raw["num_gpu"]), "cpu_per_inst": ("d", raw["num_cpu"]),
+        "num_inst": ("q", raw["num_inst"]), "trace_duration": ("d", raw["duration"]),
+        **{c: ("d", raw[c]) for c in ESTIMATE_COLUMNS}, "trace_row": ("q", raw["trace_row"]),
+    }
+    ids, submits = raw["job_id"], raw["submit_time"]
+    order = sorted(range(len(ids)), key=lambda k: (submits[k], ids[k]))   # ids are unique: no ties
+    return {name: [values[k] for k in order] if code is None else array(code, (values[k] for k in order))
+            for name, (code, values) in columns.items()}
+
+
 def _is_pai_trace(path: Path, head: str) -> bool:
     columns = header_columns(head)
     named = path.name.startswith("pai_job_")
@@ -113,6 +144,6 @@ def _is_pai_trace(path: Path, head: str) -> bool:
 
 register(TraceFormat(
     name="pai2020", summary="Alibaba PAI-2020 simulator jobs (pai_job_*_100K.csv)",
-    load=load_pai2020_jobs, as_jobs=pai2020_as_jobs, sniff=_is_pai_trace,
+    load=load_pai2020_jobs, as_jobs=pai2020_as_jobs, job_columns=pai2020_job_columns, sniff=_is_pai_trace,
     default_cluster=6500, simulator="pai2020",
     recognised="a .csv named pai_job_*, or with the columns job_id,duration,num_cpu,num_gpu"))

@@ -11,11 +11,10 @@ that never started or finished.
 """
 from __future__ import annotations
 
+from array import array
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from gpufleet._lazy import lazy
 
@@ -25,9 +24,10 @@ from .limits import MAX_GPUS, MAX_SECONDS
 from .registry import TraceFormat, register
 from .schema import finish_jobs
 
+np = lazy("numpy")  # the command line's summary path reads traces without NumPy or pandas
 pd = lazy("pandas")  # imported by the first frame built: the command line's readers need none
 
-__all__ = ["PHILLY_COLUMNS", "load_philly_jobs", "philly_as_jobs"]
+__all__ = ["PHILLY_COLUMNS", "load_philly_jobs", "philly_as_jobs", "philly_job_columns"]
 
 PHILLY_COLUMNS: dict[str, str] = {
     "job_id": "object", "user": "object", "vc": "object", "submit_time": "float64",
@@ -50,6 +50,16 @@ def load_philly_jobs(path: PathLike) -> pd.DataFrame:
     a duration or a span of submissions over 10**10 s) raise :class:`TraceError` with the
     line where the job's object starts.
     """
+    columns, dropped = _read_log(path)
+    df = make_frame(columns, PHILLY_COLUMNS)
+    df = df.sort_values("submit_time", kind="stable").reset_index(drop=True)
+    df.attrs["dropped"] = dropped
+    return df
+
+
+def _read_log(path: PathLike) -> tuple[dict[str, list[Any]], int]:
+    """The kept jobs' columns in log order, submit times from the first submission, and how many
+    jobs were dropped."""
     doc = JsonDoc(path)
     columns: dict[str, list[object]] = {c: [] for c in PHILLY_COLUMNS}
     lines: list[int] = []
@@ -67,17 +77,15 @@ def load_philly_jobs(path: PathLike) -> pd.DataFrame:
         lines.append(line)
         for column, value in zip(PHILLY_COLUMNS, record):
             columns[column].append(value)
-    df = make_frame(columns, PHILLY_COLUMNS)
-    if len(df):
-        df["submit_time"] -= df["submit_time"].min()
-        late = int(df["submit_time"].to_numpy().argmax())
-        if df.at[late, "submit_time"] > MAX_SECONDS:
-            raise TraceError(doc.source, lines[late], "submitted_time",
-                             f"{df.at[late, 'submit_time']:g} s after the first submission "
-                             f"(at most {MAX_SECONDS:g})")
-    df = df.sort_values("submit_time", kind="stable").reset_index(drop=True)
-    df.attrs["dropped"] = dropped
-    return df
+    submits: list[float] = columns["submit_time"]   # type: ignore[assignment]
+    if submits:
+        first = min(submits)
+        submits[:] = [t - first for t in submits]
+        latest = max(submits)
+        if latest > MAX_SECONDS:
+            raise TraceError(doc.source, lines[submits.index(latest)], "submitted_time",
+                             f"{latest:g} s after the first submission (at most {MAX_SECONDS:g})")
+    return columns, dropped
 
 
 def _job(row: Row) -> tuple[object, ...] | None:
@@ -138,6 +146,23 @@ def _gpus(row: Row, detail: Any) -> int:
     return total
 
 
+def philly_job_columns(path: PathLike) -> dict[str, Any]:
+    """``philly_as_jobs(load_philly_jobs(path))`` as plain columns, read without pandas or NumPy
+    (the command line's summary path): job_id, num_gpu as ``array.array("q")``, submit_time,
+    duration as ``array.array("d")``, model_name, user, vc as lists of str; the frame's values and
+    row order. Every check the frame makes is made as the log is read."""
+    raw, _ = _read_log(path)
+    submits = raw["submit_time"]
+    order = sorted(range(len(submits)), key=submits.__getitem__)   # stable, as the frame sorts
+    kept = [k for k in order if raw["duration"][k] > 0]
+    return {"job_id": array("q", (position for position, k in enumerate(order) if raw["duration"][k] > 0)),
+            "submit_time": array("d", (submits[k] for k in kept)),
+            "num_gpu": array("q", (raw["num_gpu"][k] for k in kept)),
+            "duration": array("d", (raw["duration"][k] for k in kept)),
+            "model_name": ["unknown"] * len(kept),
+            "user": [raw["user"][k] for k in kept], "vc": [raw["vc"][k] for k in kept]}
+
+
 def philly_as_jobs(jobs: pd.DataFrame) -> pd.DataFrame:
     """Unified job schema: job_id = position in submit order, model_name ``"unknown"``
     (the log has none); user and vc kept for fairness-aware policies. Jobs whose last
@@ -156,5 +181,6 @@ def philly_as_jobs(jobs: pd.DataFrame) -> pd.DataFrame:
 
 register(TraceFormat(
     name="philly", summary="Philly cluster_job_log (JSON)", load=load_philly_jobs, as_jobs=philly_as_jobs,
+    job_columns=philly_job_columns,
     sniff=lambda path, head: path.suffix == ".json" and head.lstrip("\ufeff \t\r\n").startswith("["),
     recognised="a .json file holding a list"))

@@ -74,8 +74,9 @@ class TraceFormat:
       takes ``missing=`` (:data:`MISSING_RULES`).
     * ``sniff(path, first_line)`` recognises its files (``recognised`` says how, for people);
       two formats must never both claim one file.
-    * ``job_columns(path)``: optional, ``as_jobs(load(path))`` as NumPy columns read without
-      pandas, for formats without side inputs (:func:`~gpufleet.traces.load` with ``columns=True``).
+    * ``job_columns(path)``: optional, ``as_jobs(load(path))`` as plain columns read without
+      pandas or NumPy (``array.array`` of int64 "q" or float64 "d", a list of text), for formats
+      without side inputs (:func:`~gpufleet.traces.load` with ``columns=True``).
     * ``generate(num_jobs, seed=)``: jobs without a trace file (synthetic); ``default_cluster``:
       the cluster such a trace is simulated on when none is given.
     * ``simulator``: the name of the simulator that runs this format's traces as their authors'

@@ -21,14 +21,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
 from gpufleet._lazy import lazy
 
 from ._fields import FirstSeen, PathLike, Row, csv_header, csv_rows, make_frame
 from .errors import TraceError
 from .limits import INT64_MAX, MAX_COUNT, MAX_GPUS, MAX_RATE, MAX_SECONDS
 
+np = lazy("numpy")  # the command line's summary path reads traces without NumPy or pandas
 pd = lazy("pandas")  # imported by the first frame built: the command line's readers need none
 
 __all__ = ["JOB_COLUMNS", "EXTRA_JOB_COLUMNS", "THROUGHPUT_PREFIX", "finish_jobs", "load_jobs_csv",

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from gpufleet._lazy import lazy
 
@@ -21,11 +20,15 @@ from .openb import FULL_GPU_MILLI, NODE_COLUMNS, POD_COLUMNS
 from .registry import TraceFormat, header_columns, register
 from .schema import EXTRA_JOB_COLUMNS, JOB_COLUMNS, THROUGHPUT_PREFIX, finish_jobs, load_jobs_csv
 
+np = lazy("numpy")  # the command line's summary path reads traces without NumPy or pandas
 pd = lazy("pandas")  # imported by the first frame built: the command line's readers need none
 
 __all__ = ["DEFAULT_SPEEDUPS", "synthetic_jobs", "synthetic_openb"]
 
-Seed = int | np.random.Generator | None
+if TYPE_CHECKING:   # a type only: naming it must not import NumPy
+    import numpy
+
+    Seed = int | numpy.random.Generator | None
 # Mean speed relative to a V100, roughly the middle of Gavel's measurements.
 DEFAULT_SPEEDUPS: dict[str, float] = {"k80": 0.25, "p100": 0.6, "v100": 1.0}
 _MODEL_NAMES = ("resnet18", "resnet50", "vgg16", "transformer", "lm", "recommendation", "a3c", "cyclegan")

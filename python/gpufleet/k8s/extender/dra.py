@@ -27,6 +27,7 @@ state's lock, as its own do.
 """
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
@@ -36,6 +37,8 @@ from gpufleet.dra.cluster import DraCluster, claim_key
 from gpufleet.dra.legacy import PSEUDO_POD_PREFIX
 from gpufleet.dra.objects import DraError
 from gpufleet.dra.pools import selector_matches
+
+from .listwatch import WatchLoops
 
 log = logging.getLogger(__name__)
 
@@ -55,10 +58,15 @@ def resource_client() -> Any:
 
 class DraSync:
     """Keeps a DraCluster equal to the API server's DRA objects and nodes. With `state` (an
-    ExtenderState), the DraCluster shares its Cluster: one ledger for claims and pods."""
+    ExtenderState), the DraCluster shares its Cluster: one ledger for claims and pods.
+
+    Each DRA kind is listed, then watched (listwatch.py, as the pods are); a watch that expired
+    or failed is followed by a fresh list of its kind, which replaces the DraCluster: objects the
+    list lacks are gone, deleted claims' holds with them. Nodes come from the extender's node
+    watch (kube.py: node_event, nodes_listed)."""
 
     def __init__(self, core_v1: Any, resource_v1: Any, cluster: Optional[DraCluster] = None,
-                 state: Any = None) -> None:
+                 state: Any = None, resync_s: float = 300.0, watch_timeout_s: float = 60.0) -> None:
         self.core = core_v1
         self.api = resource_v1
         self.state = state
@@ -66,49 +74,168 @@ class DraSync:
         self.lock = state.lock if state is not None else threading.RLock()
         self.cluster = cluster if cluster is not None else self._new_cluster()
         self.conflicts: dict[str, str] = {}   # claim -> why: devices pods outside DRA hold too
-        self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
+        self.nodes: dict[str, dict[str, Any]] = {}   # the Nodes as DRA reads them: name, labels
+        # Per kind, name -> resourceVersion of what was listed or watched: a re-list that
+        # finds the same replaces nothing.
+        self._versions: dict[str, dict[str, str]] = {kind: {} for kind in KINDS}
+        # Claims this process allocated, with the version they had then: a re-list that shows
+        # that version again predates the status write, and keeps the allocation.
+        self._written: dict[str, str] = {}
+        self.loops = WatchLoops(resync_s, watch_timeout_s)
+        for kind in KINDS:
+            self.loops.add(kind, functools.partial(self.relist, kind),
+                           functools.partial(self._call, kind), functools.partial(self.event, kind))
 
     def _new_cluster(self) -> DraCluster:
         return DraCluster(cluster=self.state.cluster if self.state is not None else None)
+
+    def _call(self, kind: str, **kw: Any) -> Any:
+        return getattr(self.api, KINDS[kind])(**kw)
+
+    def _list(self, kind: str) -> dict[str, Any]:
+        return _raw(self._call(kind, _preload_content=False))
 
     def sync(self) -> DraCluster:
         """Lists nodes, classes, slices and claims (claims with their status) into a fresh
         DraCluster and makes it current; objects gpufleet cannot read are logged and skipped.
         The claims' holds in the shared Cluster are replaced by those of the listed claims."""
         nodes = _raw(self.core.list_node(_preload_content=False)).get("items", [])
-        listed = [(kind, _raw(getattr(self.api, KINDS[kind])(_preload_content=False)).get("items", []))
-                  for kind in ("DeviceClass", "ResourceSlice", "ResourceClaim")]
+        listed = {kind: self._list(kind) for kind in KINDS}
         with self.lock:  # the API calls above are not made under it: binds wait for no I/O
-            if self.state is not None:  # the previous list's holds: the new list decides
-                for a in list(self.state.cluster.allocations()):
-                    if a.pod.startswith(PSEUDO_POD_PREFIX):
-                        self.state.cluster.release(a.pod)
-            fresh = self._new_cluster()
-            for node in nodes:
-                fresh.add_node({"metadata": node["metadata"]})
-            for kind, items in listed:
-                for obj in items:
-                    try:
-                        fresh.apply({**obj, "kind": kind}, keep_unheld=True)
-                    except DraError as e:
-                        log.warning("skipped: %s", e)
-            self.cluster = fresh
-            self._report(fresh.unheld())
+            self.nodes = {m["metadata"]["name"]: m for m in map(_node_meta, nodes) if m}
+            objects = {kind: data.get("items") or [] for kind, data in listed.items()}
+            objects["ResourceClaim"] = self._kept_writes(objects["ResourceClaim"])
+            fresh = self._replace(objects)
+            for kind, data in listed.items():
+                self.loops.listed(kind, (data.get("metadata") or {}).get("resourceVersion"))
+        return fresh
+
+    def relist(self, kind: str, why: str = "resync") -> None:
+        """Lists one DRA kind afresh (after its watch expired or failed, or as the resync) and
+        replaces what is known of it: objects the list lacks are deleted (a claim's hold with
+        it), those it changed are taken as listed, the other kinds are kept. A claim this
+        process allocated keeps that allocation if the list shows it as it was before (the list
+        predates the status write)."""
+        data = self._list(kind)
+        items = data.get("items") or []
+        listed = {key: _version(o) for o in items if (key := _key(kind, o))}
+        with self.lock:
+            known = self._versions[kind]
+            gone = sorted(set(known) - set(listed))
+            changed = sorted(n for n, v in listed.items() if known.get(n) != v)
+            for key in gone if kind == "ResourceClaim" else ():
+                self._written.pop(key, None)
+            if gone or changed:
+                snap = self.cluster.snapshot()
+                objects = {"DeviceClass": snap["classes"], "ResourceSlice": snap["slices"],
+                           "ResourceClaim": snap["claims"]}
+                objects[kind] = self._kept_writes(items) if kind == "ResourceClaim" else items
+                self._replace(objects, only=kind)
+            self.loops.listed(kind, (data.get("metadata") or {}).get("resourceVersion"))
+        log.info("re-list of %s (%s): %d listed, %s", kind, why, len(items),
+                 f"{_names(gone)} gone, {_names(changed)} new or changed"
+                 if gone or changed else "nothing changed")
+
+    def _kept_writes(self, claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        out = []
+        for obj in claims:
+            key = _key("ResourceClaim", obj)
+            base = self._written.pop(key, None)
+            if base is not None and base == _version(obj):
+                try:
+                    mine = self.cluster.claim(key)
+                except KeyError:
+                    mine = {}
+                if (mine.get("status") or {}).get("allocation"):
+                    obj = mine
+                    self._written[key] = base   # still to come back through the watch
+            out.append(obj)
+        return out
+
+    def _replace(self, objects: dict[str, list[dict[str, Any]]], only: Optional[str] = None) -> DraCluster:
+        """A fresh DraCluster of the nodes and `objects` (per kind) made current, its claims'
+        holds in the shared Cluster in place of the previous ones. Under the lock: no bind or
+        filter sees half of it, and every claim still present is held once. `only`: the kind
+        listed (the others' versions are kept)."""
+        if self.state is not None:  # the previous holds: the new objects decide
+            for a in list(self.state.cluster.allocations()):
+                if a.pod.startswith(PSEUDO_POD_PREFIX):
+                    self.state.cluster.release(a.pod)
+        fresh = self._new_cluster()
+        for node in self.nodes.values():
+            fresh.add_node(node)
+        for kind in ("DeviceClass", "ResourceSlice", "ResourceClaim"):
+            versions = {}
+            for obj in objects[kind]:
+                try:
+                    fresh.apply({**obj, "kind": kind}, keep_unheld=True)
+                except DraError as e:
+                    log.warning("skipped: %s", e)
+                if _key(kind, obj):   # known even if skipped: the same version is skipped again
+                    versions[_key(kind, obj)] = _version(obj)
+            if only in (None, kind):
+                self._versions[kind] = versions
+        self.cluster = fresh
+        self._report(fresh.unheld())
         return fresh
 
     def event(self, kind: str, verb: str, obj: dict[str, Any]) -> None:
         """One watch event (ADDED, MODIFIED or DELETED) of a DRA object."""
         with self.lock:
+            key = _key(kind, obj)
+            if key:
+                if verb == "DELETED":
+                    self._versions[kind].pop(key, None)
+                else:
+                    self._versions[kind][key] = _version(obj)
+                if kind == "ResourceClaim":
+                    self._written.pop(key, None)   # the server's newer word on it
             try:
                 if verb == "DELETED":
-                    name = claim_key(obj) if kind == "ResourceClaim" else obj["metadata"]["name"]
-                    self.cluster.delete(kind, name)
+                    self.cluster.delete(kind, key)
                 else:
                     self.cluster.apply({**obj, "kind": kind}, keep_unheld=True)
             except (DraError, KeyError) as e:
                 log.warning("%s %s ignored: %s", kind, verb, e)
             self._report(self.cluster.unheld())
+
+    def node_event(self, verb: str, obj: dict[str, Any]) -> None:
+        """A Node added, changed or deleted (the extender's node watch, kube.py). DRA reads its
+        name and labels (claims' node selectors); a deleted node's devices are offered no more.
+        Called before the extender's Cluster takes the change, so that the claims it holds
+        again there (a node that comes back) find the node known."""
+        meta = _node_meta(obj)
+        if meta is None:
+            return
+        name = meta["metadata"]["name"]
+        with self.lock:
+            if verb == "DELETED":
+                if self.nodes.pop(name, None) is not None:
+                    try:
+                        self.cluster.remove_node(name)
+                    except KeyError:
+                        pass
+                    log.info("node %s deleted: DRA offers its devices no more", name)
+            elif self.nodes.get(name) != meta:   # heartbeats change neither name nor labels
+                new = name not in self.nodes
+                self.nodes[name] = meta
+                self.cluster.add_node(meta)
+                if new and self.state is not None and self.state.cluster.has_node(name):
+                    self._report(self.cluster.rehold(name))   # its claims could not hold it yet
+
+    def nodes_listed(self, names: set[str]) -> None:
+        """A list of the Nodes (kube.py's re-list) names these: the others are deleted."""
+        with self.lock:
+            for name in sorted(set(self.nodes) - set(names)):
+                self.node_event("DELETED", {"metadata": {"name": name}})
+
+    def wrote(self, claim: str, done: bool = True) -> None:
+        """This process allocated `claim` (`done`), or took that back: a re-list that shows the
+        claim as it was before keeps the allocation (called under the lock)."""
+        if done:
+            self._written[claim] = self._versions["ResourceClaim"].get(claim, "")
+        else:
+            self._written.pop(claim, None)
 
     def rehold(self, node: Optional[str] = None, first: Optional[Callable[[], None]] = None) -> None:
         """The claims on `node` (or all) held in the shared Cluster again (DraCluster.rehold),
@@ -130,30 +257,41 @@ class DraSync:
         self.conflicts = unheld
 
     def start(self) -> "DraSync":
-        for kind in KINDS:
-            t = threading.Thread(target=self._watch, args=(kind,), name=f"dra-watch-{kind}", daemon=True)
-            t.start()
-            self._threads.append(t)
+        self.loops.start("dra-watch")
+        if self.state is not None:
+            self.state.ready_checks["DRA watches"] = self.loops.alive
         return self
 
     def stop(self, timeout_s: float = 5.0) -> None:
-        self._stop.set()
-        for t in self._threads:
-            t.join(timeout_s)
+        self.loops.stop(timeout_s)
 
-    def _watch(self, kind: str) -> None:
-        from kubernetes import watch
-        while not self._stop.is_set():
-            try:
-                for ev in watch.Watch().stream(getattr(self.api, KINDS[kind]), timeout_seconds=60):
-                    if self._stop.is_set():
-                        return
-                    obj = self.api.api_client.sanitize_for_serialization(ev["object"])
-                    self.event(kind, ev["type"], obj)
-            except Exception as e:  # noqa: BLE001 - a broken watch is re-listed and restarted
-                log.warning("watch of %s restarted: %s", kind, e)
-                if self._stop.wait(1.0):
-                    return
+
+def _key(kind: str, obj: dict[str, Any]) -> str:
+    """The name DraCluster files `obj` under (namespace/name for a claim); "" if it has none."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+        return ""
+    return claim_key(obj) if kind == "ResourceClaim" else meta["name"]
+
+
+def _names(keys: list[str], shown: int = 5) -> str:
+    """How many, and the first few by name (a log line stays short)."""
+    if not keys:
+        return "0"
+    return f"{len(keys)} ({', '.join(keys[:shown])}{', ...' if len(keys) > shown else ''})"
+
+
+def _version(obj: dict[str, Any]) -> str:
+    """The object's resourceVersion (its text where it has none: objects built by hand)."""
+    return obj["metadata"].get("resourceVersion") or json.dumps(obj, sort_keys=True)
+
+
+def _node_meta(node: Any) -> Optional[dict[str, Any]]:
+    """What DRA reads of a Node: its name and labels."""
+    meta = node.get("metadata") if isinstance(node, dict) else None
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
+        return None
+    return {"metadata": {"name": meta["name"], "labels": dict(meta.get("labels") or {})}}
 
 
 class DraBinder:
@@ -185,8 +323,9 @@ class DraBinder:
                     ns, cname = claim.split("/", 1)
                     # Recorded here first: a device another bind took meanwhile (a claim, or a
                     # pod in the shared Cluster) is refused before anything reaches the server.
-                    with self.sync.lock:
-                        cluster.commit(claim, allocation, reserved_for=owner)
+                    with self.sync.lock:  # the current DraCluster: a re-list may have replaced it
+                        self.sync.cluster.commit(claim, allocation, reserved_for=owner)
+                        self.sync.wrote(claim)
                     written.append(claim)
                     self.sync.api.patch_namespaced_resource_claim_status(
                         cname, ns, {"status": {"allocation": allocation, "reservedFor": owner}})
@@ -208,6 +347,7 @@ class DraBinder:
             except Exception as e:  # noqa: BLE001 - the watch will show what the server holds
                 log.warning("claim %s could not be released: %s", claim, e)
             with self.sync.lock:
+                self.sync.wrote(claim, done=False)
                 self.sync.cluster.release(claim)
 
 
@@ -286,13 +426,14 @@ def pod_claims(pod: dict[str, Any]) -> list[str]:
     return out
 
 
-def enable(state: Any, core_v1: Any = None, resource_v1: Any = None) -> DraSync:
+def enable(state: Any, core_v1: Any = None, resource_v1: Any = None,
+           resync_s: float = 300.0) -> DraSync:
     """Turns DRA on for an extender state: lists the DRA objects into a DraCluster that shares
     the state's Cluster (claims are held after the pods restored from annotations) and wraps its
-    binder. The sync it returns is not started yet."""
+    binder. The sync it returns is not started yet (its watches re-list every `resync_s` too)."""
     core_v1 = core_v1 if core_v1 is not None else getattr(state.binder, "api", None)
     resource_v1 = resource_v1 if resource_v1 is not None else resource_client()
-    sync = DraSync(core_v1, resource_v1, state=state)
+    sync = DraSync(core_v1, resource_v1, state=state, resync_s=resync_s)
     sync.sync()
     state.claim_ledger = sync
     state.binder = DraBinder(state.binder, sync,

@@ -1,11 +1,12 @@
 """The Kubernetes source of a `--kube` extender: the rebuild from pod annotations on start, then
 list-and-watch of nodes and bound pods, as an informer does.
 
-Each kind (nodes, pods) is listed once, then watched from the list's resourceVersion; a watch that
-ends is resumed from the last version seen, and one that expired (HTTP 410 Gone, or an ERROR
-event) is replaced by a fresh list, which is reconciled with the state. A full re-list also runs
-every `resync_s` as a safety net. Pod deletions and completions (phase Succeeded/Failed) release
-their devices; node additions, changes and deletions are applied as they arrive.
+Each kind (nodes, pods) is listed once, then watched from the list's resourceVersion
+(listwatch.py): a watch that ends is resumed from the last version seen, and one that expired
+(HTTP 410 Gone) or failed is followed by a fresh list, which is reconciled with the state. A full
+re-list also runs every `resync_s` as a safety net. Pod deletions and completions (phase
+Succeeded/Failed) release their devices; node additions, changes and deletions are applied as
+they arrive, and passed on to the DRA side (--dra, dra.py) too.
 """
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ import json
 import logging
 import threading
 import time
-from typing import Any, Callable, Iterable, Iterator, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from . import convert
 from .convert import ConvertError, PodArgs
+from .listwatch import WatchLoops
 from .state import ExtenderState, RebuildReport, holds_a_claim
 
 log = logging.getLogger("gpufleet.extender")
@@ -26,10 +28,6 @@ log = logging.getLogger("gpufleet.extender")
 POD_LIST_SELECTOR = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
 POD_WATCH_SELECTOR = "spec.nodeName!="
 FINISHED = ("Succeeded", "Failed")
-
-
-class WatchExpired(Exception):
-    """The watch's resourceVersion is too old (410 Gone): list again."""
 
 
 def kube_client() -> Any:
@@ -101,21 +99,20 @@ def reconcile(state: ExtenderState, live: Iterable[PodArgs], listed_at_ns: int,
     return {"released": released, "moved": moved, "restored": report.restored, "report": report}
 
 
-class KubeWatcher:
+class KubeWatcher(WatchLoops):
     """Keeps an ExtenderState in step with the API server (one thread per watched kind)."""
 
     def __init__(self, state: ExtenderState, core_v1: Any, resync_s: float = 300.0,
                  watch_timeout_s: float = 60.0) -> None:
+        super().__init__(resync_s, watch_timeout_s)
         self.state, self.api = state, core_v1
-        self.resync_s = resync_s
-        self.watch_timeout_s = max(1.0, min(watch_timeout_s, resync_s))
-        self._rv: dict[str, Optional[str]] = {"nodes": None, "pods": None}
-        self._listed_at: dict[str, float] = {"nodes": 0.0, "pods": 0.0}
         self._node_api_specs: dict[str, dict[str, Any]] = {}   # as converted, to skip no-ops
-        self._stop = threading.Event()
-        self._responses: dict[str, Any] = {}
-        self._threads: list[threading.Thread] = []
-        self.counters: dict[str, int] = {}
+        self.add("nodes", lambda why: self.relist_nodes(), lambda **kw: self.api.list_node(**kw),
+                 self._node_event)
+        self.add("pods", lambda why: self.relist_pods(),
+                 lambda **kw: self.api.list_pod_for_all_namespaces(
+                     field_selector=POD_WATCH_SELECTOR, **kw),
+                 self._pod_event)
 
     # ---- lists ---------------------------------------------------------------------------
     def sync(self) -> RebuildReport:
@@ -134,8 +131,9 @@ class KubeWatcher:
         for name in list(self.state.node_specs):
             if name not in seen:
                 self._node_event("DELETED", {"metadata": {"name": name}})
-        self._rv["nodes"] = (data.get("metadata") or {}).get("resourceVersion")
-        self._listed_at["nodes"] = time.monotonic()
+        if self.state.claim_ledger is not None:   # Nodes DRA knows that the list lacks are gone
+            self.state.claim_ledger.nodes_listed(seen)
+        self.listed("nodes", (data.get("metadata") or {}).get("resourceVersion"))
         self._count("node_lists")
 
     def relist_pods(self) -> RebuildReport:
@@ -147,8 +145,7 @@ class KubeWatcher:
             log.info("re-list: released %s", out["released"])
         report: RebuildReport = out["report"]
         self.state.rebuild.merge(report)
-        self._rv["pods"] = (data.get("metadata") or {}).get("resourceVersion")
-        self._listed_at["pods"] = time.monotonic()
+        self.listed("pods", (data.get("metadata") or {}).get("resourceVersion"))
         self._count("pod_lists")
         return report
 
@@ -158,6 +155,8 @@ class KubeWatcher:
         if not isinstance(name, str) or not name:
             return
         st = self.state
+        if st.claim_ledger is not None:   # DRA reads every Node, first: its claims may rehold
+            st.claim_ledger.node_event(kind, obj)
         if kind == "DELETED":
             self._node_api_specs.pop(name, None)
             try:
@@ -231,107 +230,12 @@ class KubeWatcher:
         if report.restored:
             log.info("pod %s: allocation restored from its annotations", key)
 
-    # ---- watch loops -------------------------------------------------------------------------
-    def start(self) -> "KubeWatcher":
-        for kind in ("nodes", "pods"):
-            t = threading.Thread(target=self._run, args=(kind,), name=f"gpufleet-watch-{kind}",
-                                 daemon=True)
-            t.start()
-            self._threads.append(t)
+    # ---- watch loops (listwatch.py) -------------------------------------------------------------
+    def start(self) -> "KubeWatcher":  # type: ignore[override]
+        super().start("gpufleet-watch")
         # Ready while both watch loops run (they retry API failures themselves).
-        self.state.ready_checks["kubernetes watches"] = (
-            lambda: not self._stop.is_set() and all(t.is_alive() for t in self._threads))
+        self.state.ready_checks["kubernetes watches"] = self.alive
         return self
-
-    def stop(self, timeout_s: float = 5.0) -> None:
-        self._stop.set()
-        for resp in list(self._responses.values()):
-            try:
-                resp.shutdown()   # unblocks a read waiting for the next event
-            except Exception:  # noqa: BLE001 - best effort on the way out
-                pass
-        for t in self._threads:
-            t.join(timeout=timeout_s)
-
-    def _count(self, what: str) -> None:
-        self.counters[what] = self.counters.get(what, 0) + 1
-
-    def _run(self, kind: str) -> None:
-        backoff = 0.2
-        while not self._stop.is_set():
-            try:
-                if self._rv[kind] is None or \
-                        time.monotonic() - self._listed_at[kind] > self.resync_s:
-                    self.relist_nodes() if kind == "nodes" else self.relist_pods()
-                self._watch(kind)
-                backoff = 0.2
-            except WatchExpired as e:
-                log.info("%s watch expired (%s); listing again", kind, e)
-                self._rv[kind] = None
-                self._count(f"{kind}_expired")
-            except Exception as e:  # noqa: BLE001 - an API hiccup must not end the watch
-                if self._stop.is_set():
-                    return
-                status = getattr(e, "status", None)
-                if status == 410:
-                    self._rv[kind] = None
-                    self._count(f"{kind}_expired")
-                    continue
-                log.warning("%s watch failed (%s: %s); retrying in %.1f s", kind,
-                            type(e).__name__, e, backoff)
-                self._count(f"{kind}_watch_errors")
-                self._stop.wait(backoff)
-                backoff = min(10.0, backoff * 2)
-
-    def _watch(self, kind: str) -> None:
-        kw: dict[str, Any] = dict(watch=True, resource_version=self._rv[kind],
-                                  allow_watch_bookmarks=True,
-                                  timeout_seconds=int(self.watch_timeout_s),
-                                  _request_timeout=self.watch_timeout_s + 10,
-                                  _preload_content=False)
-        if kind == "nodes":
-            resp = self.api.list_node(**kw)
-            handle = self._node_event
-        else:
-            resp = self.api.list_pod_for_all_namespaces(field_selector=POD_WATCH_SELECTOR, **kw)
-            handle = self._pod_event
-        self._responses[kind] = resp
-        try:
-            for line in _lines(resp):
-                if self._stop.is_set():
-                    return
-                event = json.loads(line)
-                typ, obj = event.get("type"), event.get("object") or {}
-                if typ == "ERROR":
-                    if obj.get("code") == 410:
-                        raise WatchExpired(obj.get("message", "410 Gone"))
-                    raise RuntimeError(f"watch error event: {obj}")
-                rv = (obj.get("metadata") or {}).get("resourceVersion")
-                if typ != "BOOKMARK":
-                    self._count(f"{kind}_events")
-                    try:
-                        handle(typ, obj)
-                    except Exception:  # noqa: BLE001 - one bad object must not stop the watch
-                        log.exception("%s event %s failed", kind, typ)
-                if rv:
-                    self._rv[kind] = rv
-        finally:
-            self._responses.pop(kind, None)
-            resp.release_conn()
-
-
-def _lines(resp: Any) -> Iterator[bytes]:
-    """The newline-separated JSON events of a watch response, as they arrive."""
-    buf = b""
-    for chunk in resp.stream(amt=None, decode_content=False):
-        buf += chunk
-        while True:
-            i = buf.find(b"\n")
-            if i < 0:
-                break
-            line, buf = buf[:i], buf[i + 1:]
-            if line.strip():
-                yield line
 
 
 def load_kube(core_v1: Any = None, resync_s: float = 300.0, watch_timeout_s: float = 60.0,

@@ -512,14 +512,14 @@ class ExtenderState:
         with self.lock:
             allocs = list(self.cluster.allocations())
             u = self.cluster.device_usage(copy=True)
+            names = self.cluster.node_names()  # nodes change only under self.lock: the same instant
         pods_on: dict[str, list[str]] = {}
         for a in allocs:
             pods_on.setdefault(a.node, []).append(a.pod)
-        names = u["node_names"]
         nodes: dict[str, Any] = {name: {"devices": [], "pods": sorted(pods_on.get(name, []))}
                                  for name in sorted(names)}
         for i in range(len(u["minor"])):
-            nodes[names[u["node"][i]]]["devices"].append({
+            nodes[u["node_name"][i]]["devices"].append({
                 "type": u["type"][i], "minor": int(u["minor"][i]), "model": u["model"][i],
                 "health": bool(u["healthy"][i]),
                 "core_total": int(u["core_capacity"][i]), "core_used": int(u["core_used"][i]),
