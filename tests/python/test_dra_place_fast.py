@@ -165,3 +165,39 @@ def test_nodes_that_pods_use_alike_are_asked_once(monkeypatch) -> None:
     assert c.claim("ml/one")["status"]["allocation"]["devices"]["results"][0]["device"] == "gpu-1"
     asked.clear()
     assert c.place(["ml/two"], remember=False)[0] == "n0" and len(asked) == 3   # n3 is full now
+
+
+def test_the_usage_reader_reads_what_device_use_reads_as_the_cluster_changes() -> None:
+    from gpufleet.dra.legacy import UseReader, device_use
+    cl = gpufleet.Cluster()
+    for n in ("a", "b", "c"):
+        cl.add_node({"name": n, "cpu": "64", "memory": "256Gi", "gpus": {"count": 4, "model": "H100", "memory": "80Gi"}})
+    reader = UseReader()
+    assert reader.read(cl) == device_use(cl) == {} and reader.changed is None
+    cl.place(gpufleet.Pod.from_dict({"name": "p", "requests": {"nvidia.com/gpu": 2}}), nodes=["b"])
+    before = reader.read(cl)
+    assert before == device_use(cl) and reader.changed == {"b"} and set(before) == {"b"}
+    kept = before["b"]
+    cl.place(gpufleet.Pod.from_dict({"name": "q", "requests": {"nvidia.com/gpu": 1}}), nodes=["c"])
+    assert reader.read(cl) == device_use(cl) and reader.changed == {"c"}
+    assert reader.use["b"] is kept   # unchanged usage: the same dict
+    cl.release("p")
+    assert reader.read(cl) == device_use(cl) and reader.changed == {"b"} and "b" not in reader.use
+    # The last node replaced by one of the same name and GPU count: read in full again.
+    cl.release("q")
+    cl.remove_node("c")
+    cl.add_node({"name": "c", "cpu": "64", "memory": "256Gi", "gpus": {"count": 4, "model": "A100", "memory": "40Gi"}})
+    cl.place(gpufleet.Pod.from_dict({"name": "r", "requests": {"nvidia.com/gpu": 1}}), nodes=["a"])
+    assert reader.read(cl) == device_use(cl) and set(reader.use) == {"a"}
+
+
+def test_a_removed_node_is_no_longer_chosen() -> None:
+    rng = random.Random(7)
+    c, cl, nodes = _world(rng, "pack")
+    c.apply(_claim("x"))
+    first, _ = c.place(["ml/x"])
+    c.remove_node(first)
+    rest = [n for n in sorted(nodes) if n != first]
+    again = c.place(["ml/x"])
+    assert again[0] != first
+    _same(again, c.place(["ml/x"], nodes=rest))

@@ -262,10 +262,11 @@ class UseReader:
     on its identity). Read it in full again when the Cluster's nodes or devices change."""
 
     def __init__(self) -> None:
-        self._layout: tuple[Any, ...] | None = None
+        self._layout: tuple[Any, ...] | None = None  # node indices, minors, types, node names
         self._core: Any = None
         self._memory: Any = None
-        self._rows: dict[int, list[int]] = {}
+        self._rows: dict[int, list[int]] = {}  # node index -> its rows
+        self._names: dict[int, str] = {}       # node index -> its name
         self.use: dict[str, dict[tuple[str, int], tuple[int, int]]] = {}
         self.changed: set[str] | None = None  # the nodes the last read changed (None: all)
 
@@ -273,23 +274,24 @@ class UseReader:
         """Per node with some usage: its devices' (type, minor) -> (core percent, memory
         bytes), as device_use(cluster) gives it. The dict is shared: do not change it."""
         u = cluster.device_usage(copy=True)
-        core, memory = u["core_used"], u["memory_used"]
+        core, memory, node_name = u["core_used"], u["memory_used"], u["node_name"]
         layout = self._layout
-        same = (layout is not None and layout[0] == u["node_names"] and len(layout[1]) == len(core)
-                and (layout[1] == u["node"]).all() and (layout[2] == u["minor"]).all()
-                and layout[3] == u["type"])
+        same = (layout is not None and len(layout[0]) == len(core) and (layout[0] == u["node"]).all()
+                and (layout[1] == u["minor"]).all() and layout[2] == u["type"]
+                and layout[3] == [node_name[rows[0]] for rows in self._rows.values()])
         if not same:
-            self._layout = (u["node_names"], u["node"], u["minor"], u["type"])
             self._rows = {}
             for i, n in enumerate(u["node"].tolist()):
                 self._rows.setdefault(n, []).append(i)
+            self._names = {n: node_name[rows[0]] for n, rows in self._rows.items()}
+            self._layout = (u["node"], u["minor"], u["type"], list(self._names.values()))
             changed = list(self._rows)
             self.use = {}
         else:
             rows = ((core != self._core) | (memory != self._memory)).nonzero()[0]
             changed = sorted(set(u["node"][rows].tolist()))
         self._core, self._memory = core, memory
-        names, types, minors = u["node_names"], u["type"], u["minor"]
+        names, types, minors = self._names, u["type"], u["minor"]
         self.changed = {names[n] for n in changed} if same else None
         for n in changed:
             use = {(types[i], int(minors[i])): (int(core[i]), int(memory[i]))
