@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import json
+import operator
 import re
 from typing import Any, NamedTuple
 
@@ -267,6 +268,7 @@ class UseReader:
         self._memory: Any = None
         self._rows: dict[int, list[int]] = {}  # node index -> its rows
         self._names: dict[int, str] = {}       # node index -> its name
+        self._first_names: Any = None
         self.use: dict[str, dict[tuple[str, int], tuple[int, int]]] = {}
         self.changed: set[str] | None = None  # the nodes the last read changed (None: all)
 
@@ -278,13 +280,16 @@ class UseReader:
         layout = self._layout
         same = (layout is not None and len(layout[0]) == len(core) and (layout[0] == u["node"]).all()
                 and (layout[1] == u["minor"]).all() and layout[2] == u["type"]
-                and layout[3] == [node_name[rows[0]] for rows in self._rows.values()])
+                and layout[3] == self._first_names(node_name))
         if not same:
             self._rows = {}
             for i, n in enumerate(u["node"].tolist()):
                 self._rows.setdefault(n, []).append(i)
             self._names = {n: node_name[rows[0]] for n, rows in self._rows.items()}
-            self._layout = (u["node"], u["minor"], u["type"], list(self._names.values()))
+            firsts = [rows[0] for rows in self._rows.values()]
+            # Each node's name at its first row, picked in C (itemgetter of one gives no tuple).
+            self._first_names = operator.itemgetter(*firsts, *firsts[:1]) if firsts else (lambda _: ())
+            self._layout = (u["node"], u["minor"], u["type"], self._first_names(node_name))
             changed = list(self._rows)
             self.use = {}
         else:
