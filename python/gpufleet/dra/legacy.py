@@ -64,7 +64,7 @@ class DeviceMap(NamedTuple):
 
 # What NVIDIA's DRA driver (cmd/gpu-kubelet-plugin) publishes. A partition's memory slots: the
 # counters it consumes of its parent's counter set (partitionable devices) and the capacities of
-# a MIG device that exists. Only released versions (v25.3.x) published the ``minor`` attribute;
+# a MIG device that exists. Of its releases, only v25.3.x published a ``minor`` attribute;
 # every version names a whole GPU gpu-<minor> and a partition gpu-<parent minor>-mig-....
 NVIDIA_DRIVER = "gpu.nvidia.com"
 _SLOT_COUNTER = re.compile(r"^memory-slice-(\d+)$")
