@@ -221,13 +221,13 @@ def test_on_a_single_strategy_node_the_instances_are_gpus() -> None:
 @pytest.mark.parametrize("attributes, capacity, held", [
     # by the instance's UUID alone
     ({"type": {"string": "mig"}, "uuid": {"string": "MIG-0-4"}}, {}, ["mig-2g.20gb 4"]),
-    # by parentMinor and the memory-slice capacities, with the driver's domain on the names
+    # by parentUUID and the memorySlice<i> capacities, with the driver's domain on the names
     ({"gpu.nvidia.com/type": {"string": "mig"}, "gpu.nvidia.com/profile": {"string": "1g.10gb"},
-      "gpu.nvidia.com/parentMinor": {"int": 0}}, {"memorySlice6": {"value": "1"}}, ["mig-1g.10gb 6"]),
+      "gpu.nvidia.com/parentUUID": {"string": "GPU-0"}}, {"memorySlice6": {"value": "1"}}, ["mig-1g.10gb 6"]),
     # no memory slots, or a parent the node lacks: DRA's alone
     ({"type": {"string": "mig"}, "profile": {"string": "1g.10gb"}, "parentUUID": {"string": "GPU-0"}},
      {"memory": {"value": "10Gi"}}, None),
-    ({"type": {"string": "mig"}, "profile": {"string": "1g.10gb"}, "parentMinor": {"int": 5}},
+    ({"type": {"string": "mig"}, "profile": {"string": "1g.10gb"}, "parentUUID": {"string": "GPU-5"}},
      {"memorySlice6": {"value": "1"}}, None),
 ])
 def test_how_a_partition_is_found(attributes: dict, capacity: dict, held: list[str] | None) -> None:

@@ -3,14 +3,15 @@ gpushare/HAMi shares), and the translation of those requests into ResourceClaims
 
 **How slices map onto a node's devices.** A ResourceSlice device is the Cluster device of the
 same node (the slice's ``nodeName``) with the same UUID (a ``uuid`` attribute equal to the
-device's ``id``) or, without a UUID, a ``type: gpu`` device with the same ``minor`` attribute:
-what NVIDIA's DRA driver publishes for a whole GPU. A GPU the Cluster splits into MIG instances
-is all of its instances. A MIG partition (``type: mig``) is the Cluster instance with its UUID or,
-without one, it is found by its parent GPU (``parentUUID``, or ``parentMinor``) and the memory
-slots it takes (the ``memorySlice<i>`` counters it consumes or capacities it publishes): the
-instance of the same profile and first slot, else, conservatively, every instance it overlaps,
-or the parent whole where the Cluster does not split it. Devices that map nowhere belong to DRA
-alone.
+device's ``id``) or, without a UUID, a ``type: gpu`` device with the same minor: its ``minor``
+attribute, or for NVIDIA's DRA driver (``gpu.nvidia.com``) the ``gpu-<minor>`` device name it
+gives a whole GPU. A GPU the Cluster splits into MIG instances is all of its instances. A MIG
+partition (``type: mig``) is the Cluster instance with its UUID or, without one, it is found by
+its parent GPU (``parentUUID``, else the minor in NVIDIA's ``gpu-<minor>-mig-...`` device name)
+and the memory slots it takes (the ``memory-slice-<i>`` counters it consumes, or the
+``memorySlice<i>`` capacities it publishes): the instance of the same profile and first slot,
+else, conservatively, every instance it overlaps, or the parent whole where the Cluster does not
+split it. Devices that map nowhere belong to DRA alone.
 
 **One accounting.** A committed claim holds its mapped devices in the Cluster too, as a bound
 allocation of the pseudo-pod ``dra:<namespace>/<claim>`` that takes each device whole (so no
@@ -62,8 +63,15 @@ class DeviceMap(NamedTuple):
     parents: set[int]  # DRA devices that are a whole GPU the Cluster splits into MIG instances
 
 
-# The counters or capacities through which NVIDIA's driver publishes a partition's memory slices.
-_MEMORY_SLICE = re.compile(r"^memory-?[sS]lice-?(\d+)$")
+# What NVIDIA's DRA driver (cmd/gpu-kubelet-plugin) publishes. A partition's memory slots: the
+# counters it consumes of its parent's counter set (partitionable devices) and the capacities of
+# a MIG device that exists. Of its releases, only v25.3.x published a ``minor`` attribute;
+# every version names a whole GPU gpu-<minor> and a partition gpu-<parent minor>-mig-....
+NVIDIA_DRIVER = "gpu.nvidia.com"
+_SLOT_COUNTER = re.compile(r"^memory-slice-(\d+)$")
+_SLOT_CAPACITY = re.compile(r"^memorySlice(\d+)$")
+_NVIDIA_GPU_NAME = re.compile(r"^gpu-(\d+)$")
+_NVIDIA_MIG_NAME = re.compile(r"^gpu-(\d+)-mig-")
 
 
 @functools.lru_cache(maxsize=1)
@@ -94,11 +102,18 @@ def _mig_instances(node_spec: dict[str, Any]) -> dict[int, list[tuple[tuple[str,
 
 
 def _memory_slices(device: dict[str, Any]) -> list[int]:
-    """The memory slots a partition takes, read from the memory-slice counters it consumes or
-    the memory-slice capacities it publishes."""
-    names = [n for use in device.get("consumesCounters") or [] for n in use.get("counters") or {}]
-    names += list(device.get("capacity") or {})
-    return sorted({int(m.group(1)) for m in map(_MEMORY_SLICE.match, names) if m})
+    """The memory slots a partition takes, read from the ``memory-slice-<i>`` counters it
+    consumes and the ``memorySlice<i>`` capacities it publishes."""
+    counters = [n for use in device.get("consumesCounters") or [] for n in use.get("counters") or {}]
+    found = [_SLOT_COUNTER.match(n) for n in counters]
+    found += [_SLOT_CAPACITY.match(n) for n in device.get("capacity") or {}]
+    return sorted({int(m.group(1)) for m in found if m})
+
+
+def _named_minor(driver: str, name: str, pattern: re.Pattern[str]) -> int | None:
+    """The GPU minor in the name NVIDIA's driver gives a device (None for other drivers)."""
+    m = pattern.match(name) if driver == NVIDIA_DRIVER else None
+    return int(m.group(1)) if m else None
 
 
 def device_map(node_spec: dict[str, Any], devices: list[Any]) -> DeviceMap:
@@ -107,6 +122,7 @@ def device_map(node_spec: dict[str, Any], devices: list[Any]) -> DeviceMap:
     migs = _mig_instances(node_spec)
     by_id = {d.get("id"): (d.get("type", "gpu"), d["minor"]) for d in specs if d.get("id")}
     gpus = {d["minor"] for d in specs if d.get("type", "gpu") == "gpu"}
+    ids = {d["minor"]: d.get("id") for d in specs if d.get("type", "gpu") == "gpu"}
     instance_ids = {i[4]: (minor, i) for minor, insts in migs.items() for i in insts if i[4]}
     grants: dict[int, tuple[tuple[str, int], ...]] = {}
     exact: dict[tuple[str, int], int] = {}
@@ -127,9 +143,12 @@ def device_map(node_spec: dict[str, Any], devices: list[Any]) -> DeviceMap:
             grants[i], exact[key] = (key,), i
             continue
         if kind == "mig":
-            parent = attr("parentMinor")
-            if attr("parentUUID") in by_id:
-                parent = by_id[attr("parentUUID")][1]
+            parent_uuid = attr("parentUUID")
+            if parent_uuid in by_id:
+                parent = by_id[parent_uuid][1]
+            else:
+                parent = _same_gpu(_named_minor(ref.driver, ref.device["name"], _NVIDIA_MIG_NAME),
+                                   parent_uuid, ids)
             found = _partition(parent, attr("profile"), _memory_slices(ref.device), migs, gpus)
             if found is not None:
                 grants[i] = found[0]
@@ -138,8 +157,10 @@ def device_map(node_spec: dict[str, Any], devices: list[Any]) -> DeviceMap:
             continue
         if isinstance(uuid, str) and uuid in by_id:
             key = by_id[uuid]
-        elif kind == "gpu" and isinstance(attr("minor"), int) and attr("minor") in gpus:
-            key = ("gpu", attr("minor"))
+        elif kind == "gpu" and (minor := _same_gpu(
+                attr("minor") if type(attr("minor")) is int  # an int attribute, not a bool
+                else _named_minor(ref.driver, ref.device["name"], _NVIDIA_GPU_NAME), uuid, ids)) in gpus:
+            key = ("gpu", minor)
         else:
             continue
         if key[0] == "gpu" and key[1] in migs:  # a whole GPU in MIG mode is all its instances
@@ -148,6 +169,13 @@ def device_map(node_spec: dict[str, Any], devices: list[Any]) -> DeviceMap:
         else:
             grants[i], exact[key] = (key,), i
     return DeviceMap(grants, exact, parents)
+
+
+def _same_gpu(minor: int | None, uuid: Any, ids: dict[int, Any]) -> int | None:
+    """`minor`, unless the Cluster's GPU there has a UUID other than the device's."""
+    if minor is None or (isinstance(uuid, str) and ids.get(minor) and ids[minor] != uuid):
+        return None
+    return minor
 
 
 def _partition(parent: Any, profile: Any, slots: list[int], migs: dict[int, list[Any]],
