@@ -78,7 +78,10 @@ def execute(nb: nbformat.NotebookNode, workdir: Path, timeout: int = 600) -> nbf
     (spec / "kernel.json").write_text(json.dumps({
         "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": "Python 3", "language": "python",
-        "env": {"MATPLOTLIBRC": str(workdir / "matplotlibrc"), "PYTHONHASHSEED": "0"}}))
+        # The notebook front end's own backend, whatever MPLBACKEND the caller has (the test
+        # command sets Agg, under which figures would not be shown at all).
+        "env": {"MATPLOTLIBRC": str(workdir / "matplotlibrc"), "PYTHONHASHSEED": "0",
+                "MPLBACKEND": "module://matplotlib_inline.backend_inline"}}))
     # Only this spec is searched: a kernel elsewhere on the machine cannot run the notebook in
     # another environment. Unix sockets, not TCP ports: a port the manager picked can be taken by
     # another process before the kernel binds it ("Kernel died before replying").
