@@ -148,6 +148,31 @@ DeviceUsage ReadDeviceUsage(const ClusterState& s, bool copy) {
   return u;
 }
 
+// A node's devices that hold some usage: (type, minor) -> (core used, memory used).
+using DeviceUse = std::map<std::pair<std::string, int>, std::pair<int64_t, int64_t>>;
+
+DeviceUse DeviceUseOf(const ClusterState& s, int i) {
+  DeviceUse out;
+  const std::vector<Device>& devices = s.node(i).devices;
+  for (size_t d = 0; d < devices.size(); ++d) {
+    const size_t g = static_cast<size_t>(s.first_device(i)) + d;
+    const int64_t core = s.used_core()[g], memory = s.used_memory()[g];
+    if (core > 0 || memory > 0) out[{devices[d].type, devices[d].minor}] = {core, memory};
+  }
+  return out;
+}
+
+// usage_changes' versions: the change log's id above bit 64, the position in it below, so that
+// a version from another log (a copy, or before a node was removed) never matches the current
+// one, and versions only grow (log ids do).
+constexpr int kPositionBits = 64;
+
+// The nodes changed since `since` (names; nullopt: read everything) and the version now.
+struct UsageChanges {
+  uint64_t log_id = 0, position = 0;
+  std::optional<std::vector<std::string>> nodes;
+};
+
 // What plan and place answer, read under the cluster's lock.
 struct Planned {
   FitResult fit;
@@ -459,6 +484,54 @@ void InitCluster(py::module_& m) {
              return Without(a, kCluster, [&] { return a.Equals(b); });
            },
            py::arg("other"))
+      .def("usage_changes",
+           [](const GuardedCluster& c, const py::int_& since) {
+             if (PyBool_Check(since.ptr())) throw py::type_error("since: expected an int, got bool");
+             if (since < py::int_(0))
+               throw InvalidInput("since: " + py::str(since).cast<std::string>() +
+                                  " is not a version (versions are >= 0)");
+             const py::int_ high = since >> py::int_(kPositionBits);
+             const py::int_ low = since & py::int_(std::numeric_limits<uint64_t>::max());
+             // Ids start at 1: a high part past 64 bits (never a version) matches no log.
+             const uint64_t since_id =
+                 high > py::int_(std::numeric_limits<uint64_t>::max()) ? 0 : high.cast<uint64_t>();
+             const uint64_t since_position = low.cast<uint64_t>();
+             UsageChanges out = Reading(c, kCluster, [&](const ClusterState& s) {
+               UsageChanges r{s.changes().id(), s.changes().end(), std::nullopt};
+               std::optional<std::vector<int>> nodes = s.NodesChangedSince(since_id, since_position);
+               if (nodes) {
+                 r.nodes.emplace();
+                 r.nodes->reserve(nodes->size());
+                 for (int i : *nodes) r.nodes->push_back(s.node(i).name);
+               }
+               return r;
+             });
+             py::int_ version = (py::int_(out.log_id) << py::int_(kPositionBits)) | py::int_(out.position);
+             return std::make_pair(std::move(version), std::move(out.nodes));
+           },
+           py::arg("since"),
+           "What changed since version `since` (0 the first time): (version, nodes). `version` "
+           "is the state now, to pass next time; `nodes` names each node whose usage, health "
+           "or allocations changed since `since` (added nodes too), once, in the order of its "
+           "first change, or is None when that is not known any more (a version from another "
+           "cluster or copy, one from before a node was removed, or one so old that the record "
+           "was trimmed): then read every node. Versions only grow; reads leave them as they "
+           "are. A change made after this call reaches the next call's answer.")
+      .def("node_device_use",
+           [](const GuardedCluster& c, const std::vector<std::string>& nodes) {
+             return Reading(c, kCluster, [&](const ClusterState& s) {
+               std::vector<std::optional<DeviceUse>> out(nodes.size());
+               for (size_t k = 0; k < nodes.size(); ++k) {
+                 const int i = s.FindNode(nodes[k]);
+                 if (i >= 0) out[k] = DeviceUseOf(s, i);
+               }
+               return out;
+             });
+           },
+           py::arg("nodes"),
+           "Per named node, read at one instant: its devices that hold some usage, as (type, "
+           "minor) -> (core used, memory used) (what device_usage() gives for those rows), or "
+           "None for a node that does not exist.")
       .def("device_usage",
            [](const GuardedCluster& c, bool copy) {
              DeviceUsage u = Reading(c, kCluster, [&](const ClusterState& s) { return ReadDeviceUsage(s, copy); });

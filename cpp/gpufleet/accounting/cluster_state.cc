@@ -135,10 +135,30 @@ std::atomic<uint64_t> node_stamps{0};
 
 void ClusterState::RefreshUsage(int i) {
   node_version_[i] = node_stamps.fetch_add(1, std::memory_order_relaxed) + 1;
-  // Bounded by a few passes' worth of entries: a reader further behind compares versions.
-  changes_.Record(i, 4 * nodes_.size() + 1024);
+  RecordChange(i);
   usage_[i] = SummaryOf(i);
   summaries_.Set(i, usage_[i]);
+}
+
+void ClusterState::RecordChange(int i) {
+  // Bounded by a few passes' worth of entries: a reader further behind compares versions.
+  changes_.Record(i, 4 * nodes_.size() + 1024);
+}
+
+std::optional<std::vector<int>> ClusterState::NodesChangedSince(uint64_t log_id,
+                                                                uint64_t position) const {
+  if (log_id != changes_.id() || position < changes_.begin() || position > changes_.end())
+    return std::nullopt;
+  std::vector<int> out;
+  if (position == changes_.end()) return out;
+  std::vector<uint8_t> named(nodes_.size(), 0);
+  for (uint64_t p = position; p < changes_.end(); ++p) {
+    const int node = changes_.at(p);
+    if (named[node]) continue;
+    named[node] = 1;
+    out.push_back(node);
+  }
+  return out;
 }
 
 NodeUsage ClusterState::SummaryOf(int i) const {
@@ -345,6 +365,7 @@ absl::Status ClusterState::Commit(const std::string& pod) {
   if (it == allocations_.end())
     return absl::NotFoundError(absl::StrFormat("pod %s has no reservation to commit", pod));
   it->second.state = AllocationState::kBound;
+  RecordChange(FindNode(it->second.node));
   return absl::OkStatus();
 }
 

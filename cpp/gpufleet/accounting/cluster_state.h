@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -94,8 +95,13 @@ class ClusterState {
   // (a copy shares its original's stamps until either changes). Never 0.
   uint64_t node_version(int i) const { return node_version_[i]; }
   const uint64_t* node_versions() const { return node_version_.data(); }
-  // The nodes whose version changed, in order (a copy of the state starts its own log).
+  // The nodes whose version changed, in order (a copy of the state starts its own log). Commit
+  // records its node too, without a new version (its usage stays; its allocations' state moves).
   const ChangeLog& changes() const { return changes_; }
+  // The nodes changed since a reader stopped at `position` of the log `log_id` (changes()), each
+  // once, in the order of its first change; nullopt when that position is not in the current log
+  // (another log, entries dropped, or a node removed): the reader must then read every node.
+  std::optional<std::vector<int>> NodesChangedSince(uint64_t log_id, uint64_t position) const;
   // Every node's totals as dense arrays, for scans over many nodes.
   const NodeSummaries& summaries() const { return summaries_; }
 
@@ -121,6 +127,7 @@ class ClusterState {
 
  private:
   void RefreshUsage(int node);  // recomputes the summaries and stamps a new version
+  void RecordChange(int node);  // notes the node in changes_
   NodeUsage SummaryOf(int node) const;        // the node's summary from its devices' usage
   absl::Status ApplyDelta(const Allocation& a, int sign, bool check_only) const;
   void Apply(const Allocation& a, int sign);

@@ -278,6 +278,10 @@ class Cluster:
         """
         The node's spec as a dict (a NodeSpec); KeyError if absent.
         """
+    def node_device_use(self, nodes: collections.abc.Sequence[str]) -> list[dict[tuple[str, int], tuple[int, int]] | None]:
+        """
+        Per named node, read at one instant: its devices that hold some usage, as (type, minor) -> (core used, memory used) (what device_usage() gives for those rows), or None for a node that does not exist.
+        """
     def node_names(self) -> list[str]:
         """
         The node names, in the order they were added.
@@ -329,6 +333,10 @@ class Cluster:
     def unreserve(self, pod: str) -> None:
         """
         Drop a reserved (not yet bound) allocation; a no-op if there is none.
+        """
+    def usage_changes(self, since: int) -> tuple[int, list[str] | None]:
+        """
+        What changed since version `since` (0 the first time): (version, nodes). `version` is the state now, to pass next time; `nodes` names each node whose usage, health or allocations changed since `since` (added nodes too), once, in the order of its first change, or is None when that is not known any more (a version from another cluster or copy, one from before a node was removed, or one so old that the record was trimmed): then read every node. Versions only grow; reads leave them as they are. A change made after this call reaches the next call's answer.
         """
     @property
     def num_devices(self) -> int:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import functools
 import json
-import operator
 import re
 from typing import Any, NamedTuple
 
@@ -285,54 +284,36 @@ def device_use(cluster: Any, node: str | None = None) -> dict[str, dict[tuple[st
 
 
 class UseReader:
-    """device_use() of one Cluster, read again only where it changed: each read compares the
-    usage arrays with the last read's (in C) and rebuilds the use of the nodes whose devices
-    changed; a node whose use did not change keeps the very same dict (callers may key caches
-    on its identity). Read it in full again when the Cluster's nodes or devices change."""
+    """device_use() of one Cluster, read again only where it changed: the Cluster's change feed
+    (``Cluster.usage_changes``) names the nodes changed since the last read, and only those are
+    read (nothing at all when none changed); a node whose use did not change keeps the very same
+    dict (callers may key caches on its identity). The whole usage is read again when the feed
+    cannot say: the first read, a node removed, or a reader left too far behind."""
 
     def __init__(self) -> None:
-        self._layout: tuple[Any, ...] | None = None  # node indices, minors, types, node names
-        self._core: Any = None
-        self._memory: Any = None
-        self._rows: dict[int, list[int]] = {}  # node index -> its rows
-        self._names: dict[int, str] = {}       # node index -> its name
-        self._first_names: Any = None
+        self._version = 0  # where the last read stopped in the Cluster's change feed
         self.use: dict[str, dict[tuple[str, int], tuple[int, int]]] = {}
         self.changed: set[str] | None = None  # the nodes the last read changed (None: all)
 
     def read(self, cluster: Any) -> dict[str, dict[tuple[str, int], tuple[int, int]]]:
         """Per node with some usage: its devices' (type, minor) -> (core percent, memory
         bytes), as device_use(cluster) gives it. The dict is shared: do not change it."""
-        u = cluster.device_usage(copy=True)
-        core, memory, node_name = u["core_used"], u["memory_used"], u["node_name"]
-        layout = self._layout
-        same = (layout is not None and len(layout[0]) == len(core) and (layout[0] == u["node"]).all()
-                and (layout[1] == u["minor"]).all() and layout[2] == u["type"]
-                and layout[3] == self._first_names(node_name))
-        if not same:
-            self._rows = {}
-            for i, n in enumerate(u["node"].tolist()):
-                self._rows.setdefault(n, []).append(i)
-            self._names = {n: node_name[rows[0]] for n, rows in self._rows.items()}
-            firsts = [rows[0] for rows in self._rows.values()]
-            # Each node's name at its first row, picked in C (itemgetter of one gives no tuple).
-            self._first_names = operator.itemgetter(*firsts, *firsts[:1]) if firsts else (lambda _: ())
-            self._layout = (u["node"], u["minor"], u["type"], self._first_names(node_name))
-            changed = list(self._rows)
-            self.use = {}
+        # The version is taken before the usage: a change made in between is read now and named
+        # by the feed again next time, so none is ever missed.
+        version, nodes = cluster.usage_changes(self._version)
+        if nodes is None:
+            self.use, self.changed = device_use(cluster), None
         else:
-            rows = ((core != self._core) | (memory != self._memory)).nonzero()[0]
-            changed = sorted(set(u["node"][rows].tolist()))
-        self._core, self._memory = core, memory
-        names, types, minors = self._names, u["type"], u["minor"]
-        self.changed = {names[n] for n in changed} if same else None
-        for n in changed:
-            use = {(types[i], int(minors[i])): (int(core[i]), int(memory[i]))
-                   for i in self._rows[n] if core[i] > 0 or memory[i] > 0}
-            if use:
-                self.use[names[n]] = use
-            else:
-                self.use.pop(names[n], None)
+            use, changed = self.use, set()
+            for node, now in zip(nodes, cluster.node_device_use(nodes) if nodes else ()):
+                if now:
+                    if now != use.get(node):
+                        use[node] = now
+                        changed.add(node)
+                elif use.pop(node, None) is not None:
+                    changed.add(node)
+            self.changed = changed
+        self._version = version
         return self.use
 
 
