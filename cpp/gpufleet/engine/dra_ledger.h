@@ -33,6 +33,7 @@
 #include "gpufleet/accounting/allocation.h"
 #include "gpufleet/accounting/node_view.h"
 #include "gpufleet/dra/prepared.h"
+#include "gpufleet/dra/problem.h"
 
 namespace gpufleet::engine {
 
@@ -70,6 +71,8 @@ class DraLedger {
   // Setup. A table per node profile; a node names its profile and what is held there; a task
   // its claims' requests per profile (null where they cannot be read: `refusals` says why).
   int AddTable(std::shared_ptr<const dra::NodeTable> table);
+  void SetObjective(dra::Objective objective);
+  dra::Objective objective() const { return objective_; }
   absl::Status SetNode(const std::string& node, DraNodeClaims claims);
   absl::Status SetTask(const std::string& task,
                        std::vector<std::shared_ptr<const dra::ClaimRequests>> by_profile,
@@ -83,7 +86,7 @@ class DraLedger {
   // Null when the task's claims take no queue resource.
   const std::map<std::string, double>* QueueDevices(const std::string& task) const;
   bool HasClaims(const std::string& task) const { return tasks_.contains(task); }
-  // The task's claims on `node`, whose accounting `view` shows (the pack objective).
+  // The task's claims on `node`, whose accounting `view` shows (by the ledger's objective).
   dra::Result Solve(const std::string& task, const std::string& node, const NodeView& view) const;
   // Holds an answer of Solve for the task; returns the grants it takes in the accounting (the
   // node's devices as `view` shows them).
@@ -118,6 +121,7 @@ class DraLedger {
   absl::flat_hash_map<std::string, TaskClaims> tasks_;
   absl::flat_hash_map<std::string, DraHolding> holdings_;
   std::map<std::string, double> queue_resources_;
+  dra::Objective objective_ = dra::Objective::kPack;
   absl::flat_hash_map<std::string, std::map<std::string, double>> queue_devices_;
   std::shared_ptr<AnswerCache> cache_ = std::make_shared<AnswerCache>();
 };
