@@ -4,7 +4,8 @@
 // hold. A session keeps a copy: a task with claims fits a node only when its claims can be
 // allocated there, a statement allocates them when it reserves the task's node and gives them
 // back when it is discarded, so a gang's claims come and go with the gang. The scheduler adopts
-// the copy with the cycle.
+// the copy with the cycle. Claims are allocated by one objective, the strategy the user chose
+// (pack unless set; first is Kubernetes' own choice).
 //
 // One ledger with the accounting: a DRA device may be devices of the node's accounting (a whole
 // GPU, MIG instances, a GPU shared by capacity; its counterparts, worked out by
