@@ -52,10 +52,11 @@ void Check(const absl::Status& s) {
   if (!s.ok()) throw InvalidInput(std::string(s.message()));
 }
 
-dra::Objective ObjectiveOf(const std::string& name) {
+// `unknown` begins the error for a name that is neither.
+dra::Objective ObjectiveOf(const std::string& name, const std::string& unknown = "dra: unknown objective") {
   if (name == "pack") return dra::Objective::kPack;
   if (name == "first") return dra::Objective::kFirst;
-  throw InvalidInput("dra: unknown objective '" + name + "' (known: pack, first)");
+  throw InvalidInput(unknown + " '" + name + "' (known: pack, first)");
 }
 
 TablePtr MakeTable(const py::dict& d) {
@@ -126,8 +127,10 @@ using EngineNode = std::tuple<std::string, int, std::shared_ptr<const PreparedHe
 
 engine::DraLedger EngineLedger(const std::vector<TablePtr>& tables, const std::vector<EngineNode>& nodes,
                                const py::list& tasks, const std::map<std::string, double>& resources,
-                               const std::map<std::string, std::map<std::string, double>>& queue_devices) {
+                               const std::map<std::string, std::map<std::string, double>>& queue_devices,
+                               dra::Objective objective) {
   engine::DraLedger ledger;
+  ledger.SetObjective(objective);
   Check(ledger.SetQueueResources(resources));
   for (const auto& [task, devices] : queue_devices) Check(ledger.SetQueueDevices(task, devices));
   for (const TablePtr& t : tables) {
@@ -245,18 +248,22 @@ void InitDraPrepared(py::module_& m) {
       [](engine::GuardedScheduler& eng, const std::vector<TablePtr>& tables,
          const std::vector<EngineNode>& nodes, const py::list& tasks,
          const std::map<std::string, double>& resources,
-         const std::map<std::string, std::map<std::string, double>>& queue_devices) {
-        engine::DraLedger ledger = EngineLedger(tables, nodes, tasks, resources, queue_devices);
+         const std::map<std::string, std::map<std::string, double>>& queue_devices,
+         const std::string& strategy) {
+        const dra::Objective objective = ObjectiveOf(strategy, "engine_dra_set: unknown strategy");
+        engine::DraLedger ledger = EngineLedger(tables, nodes, tasks, resources, queue_devices, objective);
         Writing(eng, "engine", [&](engine::Scheduler& s) { s.dra() = std::move(ledger); });
       },
       py::arg("engine"), py::arg("tables"), py::arg("nodes"), py::arg("tasks"),
       py::arg("resources") = std::map<std::string, double>{},
       py::arg("queue_devices") = std::map<std::string, std::map<std::string, double>>{},
+      py::arg("strategy") = "pack",
       "Sets the engine's DRA ledger (gpufleet.dra.engine builds the arguments): tables per node "
       "profile; nodes as (name, profile, DraHeld, counterparts, claims' usage); tasks as (name, "
       "DraClaimRequests or None per profile, refusal per profile); for queue trees, resources "
       "({queue resource: devices the slices publish}) and queue_devices ({task: {queue "
-      "resource: devices its claims take}}).");
+      "resource: devices its claims take}}); the strategy that picks the claims' devices (pack "
+      "or first). Raises ValueError for bad input, leaving the ledger as it was.");
   m.def(
       "engine_dra_holdings",
       [](const engine::GuardedScheduler& eng) {

@@ -144,6 +144,22 @@ TEST(DraLedger, RememberedAnswersFollowWhatIsHeldOnEachNode) {
   EXPECT_EQ(f.ledger.Solve("two", "n1", f.View()).verdict, dra::Verdict::kUnallocatable);
 }
 
+TEST(DraLedger, TheObjectivePicksTheDevices) {
+  Fixture f;
+  f.Task("share", Requests(1, 40));
+  f.Place("share");  // GPU 2 is open now
+  // Either GPU 0 whole or 10% of GPU 2.
+  auto either = std::make_shared<dra::ClaimRequests>(*Requests(1));
+  either->requests[0].candidates = {{0, false, {}, -1}, {2, false, {{0, 10 * 1000}, {1, kGiB * 1000}}, -1}};
+  f.Task("either", either);
+  EXPECT_EQ(f.ledger.objective(), dra::Objective::kPack);
+  // pack fills the GPU already open; first takes the first candidate, as Kubernetes does (the
+  // answer pack left behind is not reused).
+  EXPECT_EQ(f.ledger.Solve("either", "n1", f.View()).choices.at(0).device, 2);
+  f.ledger.SetObjective(dra::Objective::kFirst);
+  EXPECT_EQ(f.ledger.Solve("either", "n1", f.View()).choices.at(0).device, 0);
+}
+
 TEST(DraLedger, BadSetupIsRefused) {
   Fixture f;
   DraNodeClaims n;

@@ -53,6 +53,11 @@ int DraLedger::AddTable(std::shared_ptr<const dra::NodeTable> table) {
   return static_cast<int>(tables_.size()) - 1;
 }
 
+void DraLedger::SetObjective(dra::Objective objective) {
+  objective_ = objective;
+  cache_ = std::make_shared<AnswerCache>();  // answers found by another objective
+}
+
 absl::Status DraLedger::SetNode(const std::string& node, DraNodeClaims claims) {
   if (claims.profile < 0 || claims.profile >= static_cast<int>(tables_.size()))
     return absl::InvalidArgumentError(absl::StrFormat("dra: node %s names no table", node));
@@ -159,7 +164,7 @@ dra::Result DraLedger::Solve(const std::string& task, const std::string& node,
     if (hit != cache_->answers.end()) return hit->second;
   }
   dra::Result r = dra::Solve(
-      dra::BuildProblem(*tables_[n.profile], *requests, held, dra::Objective::kPack, 200000));
+      dra::BuildProblem(*tables_[n.profile], *requests, held, objective_, 200000));
   std::lock_guard<std::mutex> lock(cache_->mu);
   if (cache_->answers.size() >= kMaxCachedAnswers) cache_->answers.clear();
   cache_->answers.emplace(key, r);

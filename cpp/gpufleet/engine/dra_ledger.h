@@ -4,7 +4,8 @@
 // hold. A session keeps a copy: a task with claims fits a node only when its claims can be
 // allocated there, a statement allocates them when it reserves the task's node and gives them
 // back when it is discarded, so a gang's claims come and go with the gang. The scheduler adopts
-// the copy with the cycle.
+// the copy with the cycle. Claims are allocated by one objective, the strategy the user chose
+// (pack unless set; first is Kubernetes' own choice).
 //
 // One ledger with the accounting: a DRA device may be devices of the node's accounting (a whole
 // GPU, MIG instances, a GPU shared by capacity; its counterparts, worked out by
@@ -33,6 +34,7 @@
 #include "gpufleet/accounting/allocation.h"
 #include "gpufleet/accounting/node_view.h"
 #include "gpufleet/dra/prepared.h"
+#include "gpufleet/dra/problem.h"
 
 namespace gpufleet::engine {
 
@@ -70,6 +72,8 @@ class DraLedger {
   // Setup. A table per node profile; a node names its profile and what is held there; a task
   // its claims' requests per profile (null where they cannot be read: `refusals` says why).
   int AddTable(std::shared_ptr<const dra::NodeTable> table);
+  void SetObjective(dra::Objective objective);
+  dra::Objective objective() const { return objective_; }
   absl::Status SetNode(const std::string& node, DraNodeClaims claims);
   absl::Status SetTask(const std::string& task,
                        std::vector<std::shared_ptr<const dra::ClaimRequests>> by_profile,
@@ -83,7 +87,7 @@ class DraLedger {
   // Null when the task's claims take no queue resource.
   const std::map<std::string, double>* QueueDevices(const std::string& task) const;
   bool HasClaims(const std::string& task) const { return tasks_.contains(task); }
-  // The task's claims on `node`, whose accounting `view` shows (the pack objective).
+  // The task's claims on `node`, whose accounting `view` shows (by the ledger's objective).
   dra::Result Solve(const std::string& task, const std::string& node, const NodeView& view) const;
   // Holds an answer of Solve for the task; returns the grants it takes in the accounting (the
   // node's devices as `view` shows them).
@@ -118,6 +122,7 @@ class DraLedger {
   absl::flat_hash_map<std::string, TaskClaims> tasks_;
   absl::flat_hash_map<std::string, DraHolding> holdings_;
   std::map<std::string, double> queue_resources_;
+  dra::Objective objective_ = dra::Objective::kPack;
   absl::flat_hash_map<std::string, std::map<std::string, double>> queue_devices_;
   std::shared_ptr<AnswerCache> cache_ = std::make_shared<AnswerCache>();
 };

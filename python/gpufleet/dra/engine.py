@@ -3,7 +3,8 @@
 ``set_claims(engine, dra, {task: [claims]})`` hands the engine what each task's claims ask of
 every node profile of a DraCluster (candidates from the CEL verdicts, made here once per profile)
 and what claims hold on each node (cpp/gpufleet/engine/dra_ledger.h). In the engine's cycles a
-task with claims fits a node only where its claims can be allocated (the pack strategy); placing
+task with claims fits a node only where its claims can be allocated (the devices picked by the
+DraCluster's strategy, ``pack`` or ``first``, unless ``set_claims`` is given another); placing
 the task allocates them and adds their GPUs to its allocation (whole, or the cores and memory a
 claim consumes of a GPU shared by capacity), and a gang that cannot be placed whole gives every
 claim back with its tasks. ``claim_results`` reads what the placed tasks'
@@ -25,7 +26,7 @@ from typing import Any
 
 from gpufleet import _core
 from gpufleet.dra import legacy
-from gpufleet.dra.allocator import outcome_of
+from gpufleet.dra.allocator import STRATEGIES, outcome_of
 from gpufleet.dra.objects import DraError
 from gpufleet.dra.quota import (
     allocated_devices,
@@ -131,7 +132,8 @@ def _split_allocated(dra: Any, tasks: Mapping[str, Sequence[str]]
 
 
 def set_claims(engine: Any, dra: Any, tasks: Mapping[str, Sequence[str]],
-               device_class_mappings: Mapping[str, Sequence[str]] | None = None) -> None:
+               device_class_mappings: Mapping[str, Sequence[str]] | None = None,
+               strategy: str | None = None) -> None:
     """Gives the engine its tasks' claims (``{task: ["namespace/claim", ...]}``, unallocated
     claims of `dra`) for its next cycles; nodes of the engine that `dra` does not know offer no
     devices for claims. Replaces what an earlier call set, so commit the claims of placed tasks
@@ -142,7 +144,14 @@ def set_claims(engine: Any, dra: Any, tasks: Mapping[str, Sequence[str]],
     The devices each task's claims take count against the quotas of its queue tree, per
     DeviceClass or per the resource that `device_class_mappings` (``{resource: [classes]}``, as
     Kueue's deviceClassMappings) names for it (gpufleet.dra.quota); ValueError for a bad
-    mapping."""
+    mapping.
+
+    The claims' devices are picked by `strategy` (``pack`` or ``first``, as
+    DraCluster.allocate), by default the DraCluster's; DraError for another name, before
+    anything is set."""
+    strategy = dra._strategy if strategy is None else strategy
+    if strategy not in STRATEGIES:
+        raise DraError(f"set_claims: unknown strategy {strategy!r} (known: {', '.join(STRATEGIES)})")
     resource_of = resource_of_class(device_class_mappings)
     eng_nodes = {name: engine.cluster.node(name) for name in engine.cluster.node_names()}
     with dra._lock:
@@ -212,7 +221,7 @@ def set_claims(engine: Any, dra: Any, tasks: Mapping[str, Sequence[str]],
                 refusals.append(hit[1])
             task_rows.append((task, by_profile, refusals))
         _core.engine_dra_set(engine._native, [t.native() for t in tables], rows, task_rows, capacity,
-                             {task: d for task, d in devices.items() if d})
+                             {task: d for task, d in devices.items() if d}, strategy)
 
 
 def claim_results(engine: Any, dra: Any, tasks: Mapping[str, Sequence[str]]
