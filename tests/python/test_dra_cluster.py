@@ -331,3 +331,42 @@ def test_allocatable_answers_as_allocate_on_each_node() -> None:
     assert c.allocatable(["ml/b"], ["n1"]) == {"n1": "unallocatable: cannot allocate all claims"}
     c.release("ml/a")
     assert c.allocatable(["ml/b"], ["n1"]) == {"n1": ""}
+
+
+def test_a_claim_is_held_on_the_node_its_slice_names_now() -> None:
+    """The Cluster holds a claim's GPU on the node whose slice publishes the device when the claim
+    is committed: a slice republished for another node (or deleted) no longer names the old one."""
+    from gpufleet import Cluster
+    legacy = Cluster()
+    for n in ("n1", "n2"):
+        legacy.add_node({"name": n, "cpu": "8", "memory": "64Gi",
+                         "devices": [{"type": "gpu", "minor": 0, "id": f"GPU-{n}", "model": "A100",
+                                      "memory": "80Gi"}]})
+    c = DraCluster(cluster=legacy)
+    c.apply({"kind": "DeviceClass", "metadata": {"name": "gpu"},
+             "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}})
+
+    def publish(node: str) -> None:
+        c.apply({"kind": "ResourceSlice", "metadata": {"name": "shared-pool"}, "spec": {
+            "driver": "gpu.example.com", "nodeName": node,
+            "pool": {"name": "pool", "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": "gpu-0", "attributes": {"uuid": {"string": f"GPU-{node}"},
+                                                         "minor": {"int": 0}}}]}})
+
+    for n in ("n1", "n2"):
+        c.add_node(n)
+    publish("n1")
+    publish("n2")  # the same device, now served by n2
+    claim = {"kind": "ResourceClaim", "metadata": {"name": "a", "namespace": "ml"}, "spec": {"devices": {
+        "requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}]}}}
+    c.apply(claim)
+    c.commit("ml/a", {"devices": {"results": [
+        {"request": "r", "driver": "gpu.example.com", "pool": "pool", "device": "gpu-0"}]}})
+    assert legacy.allocation("dra:ml/a").node == "n2"
+    c.release("ml/a")
+    c.delete("ResourceSlice", "shared-pool")  # gone, then back on n1
+    publish("n1")
+    c.apply({**claim, "metadata": {"name": "b", "namespace": "ml"}})
+    c.commit("ml/b", {"devices": {"results": [
+        {"request": "r", "driver": "gpu.example.com", "pool": "pool", "device": "gpu-0"}]}})
+    assert legacy.allocation("dra:ml/b").node == "n1"

@@ -126,6 +126,10 @@ class DraCluster:
             spec_node = spec.get("nodeName")
             if spec_node in self._node_slices:
                 self._node_slices[spec_node].discard(name)
+            for d in spec.get("devices") or []:  # re-added below while the slice stays
+                key = (spec["driver"], spec["pool"]["name"], d["name"])
+                if self._device_node.get(key) == spec_node:
+                    del self._device_node[key]
             self._unbound_slices.discard(name)
             self._pool_slices.get((spec["driver"], spec["pool"]["name"]), set()).discard(name)
             if spec.get("nodeName") and not spec.get("perDeviceNodeSelection"):
@@ -804,9 +808,7 @@ class DraCluster:
         for r in (allocation.get("devices") or {}).get("results") or []:
             if r.get("adminAccess"):
                 continue
-            node = next((sl["spec"].get("nodeName") for sl in self._slices.values()
-                         if (sl["spec"]["driver"], sl["spec"]["pool"]["name"]) == (r["driver"], r["pool"])
-                         and any(d["name"] == r["device"] for d in sl["spec"].get("devices") or [])), None)
+            node = self._device_node.get((r["driver"], r["pool"], r["device"]))
             if node is None or node not in self._nodes:
                 continue  # a device not local to one known node: DRA's alone
             table = self._table(node)

@@ -217,11 +217,11 @@ def hold(cluster: Any, claim: str, node: str, grants: list[tuple[str, int]]) -> 
         resource = RES_NVIDIA_GPU if t == "gpu" else f"nvidia.com/{t}"
         requests[resource] = requests.get(resource, 0) + 1
     doc = json.loads(render_device_allocated([DeviceGrant("gpu", m, 100, None, 100) for t, m in grants if t == "gpu"]))
-    memory = _instance_memory(cluster.node(node))
-    for t, m in grants:
-        if t != "gpu":  # a MIG instance is granted whole, with its memory
-            doc.setdefault(t, []).append({"minor": m, "resources": {
-                f"koordinator.sh/{t}": "100", RES_GPU_MEMORY: str(memory.get((t, m), 0))}})
+    migs = [(t, m) for t, m in grants if t != "gpu"]
+    memory = _instance_memory(cluster.node(node)) if migs else {}  # reading the node's spec costs
+    for t, m in migs:  # a MIG instance is granted whole, with its memory
+        doc.setdefault(t, []).append({"minor": m, "resources": {
+            f"koordinator.sh/{t}": "100", RES_GPU_MEMORY: str(memory.get((t, m), 0))}})
     pod = Pod.from_dict({"name": pseudo_pod(claim), "requests": requests})
     try:
         cluster.restore_allocation(pod, node, {KOORD_DEVICE_ALLOCATED: json.dumps(doc, separators=(",", ":"))})
