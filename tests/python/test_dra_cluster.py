@@ -370,3 +370,40 @@ def test_a_claim_is_held_on_the_node_its_slice_names_now() -> None:
     c.commit("ml/b", {"devices": {"results": [
         {"request": "r", "driver": "gpu.example.com", "pool": "pool", "device": "gpu-0"}]}})
     assert legacy.allocation("dra:ml/b").node == "n1"
+
+
+def test_a_claim_whose_allocation_moves_is_held_on_its_new_devices() -> None:
+    """A claim re-applied with an allocation on other devices (one watch event) gives its old GPUs
+    back to the Cluster at once; a move onto a GPU a pod holds is refused and the old hold stays."""
+    from gpufleet import Cluster, Pod
+    legacy = Cluster()
+    legacy.add_node({"name": "n1", "cpu": "8", "memory": "64Gi", "devices": [
+        {"type": "gpu", "minor": m, "id": f"GPU-{m}", "model": "A100", "memory": "80Gi"} for m in range(3)]})
+    c = DraCluster(cluster=legacy)
+    c.add_node("n1")
+    c.apply({"kind": "ResourceSlice", "metadata": {"name": "n1"}, "spec": {
+        "driver": "gpu.example.com", "nodeName": "n1",
+        "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+        "devices": [{"name": f"gpu-{m}", "attributes": {"uuid": {"string": f"GPU-{m}"}, "minor": {"int": m}}}
+                    for m in range(3)]}})
+
+    def allocated(device: str) -> dict:
+        return {"kind": "ResourceClaim", "metadata": {"name": "a", "namespace": "ml"},
+                "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}]}},
+                "status": {"allocation": {"devices": {"results": [
+                    {"request": "r", "driver": "gpu.example.com", "pool": "n1", "device": device}]}}}}
+
+    def held() -> list[int]:
+        return [g.minor for g in legacy.allocation("dra:ml/a").devices]
+
+    c.apply(allocated("gpu-0"))
+    assert held() == [0]
+    c.apply(allocated("gpu-1"))
+    assert held() == [1]
+    pod = legacy.place(Pod.from_dict({"name": "p", "requests": {"nvidia.com/gpu": 1}}))[0]
+    pod_gpu = pod.devices[0].minor
+    assert pod_gpu in (0, 2)  # GPU 0 was given back
+    with pytest.raises(DraError, match="held outside DRA"):
+        c.apply(allocated(f"gpu-{pod_gpu}"))
+    assert held() == [1]
+    assert c.claim("ml/a")["status"]["allocation"]["devices"]["results"][0]["device"] == "gpu-1"

@@ -222,10 +222,20 @@ class DraCluster:
                 alloc = (obj.get("status") or {}).get("allocation")
                 if alloc is not None:
                     self._verify(key, alloc)
-                    if keep_unheld:
-                        self._hold_cautiously(key, alloc)
-                    else:
-                        self._hold(key, alloc)
+                    before = ((self._claims.get(key) or {}).get("status") or {}).get("allocation")
+                    moved = before is not None and before != alloc and self._cluster is not None
+                    if moved:  # the old devices are given back before the new ones are held
+                        legacy.drop(self._cluster, key, self._share_pods.pop(key, []))
+                        self._unheld.pop(key, None)
+                    try:
+                        if keep_unheld:
+                            self._hold_cautiously(key, alloc)
+                        else:
+                            self._hold(key, alloc)
+                    except DraError:
+                        if moved:  # refused: the claim keeps what it held
+                            self._hold_cautiously(key, before)
+                        raise
                 elif key in self._claims and self._cluster is not None:
                     legacy.drop(self._cluster, key, self._share_pods.pop(key, []))
                     self._unheld.pop(key, None)
