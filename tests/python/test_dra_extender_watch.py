@@ -249,3 +249,21 @@ def test_a_relist_that_predates_this_extenders_own_claim_write_keeps_it() -> Non
     assert holdings(x) == {}
     x.sync.relist("ResourceClaim", "resync")
     assert holdings(x) == {} and x.sync.cluster.claim_names() == ["ml/a"]
+
+
+def test_claims_that_swapped_gpus_while_the_watch_was_down_are_both_held(caplog) -> None:
+    """A claims re-list takes only the claims gone or changed, in place: two that swapped GPUs
+    are both held on their new ones (the old holds are given back first), the others untouched."""
+    res = Dra([claim("a", 1, (0,)), claim("b", 1, (1,)), claim("c", 1, (2,))])
+    x = Extenders(Core(), res)
+    hold = {n: f"{PSEUDO_POD_PREFIX}ml/{n}" for n in "abc"}
+    assert holdings(x) == {hold["a"]: ("n1", [0]), hold["b"]: ("n1", [1]), hold["c"]: ("n1", [2])}
+    res.claims[:2] = [claim("a", 1, (1,)), claim("b", 1, (0,))]
+    for c in res.claims[:2]:
+        c["metadata"]["resourceVersion"] = "9"
+    with caplog.at_level(logging.INFO, logger="gpufleet.k8s.extender.dra"):
+        x.sync.relist("ResourceClaim", "watch expired")
+    assert "3 listed, 0 gone, 2 (ml/a, ml/b) new or changed" in caplog.text
+    assert holdings(x) == {hold["a"]: ("n1", [1]), hold["b"]: ("n1", [0]), hold["c"]: ("n1", [2])}
+    assert not x.sync.conflicts
+    x.state.cluster.check_invariants()

@@ -11,7 +11,6 @@ that node's slices change.
 """
 from __future__ import annotations
 
-import copy
 import heapq
 import json
 import marshal
@@ -176,7 +175,7 @@ class DraCluster:
                     self._filed = False
 
     def add_node(self, node: dict[str, Any] | str) -> None:
-        node = copy.deepcopy(_node_dict(node))
+        node = _copy(_node_dict(node))
         with self._lock:
             self._nodes[node["metadata"]["name"]] = node
             self._tables.pop(node["metadata"]["name"], None)
@@ -203,7 +202,7 @@ class DraCluster:
         kind = obj.get("kind") if isinstance(obj, dict) else None
         if kind not in KINDS:
             raise DraError(f"apply: kind must be one of {', '.join(KINDS)}, got {kind!r}")
-        obj = copy.deepcopy(obj)
+        obj = _copy(obj)
         if kind == "ResourceSlice":
             check_slice(obj)
             with self._lock:
@@ -268,14 +267,14 @@ class DraCluster:
         with self._lock:
             if name not in self._claims:
                 raise NotFoundError(f"ResourceClaim {name}: not found")
-            return copy.deepcopy(self._claims[name])
+            return _copy(self._claims[name])
 
     def node(self, name: str) -> dict[str, Any]:
         """A copy of the Node object ``name`` (its metadata: name and labels)."""
         with self._lock:
             if name not in self._nodes:
                 raise KeyError(f"Node {name}: not found")
-            return copy.deepcopy(self._nodes[name])
+            return _copy(self._nodes[name])
 
     def claim_names(self) -> list[str]:
         with self._lock:
@@ -702,7 +701,7 @@ class DraCluster:
         """Every object as Kubernetes writes it (claims with their status): ``restore`` rebuilds
         exactly this state, as the extender rebuilds from the API server."""
         with self._lock:
-            return copy.deepcopy({"nodes": list(self._nodes.values()), "slices": list(self._slices.values()),
+            return _copy({"nodes": list(self._nodes.values()), "slices": list(self._slices.values()),
                                   "classes": list(self._classes.values()),
                                   "claims": list(self._claims.values())})
 

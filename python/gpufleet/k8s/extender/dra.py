@@ -126,11 +126,17 @@ class DraSync:
             for key in gone if kind == "ResourceClaim" else ():
                 self._written.pop(key, None)
             if gone or changed:
-                snap = self.cluster.snapshot()
-                objects = {"DeviceClass": snap["classes"], "ResourceSlice": snap["slices"],
-                           "ResourceClaim": snap["claims"]}
-                objects[kind] = self._kept_writes(items) if kind == "ResourceClaim" else items
-                self._replace(objects, only=kind)
+                if kind == "ResourceClaim":  # claims churn most: only those gone or changed
+                    kept = self._kept_writes(items)
+                    fresh_keys = set(changed)
+                    self._patch_claims(gone, [o for o in kept if _key(kind, o) in fresh_keys])
+                    self._versions[kind] = dict(listed)
+                else:  # a slice or class changes what every claim verifies against: anew
+                    snap = self.cluster.snapshot()
+                    objects = {"DeviceClass": snap["classes"], "ResourceSlice": snap["slices"],
+                               "ResourceClaim": snap["claims"]}
+                    objects[kind] = items
+                    self._replace(objects, only=kind)
             self.loops.listed(kind, (data.get("metadata") or {}).get("resourceVersion"))
         log.info("re-list of %s (%s): %d listed, %s", kind, why, len(items),
                  f"{_names(gone)} gone, {_names(changed)} new or changed"
@@ -151,6 +157,32 @@ class DraSync:
                     self._written[key] = base   # still to come back through the watch
             out.append(obj)
         return out
+
+    def _patch_claims(self, gone: list[str], changed: list[dict[str, Any]]) -> None:
+        """The listed claims in place (under the lock): those gone deleted, their holds with
+        them; those changed given back first, so that claims that swapped devices do not refuse
+        each other, then taken as listed (one the DraCluster refuses is logged and left out, as
+        a rebuild leaves it)."""
+        for key in gone:
+            try:
+                self.cluster.delete("ResourceClaim", key)
+            except KeyError:
+                pass  # skipped when it was listed
+        for obj in changed:
+            try:
+                self.cluster.release(_key("ResourceClaim", obj))
+            except KeyError:
+                pass  # new
+        for obj in changed:
+            try:
+                self.cluster.apply({**obj, "kind": "ResourceClaim"}, keep_unheld=True)
+            except DraError as e:
+                log.warning("skipped: %s", e)
+                try:
+                    self.cluster.delete("ResourceClaim", _key("ResourceClaim", obj))
+                except KeyError:
+                    pass
+        self._report(self.cluster.unheld())
 
     def _replace(self, objects: dict[str, list[dict[str, Any]]], only: Optional[str] = None) -> DraCluster:
         """A fresh DraCluster of the nodes and `objects` (per kind) made current, its claims'
