@@ -341,3 +341,36 @@ def test_cli_output_formats(traces, tmp_path, capsys):
     assert main(argv + ["-o", "wide"]) == 0
     wide = capsys.readouterr().out
     assert wide.splitlines()[0].split() == header and len(wide.splitlines()) == 1 + len(doc["summary"])
+
+
+GAVEL_REFERENCE = Path(__file__).parent / "data" / "gavel_reference"
+GAVEL_THROUGHPUTS = Path(__file__).parents[2] / ".." / "shared" / "data" / "gavel" / "simulation_throughputs.json"
+
+
+@pytest.mark.skipif(not GAVEL_THROUGHPUTS.exists(), reason="needs ../shared/data/gavel (Gavel's throughput table)")
+def test_cli_sets_gavels_own_figures_beside_its_traces_run_under_its_rules(capsys):
+    """--reference: a gavel-* policy run with gavel_compat on a trace, cluster and seed Gavel's
+    simulator ran gets Gavel's figure beside it; the same run without Gavel's rules, or on another
+    cluster, gets none (another experiment)."""
+    reference = GAVEL_REFERENCE / "reference.json"
+    runs = {(r["policy"], r["seed"]): r for r in json.loads(reference.read_text())["runs"]
+            if r["trace"] == "probe-idle-gap" and r["cluster"] == "1:0:0" and r["solver"] == "ECOS"}
+    argv = ["sweep", "--trace", f"gavel:{GAVEL_REFERENCE / 'traces' / 'probe-idle-gap.trace'}",
+            "--throughputs", str(GAVEL_THROUGHPUTS), "--policy", "gavel-lp", "gavel-fifo", "--seed", "0",
+            "--workers", "1", "--no-progress", "--metric", "avg_jct", "makespan",
+            "--reference", str(reference), "-o", "json"]
+    assert main(argv + ["--cluster", "v100:1", "--option", "gavel_compat=true"]) == 0
+    rows = {(r["policy"], r["metric"]): r for r in json.loads(capsys.readouterr().out)["summary"]}
+    for ours, gavels in (("gavel-lp", "max_min_fairness_perf"), ("gavel-fifo", "fifo_perf")):
+        for metric, key in (("avg_jct", "avg_jct_s"), ("makespan", "makespan_s")):
+            row = rows[(ours, metric)]
+            assert row["published"] == pytest.approx(runs[(gavels, 0)][key])
+            assert row["difference"] == pytest.approx(row["mean"] - row["published"])
+            assert abs(row["difference"]) <= 0.02 * row["published"]
+    assert main(argv + ["--cluster", "v100:1"]) == 0   # the package's own rules: not Gavel's runs
+    assert not any("published" in r for r in json.loads(capsys.readouterr().out)["summary"])
+    assert main(argv + ["--cluster", "v100:2", "--option", "gavel_compat=true"]) == 0
+    assert not any("published" in r for r in json.loads(capsys.readouterr().out)["summary"])
+    bad = argv[:-3] + [str(GAVEL_THROUGHPUTS), "--cluster", "v100:1"]
+    assert main(bad) == 1
+    assert "--reference" in capsys.readouterr().err

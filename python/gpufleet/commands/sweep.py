@@ -1,7 +1,9 @@
 """`gpufleet sweep`: a grid of experiments (traces x policies x seeds x options) run in parallel,
 locally or on a Ray cluster, resumable through ``--results DIR``; prints a summary table (mean and
 standard deviation over seeds per trace, policy and options; for openb replays each policy's mean
-next to the published one, and for the PAI-2020 simulator's table run with its seed, 42). ``-o wide`` prints every metric, ``-o json|yaml`` the summary document;
+next to the published one, for the PAI-2020 simulator's table run with its seed, 42, and with
+``--reference`` Gavel's own simulator's figures beside its traces run under its rules). ``-o wide``
+prints every metric, ``-o json|yaml`` the summary document;
 ``--csv`` writes the tidy per-experiment table, ``--plot`` the figure. See docs/sweep.md."""
 from __future__ import annotations
 
@@ -58,6 +60,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--published", metavar="CSV",
                    help="the FGD study's per-seed results (fgd_expected_alloc.csv) to compare openb "
                         "means with (default: the paper's default-trace figures)")
+    p.add_argument("--reference", metavar="JSON",
+                   help="Gavel's recorded runs (tests/python/data/gavel_reference/reference.json) to set "
+                        "beside gavel-* policies run with --option gavel_compat=true on its traces and clusters")
     p.add_argument("--csv", metavar="FILE", help="also write the tidy table (one row per experiment and metric)")
     p.add_argument("--plot", metavar="FILE", help="also draw the figure (mean per policy, error bars "
                                                   "over seeds, grouped by trace) for the first metric")
@@ -106,11 +111,43 @@ def _pai_published(r: dict[str, Any], option_names: list[str], seeds: list[int])
     return PAI2020_README.get(str(r["policy"]).lower(), {}).get(r["metric"])
 
 
-def _summary_rows(summary, published, option_names: list[str], seeds: list[int] | None = None) -> list[dict[str, Any]]:
+def _gavel_cluster(cluster: Any) -> str | None:
+    """A sweep's --cluster as Gavel's ``-c v100:p100:k80`` counts; None for any other cluster."""
+    from gpufleet.sim import cluster_spec
+    try:
+        spec = cluster_spec(cluster)
+    except (ValueError, TypeError):
+        return None
+    counts = {str(m["name"]).lower(): int(m["count"]) for m in spec}
+    if not counts or set(counts) - {"v100", "p100", "k80"} or any(len(m) > 2 for m in spec):
+        return None
+    return ":".join(str(counts.get(m, 0)) for m in ("v100", "p100", "k80"))
+
+
+def _gavel_reference(r: dict[str, Any], option_names: list[str], seeds: list[int],
+                     gavel: tuple[dict, str | None] | None) -> float | None:
+    """Gavel's own figure for a summary row (its mean over the row's seeds): only for a run
+    under Gavel's rules (gavel_compat and no other option) on a trace, cluster and policy Gavel
+    ran with every one of those seeds."""
+    if gavel is None or gavel[1] is None or r["kind"] != "sim" or r["metric"] not in ("avg_jct", "makespan"):
+        return None
+    if r.get("gavel_compat") is not True:
+        return None
+    if any(r[o] == r[o] and r[o] is not None for o in option_names if o != "gavel_compat"):
+        return None
+    figures = [gavel[0].get((r["trace"], gavel[1], r["policy"], s)) for s in seeds]
+    if not seeds or any(f is None for f in figures):
+        return None
+    return sum(f[r["metric"]] for f in figures) / len(figures)
+
+
+def _summary_rows(summary, published, option_names: list[str], seeds: list[int] | None = None,
+                  gavel: tuple[dict, str | None] | None = None) -> list[dict[str, Any]]:
     """The summary as plain rows, every metric in the unit of the run's summary (ratios and shares
     are fractions, as ``simulate``, ``replay_openb`` and ``summarize`` give them), with the
-    published allocation ratio (openb; a fraction, as :mod:`gpufleet.published` holds it) or the
-    PAI-2020 README's figure and the difference where one is known."""
+    published allocation ratio (openb; a fraction, as :mod:`gpufleet.published` holds it), the
+    PAI-2020 README's figure or Gavel's own simulator's (``gavel``: its runs and the sweep's
+    cluster as Gavel writes it) and the difference where one is known."""
     pub = {(r.trace, r.policy): float(r.published) for r in published.itertuples()}
     rows = []
     for r in summary.to_dict("records"):
@@ -122,6 +159,9 @@ def _summary_rows(summary, published, option_names: list[str], seeds: list[int] 
         elif (pai := _pai_published(r, option_names, list(seeds or []))) is not None:
             row["published"] = pai
             row["difference"] = None if row["mean"] is None else row["mean"] - pai
+        elif (ref := _gavel_reference(r, option_names, list(seeds or []), gavel)) is not None:
+            row["published"] = ref
+            row["difference"] = None if row["mean"] is None else row["mean"] - ref
         rows.append(row)
     return rows
 
@@ -152,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
         require("ray", "ray", "--ray")
     from gpufleet.sweep import summarize, sweep
     seeds = args.seed if args.seed is not None else range(3 if args.seeds is None else args.seeds)
-    named = [*named_files(args), args.published]
+    named = [*named_files(args), args.published, args.reference]
     named += [part for t in args.trace for part in (t, t.partition(":")[2])]   # PATH or FORMAT:PATH
     device = device_among(named)
     if device:
@@ -169,6 +209,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"gpufleet sweep: --published {args.published}: not the FGD study's results: "
               f"{one_line(e)}", file=sys.stderr)
         return 1
+    gavel = None
+    if args.reference:
+        from gpufleet.sweep import load_gavel_reference
+        try:
+            gavel = (load_gavel_reference(args.reference), _gavel_cluster(args.cluster))
+        except ValueError as e:
+            print(f"gpufleet sweep: --reference {one_line(e)}", file=sys.stderr)
+            return 1
     try:
         options = parse_options(args.option)
         grid = len(args.trace) * (len(args.policy or []) + len(args.as_dra)) * len(seeds) * math.prod(len(v) for v in options.values())
@@ -198,7 +246,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as e:
         print(f"gpufleet sweep: cannot write: {e}", file=sys.stderr)
         return 1
-    rows = _summary_rows(summary, published, option_names, [int(s) for s in seeds])
+    rows = _summary_rows(summary, published, option_names, [int(s) for s in seeds], gavel)
     attrs = df.attrs
     print(f"gpufleet sweep: {attrs['experiments']} experiments: {attrs['ran']} run, {attrs['reused']} "
           f"reused{' from ' + attrs['results_dir'] if attrs['results_dir'] else ''}", file=sys.stderr)

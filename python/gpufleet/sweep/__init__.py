@@ -31,12 +31,12 @@ from .errors import SweepError
 from .executors import EXECUTORS
 from .experiment import Experiment
 from .inputs import TraceSpec, parse_trace
-from .results import load_published_alloc, read_results, summarize
+from .results import load_gavel_reference, load_published_alloc, read_results, summarize
 from .run import run_experiment
 from .specs import split_spec, split_top_level
 
 __all__ = ["EXECUTORS", "KINDS", "Experiment", "SweepError", "TraceSpec", "experiments",
-           "load_published_alloc", "parse_trace", "read_results", "run_experiment", "split_spec",
+           "load_gavel_reference", "load_published_alloc", "parse_trace", "read_results", "run_experiment", "split_spec",
            "split_top_level", "summarize", "sweep"]
 
 #: Experiment kinds: job-time simulation and openb GPU-sharing replay.

@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # checkers see the frames' type
 else:
     pd = lazy("pandas")
 
-__all__ = ["frame", "load_published_alloc", "read_result", "read_results", "result_path", "summarize",
+__all__ = ["frame", "load_gavel_reference", "load_published_alloc", "read_result", "read_results", "result_path", "summarize",
            "write_result"]
 
 _RESULT_FORMAT = 1
@@ -122,3 +122,29 @@ def load_published_alloc(path: str | os.PathLike | None = None, at: str = "100")
         raise SweepError(str(e)) from None
     return table.rename(columns={"mean": "published", "seeds": "published_runs"})[
         ["trace", "policy", "published", "published_runs"]]
+
+
+def load_gavel_reference(path: str | os.PathLike) -> dict[tuple[str, str, str, int], dict[str, float]]:
+    """Gavel's own simulator's figures (a reference file such as
+    tests/python/data/gavel_reference/reference.json, :func:`gpufleet.published.gavel_runs`) by
+    what a sweep row is: ``(trace label, cluster as Gavel's "v100:p100:k80" counts, gpufleet
+    policy, seed)`` -> ``{"avg_jct": s, "makespan": s}``; only Gavel's runs that finished with its
+    default solver (ECOS) and have a counterpart here. The trace label is the stem of the trace's
+    file, as the sweep labels it."""
+    from pathlib import PurePosixPath
+    from gpufleet.published import gavel_runs
+    try:
+        runs = gavel_runs(path)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise SweepError(f"{path}: not a reference file of Gavel's runs: {e}") from None
+    if runs.empty:
+        raise SweepError(f"{path}: not a reference file of Gavel's runs: it lists no runs")
+    label = {name: PurePosixPath(str(entry.get("file", name))).stem
+             for name, entry in runs.attrs.get("traces", {}).items()}
+    out: dict[tuple[str, str, str, int], dict[str, float]] = {}
+    for r in runs.itertuples():
+        if r.status != "ok" or r.solver != "ECOS" or not isinstance(r.gpufleet_policy, str):
+            continue
+        key = (label.get(r.trace, r.trace), str(r.cluster), r.gpufleet_policy, int(r.seed))
+        out[key] = {"avg_jct": float(r.avg_jct_s), "makespan": float(r.makespan_s)}
+    return out
