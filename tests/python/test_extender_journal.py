@@ -119,6 +119,35 @@ def test_a_second_process_cannot_open_the_same_journal(tmp_path: Path):
     jr.Journal.open(tmp_path / "s.journal").close()
 
 
+def test_a_journal_of_its_own_directory_keeps_the_scenario_directory_clean(tmp_path: Path, capsys):
+    """--journal puts the journal, its mark and its lock in the directory named, none beside the
+    scenario; a directory that does not exist stops the start with one line naming it."""
+    import yaml
+
+    from gpufleet.cli import main
+    from gpufleet.k8s.extender.state import load_scenario
+
+    config, journals = tmp_path / "config", tmp_path / "state"
+    config.mkdir()
+    journals.mkdir()
+    path = config / "scenario.yaml"
+    path.write_text(yaml.safe_dump(scenario()))
+    st = load_scenario(path, journal=journals / "binds.journal", api=gpufleet)
+    st.journal.close()
+    assert sorted(p.name for p in journals.iterdir()) == [
+        "binds.journal", "binds.journal.lock", "binds.journal.mark"]
+    assert sorted(p.name for p in config.iterdir()) == ["scenario.yaml"]
+
+    missing = tmp_path / "absent" / "binds.journal"
+    with pytest.raises(jr.JournalError, match=f"its directory {tmp_path / 'absent'} does not exist"):
+        jr.Journal.open(missing)
+    assert main(["extender", "--state", str(path), "--journal", str(missing)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{tmp_path / 'absent'} does not exist" in err
+    assert not (tmp_path / "absent").exists()
+    assert sorted(p.name for p in config.iterdir()) == ["scenario.yaml"]
+
+
 def test_records_the_core_refuses_are_reported_and_the_rest_restored(tmp_path: Path, caplog):
     path = tmp_path / "s.journal"
     st, client = start(path, scenario(gpus=3))

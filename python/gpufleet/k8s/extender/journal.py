@@ -253,6 +253,9 @@ class Journal:
         """Lock, check against the mark, replay and compact. Raises JournalError when records
         that may have been answered are missing or damaged, unless `accept_loss`."""
         path = Path(path)
+        if not path.parent.is_dir():
+            raise JournalError(f"journal {path}: its directory {path.parent} does not exist "
+                               "(create it first; the journal, its .mark and its .lock go there)")
         lock_fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
