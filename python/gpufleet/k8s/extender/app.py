@@ -350,13 +350,15 @@ class Extender:
 
 def create_app(state: ExtenderState, prefix: str = "",
                max_body_bytes: int = MAX_BODY_BYTES, token: bytes | None = None,
-               bind_guard: BindGuard | None = None) -> ASGIApp:
+               bind_guard: BindGuard | None = None,
+               metrics: ExtenderMetrics | None = None) -> ASGIApp:
     """The ASGI app. `prefix` is the path part of the scheduler's urlPrefix, e.g. "/gpufleet".
     `token`: every request but the health probes needs it as a bearer token (auth.py);
-    `bind_guard`: the `--kube` checks of which pods a bind may touch (guard.py)."""
+    `bind_guard`: the `--kube` checks of which pods a bind may touch (guard.py); `metrics`: the
+    registry the app counts into and /metrics renders (new when None; the probe port shares it)."""
     prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
     ext = Extender(state, bind_guard)
-    metrics = ExtenderMetrics(state)
+    metrics = metrics if metrics is not None else ExtenderMetrics(state)
 
     Endpoint = Callable[[Scope, Receive, Send], Awaitable[None]]
 
