@@ -141,6 +141,7 @@ def test_a_journal_of_its_own_directory_keeps_the_scenario_directory_clean(tmp_p
     missing = tmp_path / "absent" / "binds.journal"
     with pytest.raises(jr.JournalError, match=f"its directory {tmp_path / 'absent'} does not exist"):
         jr.Journal.open(missing)
+    capsys.readouterr()   # only what the command prints (a handler an earlier test left may log)
     assert main(["extender", "--state", str(path), "--journal", str(missing)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"{tmp_path / 'absent'} does not exist" in err
