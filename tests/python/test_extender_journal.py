@@ -149,6 +149,26 @@ def test_a_journal_of_its_own_directory_keeps_the_scenario_directory_clean(tmp_p
     assert sorted(p.name for p in config.iterdir()) == ["scenario.yaml"]
 
 
+def test_gang_plans_are_replayed_compacted_and_checked(tmp_path: Path):
+    """A plan event is held per gang until its unplan, kept by compaction with its number, and a
+    plan line that does not say what it holds is damage like any other."""
+    path = tmp_path / "s.journal"
+    j = jr.Journal.open(path)
+    j.record_plan("default/g", {"n1": 2}, "rack-a", 1000.0, [])
+    j.record_plan("default/h", {"n2": 1}, "rack-b", 1001.0, ["h-0"])
+    j.record_unplan("default/h")
+    j.close()
+    j = jr.Journal.open(path)   # replayed, then rewritten compactly
+    assert {k: (e["slots"], e["domain"], e["made"], e["bound"], e["seq"])
+            for k, e in j.replay.plans.items()} == {"default/g": ({"n1": 2}, "rack-a", 1000.0, [], 1)}
+    j.close()
+    assert path.read_bytes().count(b"\n") == 2   # header + the plan still held
+    bad = jr._encode({**jr.plan_event("default/x", {"n1": "two"}, "", 0.0, []), "seq": 4})
+    path.write_bytes(path.read_bytes() + bad + jr._encode({**jr.unplan_event("default/g"), "seq": 5}))
+    with pytest.raises(jr.JournalError, match="line 3 is damaged: plan event without node slots"):
+        jr.Journal.open(path)
+
+
 def test_records_the_core_refuses_are_reported_and_the_rest_restored(tmp_path: Path, caplog):
     path = tmp_path / "s.journal"
     st, client = start(path, scenario(gpus=3))

@@ -249,13 +249,14 @@ class Extender:
         try:
             annotations = alloc.annotations(gpushare=st.want_gpushare(pod_args))
             binder, journal = st.binder, st.journal
+            gang = st.gangs.key(pod_args) if st.gangs is not None else None
 
             def bind_and_record() -> None:
                 # The binder writes the cluster's record (annotations, then Binding); the journal
                 # is scenario mode's. Both are durable before the bind is committed and answered.
                 binder.bind(ns, name, uid, node, annotations)
                 if journal is not None:
-                    journal.record_bind(pod_args, node, annotations)
+                    journal.record_bind(pod_args, node, annotations, gang)
 
             # Shielded: once the record may exist, a client that goes away must not leave the
             # state behind it. The bind completes and a retry is answered from the state.
