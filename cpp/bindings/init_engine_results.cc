@@ -94,15 +94,17 @@ const Field<EvictDecision> kEvictFields[] = {
 const Field<QueueShare> kQueueShareFields[] = {
     {"queue", "The queue's name.", [](const QueueShare& q, py::handle) { return FieldCopy(q.queue); }},
     {"weight", "The queue's weight.", [](const QueueShare& q, py::handle) { return FieldCopy(q.weight); }},
-    {"allocated", "Resources its running tasks hold.",
+    {"allocated", "Resources its own jobs' running tasks hold (0 for an inner queue: only leaves hold jobs).",
      [](const QueueShare& q, py::handle self) { return FieldView(q.allocated, self); }},
+    {"subtree_allocated", "Resources the running tasks of its jobs and of every queue below it hold.",
+     [](const QueueShare& q, py::handle self) { return FieldView(q.subtree_allocated, self); }},
     {"request", "Resources held plus pending requests (its demand).",
      [](const QueueShare& q, py::handle self) { return FieldView(q.request, self); }},
     {"deserved", "Its deserved resources (proportion plugin); inf when no plugin sets them.",
      [](const QueueShare& q, py::handle self) { return FieldView(q.deserved, self); }},
     {"held", "Capacity held for this queue's starvation target (not in allocated).",
      [](const QueueShare& q, py::handle self) { return FieldView(q.held, self); }},
-    {"share", "Max over resources of allocated / deserved (0 when nothing is allocated).",
+    {"share", "Max over resources of subtree_allocated / deserved (0 when nothing is allocated).",
      [](const QueueShare& q, py::handle) { return FieldCopy(q.share); }},
 };
 

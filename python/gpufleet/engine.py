@@ -261,8 +261,9 @@ class CycleResult:
 
     @cached_property
     def queues(self) -> pd.DataFrame:
-        """One row per queue: queue, weight, share, then allocated / deserved / request / held
-        for cpu (milli-cores), memory (bytes) and gpu."""
+        """One row per queue: queue, weight, share, then allocated / subtree_allocated / deserved /
+        request / held for cpu (milli-cores), memory (bytes) and gpu. Only leaf queues hold jobs:
+        an inner queue's ``allocated_*`` is 0 and ``subtree_allocated_*`` what its descendants hold."""
         return _queues_frame(self._native.queues)
 
     @cached_property
@@ -283,7 +284,7 @@ class CycleResult:
 # The frames' column orders (the identity first); every column is a field of the bound class.
 _BIND_COLUMNS = ["job", "task", "node", "gpus", "gpu_core", "cpu_milli", "memory_bytes", "devices"]
 _HELD_COLUMNS = ["node", "job", *_RESOURCES]
-_SHARE_KINDS = ("allocated", "deserved", "request", "held")
+_SHARE_KINDS = ("allocated", "subtree_allocated", "deserved", "request", "held")
 _QUEUE_COLUMNS = ["queue", "weight", "share"] + [f"{k}_{r}" for k in _SHARE_KINDS for r in _RESOURCES]
 
 

@@ -46,6 +46,7 @@ class QueueShareRecord(TypedDict):
     queue: str
     weight: float
     allocated: ResourcesRecord
+    subtree_allocated: ResourcesRecord
     request: ResourcesRecord
     deserved: ResourcesRecord
     held: ResourcesRecord

@@ -95,8 +95,20 @@ def _value(v: Any) -> str:
 def format_listing(kind: str, prefix: str = "") -> str:
     """A readable listing: each name with its description and capabilities, then one line per
     parameter with its type, default, range and help."""
+    return format_entries(entries(kind), prefix)
+
+
+def listed(name: str, description: str) -> dict[str, Any]:
+    """An entry in the shape :func:`entries` returns, for a name that no native registry holds
+    (one without parameters or traits, such as a DRA strategy)."""
+    return {"name": name, "description": description, "parameters": [], "traits": {},
+            "open_parameters": False, "capabilities": []}
+
+
+def format_entries(listing: list[dict[str, Any]], prefix: str = "") -> str:
+    """:func:`format_listing` for entries already at hand (from :func:`entries` or :func:`listed`)."""
     lines = []
-    for e in entries(kind):
+    for e in listing:
         caps = f"  [{', '.join(e['capabilities'])}]" if e["capabilities"] else ""
         lines.append(f"{prefix}{e['name']:<16} {e['description']}{caps}")
         if e["open_parameters"]:
@@ -111,4 +123,5 @@ def format_listing(kind: str, prefix: str = "") -> str:
 
 
 __all__ = ["KINDS", "callback_points", "check_strategy", "description", "entries",
-           "format_listing", "metadata", "names", "strategies", "strategy_description"]
+           "format_entries", "format_listing", "listed", "metadata", "names", "strategies",
+           "strategy_description"]

@@ -141,6 +141,13 @@ TEST(QueueTreeEngineTest, KaiReclaimBringsADepartmentBackToItsQuota) {
   const CycleResult last = *r;
   for (const QueueShare& q : last.queues)
     if (q.queue == "a1" || q.queue == "b1") EXPECT_DOUBLE_EQ(q.deserved[2], 4) << q.queue;
+  // Only leaves hold jobs: a department's own allocation is 0, its subtree's its team's 4 GPUs.
+  for (const QueueShare& q : last.queues) {
+    if (q.queue != "d1" && q.queue != "d2") continue;
+    EXPECT_DOUBLE_EQ(q.allocated[2], 0) << q.queue;
+    EXPECT_DOUBLE_EQ(q.subtree_allocated[2], 4) << q.queue;
+    EXPECT_DOUBLE_EQ(q.share, 1) << q.queue;
+  }
 }
 
 TEST(QueueTreeEngineTest, ALendingQueueReclaimsItsNominalQuotaForAWholeNodeGang) {

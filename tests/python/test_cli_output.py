@@ -53,7 +53,7 @@ def _commands(openb_files, tmp_path):
 
 
 LISTINGS = {
-    "list-policies": (["simulate", "--list-policies"], {"policies", "strategies"}),
+    "list-policies": (["simulate", "--list-policies"], {"policies", "strategies", "dra_strategies"}),
     "list-strategies": (["place", "--list-strategies"], {"strategies"}),
     "list-plugins": (["cycle", "--list-plugins"], {"plugins"}),
     "list-actions": (["cycle", "--list-actions"], {"actions"}),

@@ -209,12 +209,17 @@ def test_the_profile_calls_the_extender_beside_it_on_loopback(name):
             assert resource in {r["name"] for r in ext["managedResources"]}
     # One replica, replaced not rolled: never two extenders handing out devices.
     assert deployment["spec"]["replicas"] == 1 and deployment["spec"]["strategy"]["type"] == "Recreate"
-    # The kubelet probes the extender on its probe port, which serves only the probes.
+    # The kubelet probes the extender on its probe port, which serves only the probes and
+    # /metrics; scrape annotations point Prometheus there (the extender's own port is loopback).
     probe_port = parse_listen(args.probe_listen)[1]
     assert c["extender"]["ports"] == [{"name": "probes", "containerPort": probe_port}]
     for probe in ("readinessProbe", "livenessProbe"):
         assert c["extender"][probe]["httpGet"]["port"] == "probes"
         assert c["kube-scheduler"][probe]["httpGet"]["scheme"] == "HTTPS"
+    scrape = deployment["spec"]["template"]["metadata"]["annotations"]
+    assert parse_listen(args.listen)[0] == "127.0.0.1"
+    assert (scrape["prometheus.io/scrape"], scrape["prometheus.io/path"]) == ("true", "/metrics")
+    assert int(scrape["prometheus.io/port"]) == probe_port
     assert pod["securityContext"]["runAsNonRoot"] is True
     for x in c.values():
         sc = x["securityContext"]

@@ -119,6 +119,56 @@ def test_a_second_process_cannot_open_the_same_journal(tmp_path: Path):
     jr.Journal.open(tmp_path / "s.journal").close()
 
 
+def test_a_journal_of_its_own_directory_keeps_the_scenario_directory_clean(tmp_path: Path, capsys):
+    """--journal puts the journal, its mark and its lock in the directory named, none beside the
+    scenario; a directory that does not exist stops the start with one line naming it."""
+    import yaml
+
+    from gpufleet.cli import main
+    from gpufleet.k8s.extender.state import load_scenario
+
+    config, journals = tmp_path / "config", tmp_path / "state"
+    config.mkdir()
+    journals.mkdir()
+    path = config / "scenario.yaml"
+    path.write_text(yaml.safe_dump(scenario()))
+    st = load_scenario(path, journal=journals / "binds.journal", api=gpufleet)
+    st.journal.close()
+    assert sorted(p.name for p in journals.iterdir()) == [
+        "binds.journal", "binds.journal.lock", "binds.journal.mark"]
+    assert sorted(p.name for p in config.iterdir()) == ["scenario.yaml"]
+
+    missing = tmp_path / "absent" / "binds.journal"
+    with pytest.raises(jr.JournalError, match=f"its directory {tmp_path / 'absent'} does not exist"):
+        jr.Journal.open(missing)
+    capsys.readouterr()   # only what the command prints (a handler an earlier test left may log)
+    assert main(["extender", "--state", str(path), "--journal", str(missing)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{tmp_path / 'absent'} does not exist" in err
+    assert not (tmp_path / "absent").exists()
+    assert sorted(p.name for p in config.iterdir()) == ["scenario.yaml"]
+
+
+def test_gang_plans_are_replayed_compacted_and_checked(tmp_path: Path):
+    """A plan event is held per gang until its unplan, kept by compaction with its number, and a
+    plan line that does not say what it holds is damage like any other."""
+    path = tmp_path / "s.journal"
+    j = jr.Journal.open(path)
+    j.record_plan("default/g", {"n1": 2}, "rack-a", 1000.0, [])
+    j.record_plan("default/h", {"n2": 1}, "rack-b", 1001.0, ["h-0"])
+    j.record_unplan("default/h")
+    j.close()
+    j = jr.Journal.open(path)   # replayed, then rewritten compactly
+    assert {k: (e["slots"], e["domain"], e["made"], e["bound"], e["seq"])
+            for k, e in j.replay.plans.items()} == {"default/g": ({"n1": 2}, "rack-a", 1000.0, [], 1)}
+    j.close()
+    assert path.read_bytes().count(b"\n") == 2   # header + the plan still held
+    bad = jr._encode({**jr.plan_event("default/x", {"n1": "two"}, "", 0.0, []), "seq": 4})
+    path.write_bytes(path.read_bytes() + bad + jr._encode({**jr.unplan_event("default/g"), "seq": 5}))
+    with pytest.raises(jr.JournalError, match="line 3 is damaged: plan event without node slots"):
+        jr.Journal.open(path)
+
+
 def test_records_the_core_refuses_are_reported_and_the_rest_restored(tmp_path: Path, caplog):
     path = tmp_path / "s.journal"
     st, client = start(path, scenario(gpus=3))

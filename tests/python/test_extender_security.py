@@ -280,7 +280,12 @@ def test_cli_refuses_a_non_loopback_listen_without_authentication(scenario_file,
     assert not os.path.exists(scenario_file + ".journal")   # refused before the state was loaded
 
 
-def test_cli_serves_mutual_tls_on_loopback_with_plain_probes(scenario_file, pki, tmp_path):
+def _families(text: str) -> set[str]:
+    """The metric families a Prometheus text exposition declares (its # TYPE lines)."""
+    return {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ")}
+
+
+def test_cli_serves_mutual_tls_on_loopback_with_plain_probes_and_metrics(scenario_file, pki, tmp_path):
     port, probe_port = free_port(), free_port()
     log = tmp_path / "extender.log"
     with open(log, "wb") as out:
@@ -308,6 +313,14 @@ def test_cli_serves_mutual_tls_on_loopback_with_plain_probes(scenario_file, pki,
             assert c.post(f"{P}/filter", json=filter_body("p")).json()["NodeNames"] == ["n1"]
             assert c.post(f"{P}/bind", json=bind_body("p")).json() == {"Error": ""}
             assert c.get("/state").json()["allocations"] == 1
+            served = c.get("/metrics").text
+        # The probe port renders the same registry: a scraper without a client certificate reads
+        # the families the TLS port serves, the bind this run answered counted in it.
+        scraped = httpx.get(f"{probes}/metrics")
+        assert scraped.status_code == 200 and scraped.headers["content-type"].startswith("text/plain")
+        assert _families(scraped.text) == _families(served)
+        assert {"gpufleet_extender_binds_total", "gpufleet_extender_requests_total"} <= _families(served)
+        assert "gpufleet_extender_binds_total 1.0" in scraped.text.splitlines()
         with tls_client(url, pki, None) as c, pytest.raises(httpx.TransportError):
             c.get("/state")
     finally:

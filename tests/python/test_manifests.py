@@ -152,15 +152,18 @@ def test_the_extender_serves_mutual_tls_from_a_mounted_secret():
     assert pod["securityContext"]["runAsNonRoot"] is True
 
 
-def test_the_probe_port_answers_the_probes_and_nothing_else():
+def test_the_probe_port_answers_the_probes_the_metrics_and_nothing_else():
     import httpx
 
+    from gpufleet.k8s.extender.metrics import ExtenderMetrics
     from gpufleet.k8s.extender.probes import ProbeServer
     from gpufleet.k8s.extender.state import ExtenderState
 
     _, c, _ = _extender()
     st = ExtenderState()
-    probes = ProbeServer("127.0.0.1", 0).start(st)
+    metrics = ExtenderMetrics(st)
+    metrics.observe("bind", "ok", 0.01)
+    probes = ProbeServer("127.0.0.1", 0).start(st, metrics)
     try:
         url = f"http://127.0.0.1:{probes.port}"
         for probe in ("readinessProbe", "livenessProbe"):
@@ -169,6 +172,11 @@ def test_the_probe_port_answers_the_probes_and_nothing_else():
         st.ready_checks["kubernetes watches"] = lambda: False
         r = httpx.get(f"{url}/readyz")
         assert (r.status_code, r.text) == (503, "not ready: kubernetes watches")
+        # /metrics renders the registry it was given, the one the extender's app counts into.
+        r = httpx.get(f"{url}/metrics")
+        assert r.status_code == 200 and r.content == metrics.render()[0]
+        assert r.headers["content-type"] == metrics.render()[1]
+        assert "gpufleet_extender_binds_total 1.0" in r.text.splitlines()
         assert httpx.get(f"{url}/state").status_code == 404
     finally:
         probes.stop()

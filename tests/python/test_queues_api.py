@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import threading
 from pathlib import Path
 
@@ -124,6 +125,41 @@ def test_cli_cycle_reads_queue_objects(capsys):
     cycle = out["cycles"][0]
     assert sorted(b["job"] for b in cycle["binds"]) == ["a-train", "a-train"]
     assert len(cycle["evictions"]) == 2
+
+
+def test_inner_queues_report_what_their_subtree_holds(capsys):
+    """Only leaves hold jobs: an inner queue's own allocation stays 0 and its subtree's is the sum
+    over every queue below it (two levels down here); the share divides the subtree's by the
+    deserved. The CLI prints that sum as GPU IN SUBTREE."""
+    eng = Engine(DATA / "tree-conf.yaml")
+    eng.add_node({"name": "n1", "cpu": "32", "memory": "256Gi",
+                  "gpus": {"count": 8, "model": "A100", "memory": "80Gi"}})
+    eng.load_queues([{"name": "org", "quota": {"gpu": 8}},
+                     {"name": "dept", "parent": "org", "quota": {"gpu": 6}},
+                     {"name": "team-a", "parent": "dept", "quota": {"gpu": 3}},
+                     {"name": "team-b", "parent": "dept", "quota": {"gpu": 3}},
+                     {"name": "team-c", "parent": "org", "quota": {"gpu": 2}}])
+    for job, queue, gpus in (("a", "team-a", 3), ("b", "team-b", 2), ("c", "team-c", 1)):
+        eng.submit(name=job, queue=queue, replicas=gpus, requests={"cpu": "1", "nvidia.com/gpu": 1})
+    r = eng.run_cycle()
+    assert len(r.binds) == 6
+    shares = r.queues.set_index("queue")
+    own, subtree = shares["allocated_gpu"].to_dict(), shares["subtree_allocated_gpu"].to_dict()
+    assert own == {"default": 0, "org": 0, "dept": 0, "team-a": 3, "team-b": 2, "team-c": 1}
+    assert subtree == {"default": 0, "org": 6, "dept": 5, "team-a": 3, "team-b": 2, "team-c": 1}
+    assert shares.loc["org", "subtree_allocated_cpu"] == 6000
+    for name in ("org", "dept"):
+        assert shares.loc[name, "share"] == pytest.approx(subtree[name] / shares.loc[name, "deserved_gpu"])
+    record = {q["queue"]: q for q in r.to_dict()["queues"]}
+    assert record["dept"]["subtree_allocated"]["gpu"] == 5 and record["dept"]["allocated"]["gpu"] == 0
+
+    assert main(["cycle", str(DATA / "tree-scenario.yaml"), "--conf", str(DATA / "tree-conf.yaml"),
+                 "--queues", str(DATA / "kueue-cohort.yaml")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = next(line for line in lines if line.startswith("QUEUE"))
+    assert re.split(r"\s{2,}", header)[:4] == ["QUEUE", "WEIGHT", "GPU ALLOCATED", "GPU IN SUBTREE"]
+    org = next(line for line in lines if line.startswith("org ")).split()
+    assert org[2:4] == ["0", "8"]  # the cohort holds no job; its ClusterQueues hold 2 + 6
 
 
 def _trace(n: int = 300, seed: int = 3) -> pd.DataFrame:

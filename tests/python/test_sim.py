@@ -219,6 +219,20 @@ def test_cli_list_policies(capsys):
     assert "dlas-gpu" in out and "hetero-las" in out
 
 
+def test_cli_list_policies_names_the_dra_strategies(capsys, monkeypatch):
+    """--list-policies lists what --as-dra takes, read from the allocator that checks it."""
+    from gpufleet.dra import allocator
+    assert main(["simulate", "--list-policies", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)["dra_strategies"]
+    assert [e["name"] for e in listed] == list(allocator.STRATEGIES) == ["pack", "first"]
+    assert all(e["description"] == allocator.STRATEGY_DESCRIPTIONS[e["name"]] for e in listed)
+    monkeypatch.setitem(allocator.STRATEGY_DESCRIPTIONS, "spread-test", "a strategy added later")
+    assert main(["simulate", "--list-policies"]) == 0
+    out = capsys.readouterr().out
+    dra = out[out.index("DRA strategies"):]
+    assert all(name in dra for name in ("pack", "first", "spread-test", "a strategy added later"))
+
+
 def test_cli_synthetic_json(capsys):
     assert main(["simulate", "--format", "synthetic", "--num-jobs", "50", "--policy", "las", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)

@@ -91,6 +91,48 @@ def _scenario(tmp_path) -> str:
     return str(path)
 
 
+def test_a_held_plan_survives_a_restart_from_the_journal(tmp_path):
+    """Scenario mode journals a gang's held plan: the state rebuilt from the journal (as a start
+    after a kill finds it) holds the plan again, less the slot its first pod's bind spent, so the
+    second pod still goes to the node its gang kept (with no plan, no rack takes the 2 pods left);
+    the last bind ends the plan, in the journal too."""
+    from gpufleet.k8s.extender.state import load_scenario
+
+    scenario, journal = _scenario(tmp_path), tmp_path / "binds.journal"
+
+    def start() -> tuple[ExtenderState, TestClient]:
+        st = load_scenario(scenario, journal=journal, topology=rack_levels())
+        return st, TestClient(create_app(st, P))
+
+    def held(st: ExtenderState) -> dict[str, Any]:
+        assert st.gangs is not None
+        return {k: (p.slots, p.domain, p.bound) for k, p in st.gangs._plans.items()}
+
+    st, client = start()
+    filter_(client, kpod("small", 1))
+    bind(client, "small", "b0-r0-n0")  # rack r0 now takes one 8-GPU pod, not two
+    assert sorted(filter_(client, gang_pod("train-0", "train", 2))["NodeNames"]) == ["b0-r1-n0", "b0-r1-n1"]
+    bind(client, "train-0", "b0-r1-n0")
+    before = held(st)
+    assert before == {"default/train": ({"b0-r1-n0": 0, "b0-r1-n1": 1}, "b0/b0-r1", {"default/train-0"})}
+    st.journal.close()
+
+    st, client = start()
+    assert held(st) == before
+    assert st.gangs.clock() - st.gangs._plans["default/train"].made < 60   # its age, not a new plan
+    out = filter_(client, gang_pod("train-1", "train", 2))
+    assert out["NodeNames"] == ["b0-r1-n1"], out
+    bind(client, "train-1", "b0-r1-n1")
+    assert held(st) == {}
+    assert st.journal.replay.plans == {}
+    st.journal.close()
+
+    st, _ = start()   # the plan's end was journalled: nothing is held again
+    assert held(st) == {} and st.journal.replay.plans == {}
+    assert sorted(a.pod for a in st.cluster.allocations()) == ["default/small", "default/train-0", "default/train-1"]
+    st.journal.close()
+
+
 def test_the_command_line_reads_a_topology_file_and_holds_gang_domains(tmp_path):
     from gpufleet.commands.extender import check_topology, read_topology
     from gpufleet.k8s.extender.state import load_scenario

@@ -28,11 +28,12 @@ struct EvictDecision {
 struct QueueShare {
   std::string queue;
   double weight = 0;
-  Resources allocated;
+  Resources allocated;          // by its own jobs' tasks: 0 for an inner queue, which holds no jobs
+  Resources subtree_allocated;  // by the tasks of its own jobs and of every queue below it
   Resources request;
-  Resources deserved;
+  Resources deserved;           // an inner queue's is its whole subtree's
   Resources held;    // held for this queue's starvation target (not in allocated)
-  double share = 0;  // max over resources of allocated / deserved (0 when nothing is allocated)
+  double share = 0;  // max over resources of subtree_allocated / deserved (0 when nothing is allocated)
 };
 
 // Capacity a node holds for the starvation target (reservation_ledger.h): taken, not idle.

@@ -383,6 +383,24 @@ void Session::UnrecordEviction(const TaskInfo& task) {
   std::erase_if(evictions_, [&](const EvictDecision& e) { return e.task == task.name(); });
 }
 
+std::vector<Resources> Session::SubtreeAllocated() const {
+  // Only leaves hold jobs, so an inner queue's own allocation is 0; what it holds is its
+  // descendants' (KAI's departments and Kueue's cohorts count usage the same way).
+  std::map<std::string, int> index;
+  for (const QueueInfo& q : queues_) index[q.name()] = q.id;
+  std::vector<Resources> subtree(queues_.size());
+  for (const QueueInfo& q : queues_) {
+    // Trees are checked acyclic when loaded; the step bound only keeps a bad one from looping.
+    int id = q.id;
+    for (size_t steps = 0; id >= 0 && steps <= queues_.size(); ++steps) {
+      subtree[id] += q.allocated;
+      const auto parent = index.find(queues_[id].spec->parent);
+      id = parent == index.end() ? -1 : parent->second;
+    }
+  }
+  return subtree;
+}
+
 CycleResult Session::Close() {
   CycleResult out;
   // Held capacity is reported as taken, then handed back: the scheduler adopts no holds.
@@ -409,17 +427,19 @@ CycleResult Session::Close() {
     if (j.id == target && !note.empty()) reason += "; " + note;
     out.pending[j.name()] = reason;
   }
+  const std::vector<Resources> subtree = SubtreeAllocated();
   for (const QueueInfo& q : queues_) {
     QueueShare s;
     s.queue = q.name();
     s.weight = q.spec->weight;
     s.allocated = q.allocated;
+    s.subtree_allocated = subtree[q.id];
     s.request = q.request;
     s.deserved = q.deserved;
     if (target >= 0 && jobs_[target].queue == q.id)
       for (const HeldCapacity& h : out.held) s.held += h.resources;
     for (int r = 0; r < kNumResources; ++r) {
-      double d = q.deserved[r], a = q.allocated[r];
+      double d = q.deserved[r], a = s.subtree_allocated[r];
       double share = d > 0 ? a / d : (a > 0 ? 1.0 : 0.0);
       s.share = std::max(s.share, share);
     }

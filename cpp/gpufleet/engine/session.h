@@ -186,6 +186,8 @@ class Session {
   CycleResult Close();
 
  private:
+  // Per queue id: what its own tasks and those of every queue below it hold.
+  std::vector<Resources> SubtreeAllocated() const;
   int TierOf(const std::string& plugin) const;
   // Whether `plugin` may register a callback for `point` (not switched off); records it if so.
   bool Accept(const std::string& plugin, Point point);

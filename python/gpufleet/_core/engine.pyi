@@ -123,17 +123,17 @@ class QueueShare:
     A queue's standing at the end of a cycle: what it holds, asks for and deserves (Resources), and its share.
     """
     derived: typing.ClassVar[tuple[str, ...]] = tuple()
-    fields: typing.ClassVar[tuple[str, ...]] = ('queue', 'weight', 'allocated', 'request', 'deserved', 'held', 'share')
+    fields: typing.ClassVar[tuple[str, ...]] = ('queue', 'weight', 'allocated', 'subtree_allocated', 'request', 'deserved', 'held', 'share')
     def __repr__(self) -> str:
         ...
     def to_dict(self) -> gpufleet.engine_records.QueueShareRecord:
         """
-        Plain data for JSON/YAML, one key per field: queue, weight, allocated, request, deserved, held, share.
+        Plain data for JSON/YAML, one key per field: queue, weight, allocated, subtree_allocated, request, deserved, held, share.
         """
     @property
     def allocated(self) -> Resources:
         """
-        Resources its running tasks hold.
+        Resources its own jobs' running tasks hold (0 for an inner queue: only leaves hold jobs).
         """
     @property
     def deserved(self) -> Resources:
@@ -158,7 +158,12 @@ class QueueShare:
     @property
     def share(self) -> float:
         """
-        Max over resources of allocated / deserved (0 when nothing is allocated).
+        Max over resources of subtree_allocated / deserved (0 when nothing is allocated).
+        """
+    @property
+    def subtree_allocated(self) -> Resources:
+        """
+        Resources the running tasks of its jobs and of every queue below it hold.
         """
     @property
     def weight(self) -> float:

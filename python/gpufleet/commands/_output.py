@@ -142,25 +142,29 @@ def number(v: Any) -> str:
     return f"{v:.3g}"
 
 
-def print_listing(kinds: dict[str, str], fmt: str | None) -> None:
+def print_listing(kinds: dict[str, str], fmt: str | None,
+                  more: dict[str, tuple[str, list[dict[str, Any]]]] | None = None) -> None:
     """Prints registry listings (``--list-*``). ``kinds`` maps a registry of
-    :data:`gpufleet.registries.KINDS` to its title (``""``: no title). Default: each name with its
-    description and one line per parameter; ``wide``: one table row per name and per parameter
-    (grep-able, every field); json/yaml: ``{registry: [entries]}`` as
-    :func:`gpufleet.registries.entries` returns them."""
-    from gpufleet.registries import entries, format_listing
+    :data:`gpufleet.registries.KINDS` to its title (``""``: no title); ``more`` adds listings no
+    native registry holds, each name mapped to its title and entries
+    (:func:`gpufleet.registries.listed`). Default: each name with its description and one line
+    per parameter; ``wide``: one table row per name and per parameter (grep-able, every field);
+    json/yaml: ``{registry: [entries]}`` as :func:`gpufleet.registries.entries` returns them."""
+    from gpufleet.registries import entries, format_entries
+    listings = {kind: (title, entries(kind)) for kind, title in kinds.items()}
+    listings.update(more or {})
     if is_document(fmt):
-        emit({kind: entries(kind) for kind in kinds}, fmt)
+        emit({kind: listing for kind, (_, listing) in listings.items()}, fmt)
         return
     if fmt != "wide":
-        for kind, title in kinds.items():
+        for title, listing in listings.values():
             if title:
                 print(title)
-            print(format_listing(kind, prefix="  " if title else ""))
+            print(format_entries(listing, prefix="  " if title else ""))
         return
     rows = []
-    for kind in kinds:
-        for e in entries(kind):
+    for kind, (_, listing) in listings.items():
+        for e in listing:
             caps = list(e["capabilities"]) + (["open-parameters"] if e["open_parameters"] else [])
             rows.append([kind, e["name"], ",".join(caps) or "-", "-", "-", "-", "-", "-",
                          e["description"]])

@@ -1,6 +1,6 @@
 """`gpufleet cycle SCENARIO [--conf CONF] [-o json|yaml|wide]`: run scheduling cycles on a
 scenario with queues and jobs and print binds, evictions, pending reasons and queue shares
-(``-o wide``: also each bind's CPU and memory and the queues' CPU, memory and GPU requests;
+(in a queue tree also each queue's subtree's GPUs: only leaves hold jobs; ``-o wide``: also each bind's CPU and memory and the queues' CPU, memory and GPU requests;
 ``-o json|yaml`` or ``--json``: ``{"cycles": [CycleResult.to_dict(), ...]}``)."""
 from __future__ import annotations
 
@@ -97,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
         emit({"cycles": [r.to_dict() for r in results]}, args.output)
         return 0
     wide = args.output == "wide"
+    # In a queue tree only leaves hold jobs: each queue also shows what its subtree holds.
+    tree = any(engine.queues()["parent"])
     for r in results:
         print(f"== cycle {r.cycle}")
         native = r.native  # the bound decisions: attributes, no per-row dicts
@@ -116,12 +118,14 @@ def run(args: argparse.Namespace) -> int:
             print()
             print(_table([[j, why] for j, why in sorted(pending.items())], ["JOB", "PENDING BECAUSE"]))
         print()
-        header = ["QUEUE", "WEIGHT", "GPU ALLOCATED", "GPU DESERVED", "SHARE"]
+        header = ["QUEUE", "WEIGHT", "GPU ALLOCATED"] + (["GPU IN SUBTREE"] if tree else []) + \
+            ["GPU DESERVED", "SHARE"]
         if wide:
             header += ["GPU REQUEST", "CPU ALLOCATED", "CPU DESERVED", "MEMORY ALLOCATED", "MEMORY DESERVED"]
         rows = []
         for q in native.queues:
-            row = [q.queue, f"{q.weight:g}", _gpus(q.allocated.gpu), _gpus(q.deserved.gpu), f"{q.share:.2f}"]
+            row = [q.queue, f"{q.weight:g}", _gpus(q.allocated.gpu)] + \
+                ([_gpus(q.subtree_allocated.gpu)] if tree else []) + [_gpus(q.deserved.gpu), f"{q.share:.2f}"]
             if wide:
                 row += [_gpus(q.request.gpu), _cpu(q.allocated.cpu), _cpu(q.deserved.cpu),
                         _memory(q.allocated.memory), _memory(q.deserved.memory)]

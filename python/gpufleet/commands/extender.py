@@ -29,7 +29,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     src.add_argument("--kube", action="store_true",
                      help="read nodes and bound pods from the Kubernetes API and bind there")
     p.add_argument("--journal", metavar="FILE",
-                   help="with --state: the journal of binds and releases (default SCENARIO.journal)")
+                   help="with --state: the journal of binds and releases, its .mark and .lock "
+                        "beside it, in an existing directory (default SCENARIO.journal, beside the "
+                        "scenario)")
     p.add_argument("--accept-journal-loss", action="store_true",
                    help="with --state: start even when the journal shows that binds which may "
                         "have been answered were lost (damaged or cut short); they are logged")

@@ -27,8 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_output_options(p, default="the summary as a METRIC/VALUE table (wide: also per job, or per "
                                   "10%% of arrived workload for openb)")
     p.add_argument("--list-policies", action="store_true",
-                   help="list the job-time policies and the openb replay's strategies, with their "
-                        "parameters, and exit")
+                   help="list the job-time policies and the openb replay's strategies (native, and "
+                        "DRA for --as-dra), with their parameters, and exit")
     add_trace_options(p, generated="jobs to generate (synthetic, no --trace)")
     p.add_argument("--tiresias-compat", action="store_true", help="Tiresias-simulator-compatible mode")
     p.add_argument("--gavel-compat", action="store_true",
@@ -54,6 +54,13 @@ def _replay():
     except ImportError:
         return None
     return replay
+
+
+def _dra_strategies() -> list[dict[str, Any]]:
+    """The strategies --as-dra takes, from the allocator that checks them."""
+    from gpufleet.dra.allocator import STRATEGY_DESCRIPTIONS
+    from gpufleet.registries import listed
+    return [listed(name, text) for name, text in STRATEGY_DESCRIPTIONS.items()]
 
 
 def _clean(v: Any) -> Any:
@@ -120,9 +127,11 @@ def run(args: argparse.Namespace) -> int:
     if args.list_policies:
         from gpufleet.commands._output import print_listing
         kinds = {"policies": "job-time policies (job formats):"}
+        more = {}
         if _replay() is not None:
             kinds["strategies"] = "placement strategies (openb format):"
-        print_listing(kinds, args.output)
+            more["dra_strategies"] = ("DRA strategies (openb format, with --as-dra):", _dra_strategies())
+        print_listing(kinds, args.output, more)
         return 0
     if args.list_formats:
         print_formats(args.output)

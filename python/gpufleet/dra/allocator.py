@@ -17,7 +17,12 @@ from gpufleet.k8s import keys
 from gpufleet.dra.problem import (Built, DeviceMatcher, Ledger, claim_label, features_from,
                                   results_of)
 
-STRATEGIES = ("pack", "first")
+# The strategies `allocate` knows, each with the line `gpufleet simulate --list-policies` prints.
+STRATEGY_DESCRIPTIONS = {
+    "pack": "fewest PCIe roots per claim, fewest newly opened GPUs or counter sets, then the fullest",
+    "first": "Kubernetes' own allocation: the first devices that satisfy the claim",
+}
+STRATEGIES = tuple(STRATEGY_DESCRIPTIONS)
 DEFAULT_BUDGET = 200_000
 _shared_matcher = DeviceMatcher()
 

@@ -249,13 +249,14 @@ class Extender:
         try:
             annotations = alloc.annotations(gpushare=st.want_gpushare(pod_args))
             binder, journal = st.binder, st.journal
+            gang = st.gangs.key(pod_args) if st.gangs is not None else None
 
             def bind_and_record() -> None:
                 # The binder writes the cluster's record (annotations, then Binding); the journal
                 # is scenario mode's. Both are durable before the bind is committed and answered.
                 binder.bind(ns, name, uid, node, annotations)
                 if journal is not None:
-                    journal.record_bind(pod_args, node, annotations)
+                    journal.record_bind(pod_args, node, annotations, gang)
 
             # Shielded: once the record may exist, a client that goes away must not leave the
             # state behind it. The bind completes and a retry is answered from the state.
@@ -350,13 +351,15 @@ class Extender:
 
 def create_app(state: ExtenderState, prefix: str = "",
                max_body_bytes: int = MAX_BODY_BYTES, token: bytes | None = None,
-               bind_guard: BindGuard | None = None) -> ASGIApp:
+               bind_guard: BindGuard | None = None,
+               metrics: ExtenderMetrics | None = None) -> ASGIApp:
     """The ASGI app. `prefix` is the path part of the scheduler's urlPrefix, e.g. "/gpufleet".
     `token`: every request but the health probes needs it as a bearer token (auth.py);
-    `bind_guard`: the `--kube` checks of which pods a bind may touch (guard.py)."""
+    `bind_guard`: the `--kube` checks of which pods a bind may touch (guard.py); `metrics`: the
+    registry the app counts into and /metrics renders (new when None; the probe port shares it)."""
     prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
     ext = Extender(state, bind_guard)
-    metrics = ExtenderMetrics(state)
+    metrics = metrics if metrics is not None else ExtenderMetrics(state)
 
     Endpoint = Callable[[Scope, Receive, Send], Awaitable[None]]
 

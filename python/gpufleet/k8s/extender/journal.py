@@ -24,6 +24,12 @@ read as before, with truncation undetectable, and rewritten as version 2.
 
 A failed write, fsync or mark update puts the journal in the failed state: it takes no more
 events until the extender is restarted. A file lock keeps a second process from writing it.
+
+Gangs placed by topology (gangs.py) journal their held plans the same way: a `plan` event (the
+gang, its nodes' slots, domain, wall-clock time made and pods bound before it) when a plan is
+made, an `unplan` when its last slot is spent, and each gang pod's bind event names its `gang`,
+so a start spends again the slots of the binds that followed the plan. Earlier releases read a
+journal holding these events as damaged.
 """
 from __future__ import annotations
 
@@ -63,6 +69,7 @@ class Replay:
     the scenario file) that it released, and what reading it found wrong."""
     binds: dict[str, dict[str, Any]] = field(default_factory=dict)   # pod -> bind event
     released: dict[str, dict[str, Any]] = field(default_factory=dict)  # pod -> release event
+    plans: dict[str, dict[str, Any]] = field(default_factory=dict)   # gang -> held plan event
     lines: int = 0
     version: Optional[int] = None    # None: no file, or an empty one
     last_seq: int = 0                # the highest sequence number the file holds
@@ -70,8 +77,17 @@ class Replay:
     problems: list[str] = field(default_factory=list)   # damage: records that may be lost
 
     def apply(self, event: dict[str, Any]) -> None:
+        if event["op"] == "plan":
+            self.plans[event["gang"]] = event
+            return
+        if event["op"] == "unplan":
+            self.plans.pop(event["gang"], None)
+            return
         pod = event["pod"]
         if event["op"] == "bind":
+            earlier = self.binds.get(pod)
+            if earlier is not None and "gang" in earlier and "gang" not in event:
+                event["gang"] = earlier["gang"]   # a retried bind of the same gang pod
             self.binds[pod] = event
         elif self.binds.pop(pod, None) is None:
             # Only a Bound pod is released, so a release without a bind before it is of a pod
@@ -80,14 +96,31 @@ class Replay:
             self.released[pod] = event
 
     def events(self) -> list[dict[str, Any]]:
-        """The compact equivalent: at most two events per pod, releases first."""
-        return list(self.released.values()) + list(self.binds.values())
+        """The compact equivalent: at most two events per pod, releases first, then one plan
+        per gang still held."""
+        return list(self.released.values()) + list(self.binds.values()) + list(self.plans.values())
 
 
-def bind_event(pod: PodArgs, node: str, annotations: dict[str, str]) -> dict[str, Any]:
+def bind_event(pod: PodArgs, node: str, annotations: dict[str, str],
+               gang: Optional[str] = None) -> dict[str, Any]:
     args = dataclasses.asdict(pod)
     args.update(node_name=node, annotations=dict(annotations))
-    return {"op": "bind", "pod": pod.name, "uid": pod.uid, "args": args}
+    event = {"op": "bind", "pod": pod.name, "uid": pod.uid, "args": args}
+    if gang is not None:
+        event["gang"] = gang
+    return event
+
+
+def plan_event(gang: str, slots: dict[str, int], domain: str, made: float,
+               bound: list[str]) -> dict[str, Any]:
+    """A gang's held plan: node -> pods it still takes, its domain, when it was made (Unix
+    seconds) and the gang's pods bound before it."""
+    return {"op": "plan", "gang": gang, "slots": dict(slots), "domain": domain, "made": made,
+            "bound": list(bound)}
+
+
+def unplan_event(gang: str) -> dict[str, Any]:
+    return {"op": "unplan", "gang": gang}
 
 
 def release_event(pod: str, uid: str = "") -> dict[str, Any]:
@@ -115,13 +148,32 @@ def _verified(line: bytes) -> Any:
     return json.loads(body)
 
 
+def _check_plan(event: dict[str, Any]) -> None:
+    if not isinstance(event.get("gang"), str):
+        raise ValueError(f"{event['op']} event without a gang")
+    if event["op"] == "unplan":
+        return
+    slots, bound = event.get("slots"), event.get("bound")
+    if not isinstance(slots, dict) or not all(
+            isinstance(n, str) and type(k) is int and k >= 0 for n, k in slots.items()):
+        raise ValueError("plan event without node slots")
+    if not isinstance(event.get("domain"), str) or \
+            type(event.get("made")) not in (int, float) or \
+            not isinstance(bound, list) or not all(isinstance(b, str) for b in bound):
+        raise ValueError("plan event without its domain, time or bound pods")
+
+
 def _decode(line: bytes) -> dict[str, Any]:
     event = _verified(line)
-    if not isinstance(event, dict) or event.get("op") not in ("bind", "release") or \
+    if isinstance(event, dict) and event.get("op") in ("plan", "unplan"):
+        _check_plan(event)
+    elif not isinstance(event, dict) or event.get("op") not in ("bind", "release") or \
             not isinstance(event.get("pod"), str):
-        raise ValueError("not a bind or release event")
+        raise ValueError("not a bind, release or gang plan event")
     if "seq" in event and (type(event["seq"]) is not int or event["seq"] < 1):
         raise ValueError("bad sequence number")
+    if "gang" in event and not isinstance(event["gang"], str):
+        raise ValueError("bad gang")
     if event["op"] == "bind":
         if not isinstance(event.get("args"), dict):
             raise ValueError("bind event without args")
@@ -253,6 +305,9 @@ class Journal:
         """Lock, check against the mark, replay and compact. Raises JournalError when records
         that may have been answered are missing or damaged, unless `accept_loss`."""
         path = Path(path)
+        if not path.parent.is_dir():
+            raise JournalError(f"journal {path}: its directory {path.parent} does not exist "
+                               "(create it first; the journal, its .mark and its .lock go there)")
         lock_fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -329,8 +384,19 @@ class Journal:
                     "write_failures": dict(self.failures), "lost_at_start": list(self.lost)}
 
     # ---- appends ----------------------------------------------------------------------------
-    def record_bind(self, pod: PodArgs, node: str, annotations: dict[str, str]) -> None:
-        self._append(bind_event(pod, node, annotations))
+    def record_bind(self, pod: PodArgs, node: str, annotations: dict[str, str],
+                    gang: Optional[str] = None) -> None:
+        """A bind; `gang`: the topology gang the pod belongs to (gangs.py), if any."""
+        self._append(bind_event(pod, node, annotations, gang))
+
+    def record_plan(self, gang: str, slots: dict[str, int], domain: str, made: float,
+                    bound: list[str]) -> None:
+        """A gang's plan, held until its pods are bound (gangs.py)."""
+        self._append(plan_event(gang, slots, domain, made, bound))
+
+    def record_unplan(self, gang: str) -> None:
+        """A gang's plan is over: every slot spent."""
+        self._append(unplan_event(gang))
 
     def record_release(self, pod: str, uid: str = "") -> None:
         self._append(release_event(pod, uid))

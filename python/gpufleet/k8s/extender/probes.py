@@ -1,8 +1,10 @@
-"""`--probe-listen`: /healthz and /readyz over plain HTTP on a port of their own.
+"""`--probe-listen`: /healthz, /readyz and /metrics over plain HTTP on a port of their own.
 
 With mutual TLS the extender's port refuses every connection without a client certificate, and
-the kubelet's probes present none. This listener answers only the two probes, which say nothing
-but "ok" or which readiness check fails, so it needs no authentication.
+the kubelet's probes present none; a Prometheus scraper presents none either, and cannot reach a
+port bound to loopback. This listener answers only the two probes, which say nothing but "ok" or
+which readiness check fails, and the extender's own /metrics (the same registry the main port
+renders: counts and gauges, no pod names), so it needs no authentication.
 """
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Optional
 
-from .metrics import readiness
+from .metrics import ExtenderMetrics, readiness
 from .state import ExtenderState
 
 
@@ -21,6 +23,7 @@ class ProbeServer:
     def __init__(self, host: str, port: int) -> None:
         server_cls = _IPv6Server if ":" in host else ThreadingHTTPServer
         self.state: Optional[ExtenderState] = None
+        self.metrics: Optional[ExtenderMetrics] = None
         self.server = server_cls((host, port), self._handler())
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever,
@@ -30,8 +33,10 @@ class ProbeServer:
     def port(self) -> int:
         return self.server.server_address[1]
 
-    def start(self, state: ExtenderState) -> "ProbeServer":
+    def start(self, state: ExtenderState, metrics: Optional[ExtenderMetrics] = None) -> "ProbeServer":
+        """Serves the probes of ``state`` and, given the app's ``metrics``, its /metrics."""
         self.state = state
+        self.metrics = metrics
         self.thread.start()
         return self
 
@@ -40,23 +45,28 @@ class ProbeServer:
             self.server.shutdown()
         self.server.server_close()
 
-    def _answer(self, path: str) -> tuple[int, str]:
+    def _answer(self, path: str) -> tuple[int, bytes, str]:
+        """Status, body and content type for a GET of ``path``."""
+        if path == "/metrics" and self.metrics is not None:
+            body, content_type = self.metrics.render()
+            return 200, body, content_type
         if path == "/healthz":
-            return 200, "ok"
+            return 200, b"ok", "text/plain"
         if path == "/readyz":
             failing = readiness(self.state.ready_checks) if self.state is not None else ["state"]
-            return (503, "not ready: " + ", ".join(failing)) if failing else (200, "ok")
-        return 404, "not found: this port serves /healthz and /readyz only"
+            text = "not ready: " + ", ".join(failing) if failing else "ok"
+            return 503 if failing else 200, text.encode(), "text/plain"
+        served = "/healthz, /readyz" + (" and /metrics" if self.metrics is not None else "")
+        return 404, f"not found: this port serves {served} only".encode(), "text/plain"
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         probes = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                status, text = probes._answer(self.path.split("?", 1)[0])
-                body = text.encode()
+                status, body, content_type = probes._answer(self.path.split("?", 1)[0])
                 self.send_response(status)
-                self.send_header("Content-Type", "text/plain")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)

@@ -9,6 +9,7 @@ from typing import Any, Optional
 from .app import MAX_BODY_BYTES, create_app
 from .auth import Access
 from .guard import BindGuard
+from .metrics import ExtenderMetrics
 from .probes import ProbeServer
 from .state import ExtenderState
 
@@ -16,13 +17,16 @@ from .state import ExtenderState
 def make_server(state: ExtenderState, host: str = "127.0.0.1", port: int = 0,
                 prefix: str = "", log_level: str = "warning",
                 max_body_bytes: int = MAX_BODY_BYTES, access: Optional[Access] = None,
-                bind_guard: Optional[BindGuard] = None, **uvicorn_kwargs: Any) -> Any:
-    """A uvicorn server for the extender; `access` adds TLS, the client CA and the token."""
+                bind_guard: Optional[BindGuard] = None, metrics: Optional[ExtenderMetrics] = None,
+                **uvicorn_kwargs: Any) -> Any:
+    """A uvicorn server for the extender; `access` adds TLS, the client CA and the token;
+    `metrics`: the registry its /metrics renders (a new one when None)."""
     from gpufleet._extras import require
     uvicorn = require("uvicorn", "k8s", "the scheduler extender (gpufleet extender)")
 
     access = access or Access()
-    app = create_app(state, prefix, max_body_bytes, token=access.token, bind_guard=bind_guard)
+    app = create_app(state, prefix, max_body_bytes, token=access.token, bind_guard=bind_guard,
+                     metrics=metrics)
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False,
                             **access.uvicorn_ssl(), **uvicorn_kwargs)
     return uvicorn.Server(config)
@@ -34,13 +38,15 @@ def serve(state: ExtenderState, host: str, port: int, prefix: str = "",
           probes: Optional[ProbeServer] = None) -> None:
     """Run until interrupted (SIGINT/SIGTERM are handled by uvicorn). uvicorn's own loggers are
     left unconfigured, so they go through the process's logging set-up (gpufleet.logs).
-    `probes`: the plain-HTTP /healthz and /readyz listener, served alongside."""
+    `probes`: the plain-HTTP /healthz, /readyz and /metrics listener, served alongside (its
+    /metrics renders the same registry as the main port's)."""
     freeze_gc()
+    metrics = ExtenderMetrics(state)
     if probes is not None:
-        probes.start(state)
+        probes.start(state, metrics)
     try:
         make_server(state, host, port, prefix, log_level, max_body_bytes, access, bind_guard,
-                    log_config=None).run()
+                    metrics=metrics, log_config=None).run()
     finally:
         if probes is not None:
             probes.stop()

@@ -665,6 +665,11 @@ def state_from_scenario(data: dict[str, Any], journal: Optional[Journal] = None,
         state.journal = journal
         state.ready_checks["journal"] = journal.check_ready
         state.hold_unanswered(journal.unanswered())
+        if state.gangs is not None:
+            # The gangs' held plans, less what the binds after them spent (gangs.py).
+            state.gangs.journal = journal
+            for gang in state.gangs.restore(list(replay.plans.values()), replay.binds.values()):
+                journal.record_unplan(gang)
     return state
 
 
