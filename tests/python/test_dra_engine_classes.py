@@ -64,10 +64,10 @@ def _claim(name: str, rng: random.Random, gpus: int | None = None, nic: bool | N
 
 def _engine(every_node: bool) -> Engine:
     """The default configuration, or with a Python predicate, which makes the engine ask every node."""
-    register_plugin("accepts-every-node", AcceptsEveryNode)
+    register_plugin("test-accepts-every-node", AcceptsEveryNode)
     conf = default_config()
     if every_node:
-        conf["tiers"][-1]["plugins"].append({"name": "accepts-every-node"})
+        conf["tiers"][-1]["plugins"].append({"name": "test-accepts-every-node"})
     eng = Engine(conf)
     eng.add_queue("q", weight=1)
     return eng
