@@ -1,10 +1,13 @@
 // The engine's DRA ledger (cpp/gpufleet/engine/dra_ledger.h): a device a pod holds in the
 // accounting is in use for claims, a device shared by capacity shrinks by what pods hold, held
-// claims take their devices from later claims, and giving a holding back and restoring it are
-// exact.
+// claims take their devices from later claims, giving a holding back and restoring it are exact,
+// and a node's class key changes with what claims hold there.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "gpufleet/engine/dra_ledger.h"
@@ -142,6 +145,34 @@ TEST(DraLedger, RememberedAnswersFollowWhatIsHeldOnEachNode) {
   f.Task("one", Requests(1));
   f.Place("one");
   EXPECT_EQ(f.ledger.Solve("two", "n1", f.View()).verdict, dra::Verdict::kUnallocatable);
+}
+
+TEST(DraLedger, TheClassKeyTellsNodesApartByWhatClaimsHoldThere) {
+  Fixture f;
+  DraNodeClaims twin;
+  twin.profile = 0;
+  twin.held = dra::EmptyHeld(*Table());
+  twin.counterparts = {{{0, 100, 80 * kGiB, -1, -1}}, {{1, 100, 80 * kGiB, -1, -1}}, {{2, 0, 0, 0, 1}}};
+  twin.claim_usage.assign(3, {0, 0});
+  DraNodeClaims swapped = twin;  // its DRA devices 0 and 1 are the other GPUs
+  std::swap(swapped.counterparts[0], swapped.counterparts[1]);
+  ASSERT_TRUE(f.ledger.SetNode("n2", std::move(twin)).ok());
+  ASSERT_TRUE(f.ledger.SetNode("n3", std::move(swapped)).ok());
+  auto key = [&](const std::string& node) {
+    std::vector<int64_t> k;
+    f.ledger.AppendClassKey(node, k);
+    return k;
+  };
+  EXPECT_EQ(key("n1"), key("n2"));
+  EXPECT_NE(key("n1"), key("n3"));
+  EXPECT_NE(key("n1"), key("elsewhere"));  // a node without devices for claims
+  // A claim held on n1 (its own share of GPU 2, which the accounting would see too) sets n1
+  // apart until it is given back.
+  f.Task("share", Requests(1, 40));
+  f.Place("share");
+  EXPECT_NE(key("n1"), key("n2"));
+  ASSERT_TRUE(f.ledger.Release("share").has_value());
+  EXPECT_EQ(key("n1"), key("n2"));
 }
 
 TEST(DraLedger, TheObjectivePicksTheDevices) {

@@ -134,6 +134,27 @@ const dra::ClaimRequests* DraLedger::RequestsOn(const std::string& task,
   return t == tasks_.end() ? nullptr : t->second.by_profile[n.profile].get();
 }
 
+void DraLedger::AppendClassKey(const std::string& node, std::vector<int64_t>& key) const {
+  auto it = nodes_.find(node);
+  if (it == nodes_.end()) {
+    key.push_back(-1);  // no profile: claims fit nowhere there
+    return;
+  }
+  const DraNodeClaims& n = it->second;
+  key.push_back(n.profile);
+  // The profile fixes every size below but the counterpart lists'.
+  for (const std::vector<DraCounterpart>& list : n.counterparts) {
+    key.push_back(static_cast<int64_t>(list.size()));
+    for (const DraCounterpart& c : list)
+      key.insert(key.end(), {c.device, c.core, c.memory_bytes, c.cores_slot, c.memory_slot});
+  }
+  key.insert(key.end(), n.held.in_use.begin(), n.held.in_use.end());
+  key.insert(key.end(), n.held.sharers.begin(), n.held.sharers.end());
+  key.insert(key.end(), n.held.capacity_used.begin(), n.held.capacity_used.end());
+  key.insert(key.end(), n.held.counter_used.begin(), n.held.counter_used.end());
+  for (const auto& [core, memory] : n.claim_usage) key.insert(key.end(), {core, memory});
+}
+
 dra::Result DraLedger::Solve(const std::string& task, const std::string& node,
                              const NodeView& view) const {
   auto t = tasks_.find(task);

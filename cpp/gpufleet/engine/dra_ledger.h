@@ -87,6 +87,10 @@ class DraLedger {
   // Null when the task's claims take no queue resource.
   const std::map<std::string, double>* QueueDevices(const std::string& task) const;
   bool HasClaims(const std::string& task) const { return tasks_.contains(task); }
+  // Appends all that Solve reads of `node` apart from its accounting (its profile, its
+  // counterparts, what claims hold there): nodes alike in this and in the accounting get the same
+  // answer for every task (node classes, dra_node_classes.h).
+  void AppendClassKey(const std::string& node, std::vector<int64_t>& key) const;
   // The task's claims on `node`, whose accounting `view` shows (by the ledger's objective).
   dra::Result Solve(const std::string& task, const std::string& node, const NodeView& view) const;
   // Holds an answer of Solve for the task; returns the grants it takes in the accounting (the

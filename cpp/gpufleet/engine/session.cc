@@ -111,10 +111,11 @@ Session::Session(const SessionInput& in)
   reservations_.Restore(in.hold_plan);
   if (in.queue_memory != nullptr) queue_memory_ = *in.queue_memory;
   if (in.dra != nullptr && !in.dra->empty()) {
-    // Whether claims fit depends on what claims hold per node: no shared misses or node classes.
+    // Whether claims fit depends on the task's claims, not only its requests: no shared misses.
+    // It depends on what the ledger keeps per node too, so that joins the node classes' key.
     dra_ = *in.dra;
     fit_cache_enabled_ = false;
-    classes_enabled_ = false;
+    class_key_ = &dra_classes_;
   } else if (in.dra != nullptr && !in.dra->queue_resources().empty()) {
     dra_ = *in.dra;  // only what claims count in queue trees (all of them allocated before)
   }
@@ -313,22 +314,25 @@ namespace {
 // The session's predicates and node scores for one task, as the Placer's terms.
 class TaskTerms : public PlacementTerms {
  public:
-  TaskTerms(const Session& session, const TaskInfo& task, bool classes)
-      : session_(session), task_(task), classes_(classes) {}
+  TaskTerms(const Session& session, const TaskInfo& task, bool classes,
+            const NodeClassKey* class_key)
+      : session_(session), task_(task), classes_(classes), class_key_(class_key) {}
   FitResult Filter(const Pod&, int node) const override { return session_.Predicate(task_, node); }
   double Score(const Pod&, int node) const override { return session_.NodeScore(task_, node); }
   bool UsesNodeClasses() const override { return classes_; }
+  const NodeClassKey* ClassKey() const override { return class_key_; }
 
  private:
   const Session& session_;
   const TaskInfo& task_;
   bool classes_;
+  const NodeClassKey* class_key_;
 };
 
 }  // namespace
 
 Placement Session::BestNode(const TaskInfo& task) {
-  const TaskTerms terms(*this, task, classes_enabled_);
+  const TaskTerms terms(*this, task, classes_enabled_, class_key_);
   return placer_.Choose(state_, {.pod = *task.pod,
                                  .strategy = *strategy_,
                                  .terms = &terms,
@@ -338,7 +342,7 @@ Placement Session::BestNode(const TaskInfo& task) {
 }
 
 Placement Session::FindBestNode(const TaskInfo& task) {
-  const TaskTerms terms(*this, task, classes_enabled_);
+  const TaskTerms terms(*this, task, classes_enabled_, class_key_);
   return placer_.Choose(state_, {.pod = *task.pod, .strategy = *strategy_, .terms = &terms});
 }
 

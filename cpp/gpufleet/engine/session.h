@@ -22,6 +22,7 @@
 #include "gpufleet/engine/callback_points.h"
 #include "gpufleet/engine/decisions.h"
 #include "gpufleet/engine/dra_ledger.h"
+#include "gpufleet/engine/dra_node_classes.h"
 #include "gpufleet/engine/gang_topology.h"
 #include "gpufleet/engine/reservation_ledger.h"
 #include "gpufleet/engine/session_types.h"
@@ -224,6 +225,9 @@ class Session {
 
   bool fit_cache_enabled_ = true;
   bool classes_enabled_ = true;
+  // With claims, what the ledger keeps per node joins the node classes' key (null: no claims).
+  DraNodeClassKey dra_classes_{state_, dra_};
+  const NodeClassKey* class_key_ = nullptr;
   Placer placer_;      // node choice, with node classes of state_
   MissCache misses_;   // request key -> why nothing fits
   uint64_t version_ = 0;

@@ -27,7 +27,8 @@ std::string SpecSignature(const Node& n) {
 
 }  // namespace
 
-NodeClasses::NodeClasses(const ClusterState& state) : state_(state) {
+NodeClasses::NodeClasses(const ClusterState& state, const NodeClassKey* more)
+    : state_(state), more_(more) {
   absl::flat_hash_map<std::string, int> specs;
   const int n = state.num_nodes();
   spec_id_.resize(n);
@@ -76,6 +77,7 @@ std::vector<int64_t> NodeClasses::Key(int node) const {
     const std::vector<uint8_t>& vfs = state_.vf_taken()[first + d];
     if (!vfs.empty()) key.push_back(std::count(vfs.begin(), vfs.end(), 1));
   }
+  if (more_ != nullptr) more_->Append(node, key);
   return key;
 }
 

@@ -7,7 +7,8 @@
 // moment one member's usage changes. The classes follow the state through its change log
 // (Sync re-files the nodes changed since the last call). Terms whose answers depend on more (a
 // node's name, where a job's other tasks are) say so (PlacementTerms::UsesNodeClasses), and the
-// Placer then asks every node.
+// Placer then asks every node. Terms that look at more per node that a host keeps beside the
+// state (the engine's claims) add it to the key (NodeClassKey).
 #ifndef GPUFLEET_PLACEMENT_NODE_CLASSES_H_
 #define GPUFLEET_PLACEMENT_NODE_CLASSES_H_
 
@@ -21,9 +22,21 @@
 
 namespace gpufleet {
 
+// More of a node that its answers depend on, kept by a host beside the state: nodes are alike
+// only when this is equal too.
+class NodeClassKey {
+ public:
+  virtual ~NodeClassKey() = default;
+  // Appends `node`'s part of its class key. The part may change only together with the node's
+  // usage in the state, since the classes re-file a node when the state says it changed.
+  virtual void Append(int node, std::vector<int64_t>& key) const = 0;
+};
+
 class NodeClasses {
  public:
-  explicit NodeClasses(const ClusterState& state);
+  explicit NodeClasses(const ClusterState& state, const NodeClassKey* more = nullptr);
+  // What the key holds beyond spec and usage (null: nothing).
+  const NodeClassKey* more() const { return more_; }
   // True when these classes were built from `state` (the same object and change log).
   bool Follows(const ClusterState& state) const {
     return &state == &state_ && state.changes().id() == log_id_;
@@ -49,6 +62,7 @@ class NodeClasses {
     int live_pos = -1;
   };
   const ClusterState& state_;
+  const NodeClassKey* more_;
   uint64_t log_id_ = 0, log_position_ = 0;  // how far Sync has read the state's change log
   std::vector<uint64_t> seen_;  // per node: the version it was filed at
   std::vector<int> spec_id_;   // per node: interned spec without the name

@@ -7,6 +7,7 @@
 
 #include "gpufleet/accounting/fit.h"
 #include "gpufleet/core/pod.h"
+#include "gpufleet/placement/node_classes.h"
 
 namespace gpufleet {
 
@@ -21,6 +22,9 @@ class PlacementTerms {
   // True when Filter and Score look only at a node's spec (apart from its name) and usage, so
   // that nodes alike in both may be asked once (NodeClasses).
   virtual bool UsesNodeClasses() const = 0;
+  // What else Filter and Score look at per node, for nodes of a class to share (null: nothing).
+  // The same object for every query of a Placer, or its classes are built again.
+  virtual const NodeClassKey* ClassKey() const { return nullptr; }
 };
 
 }  // namespace gpufleet

@@ -316,15 +316,17 @@ int Placer::CachedScan(const QueryScoring& s, ScoreTable::Entry& e, Placement* p
   return -1;
 }
 
-const NodeClasses& Placer::ClassesFor(const ClusterState& state) {
+const NodeClasses& Placer::ClassesFor(const ClusterState& state, const NodeClassKey* more) {
   std::unique_ptr<NodeClasses>& c = classes_.classes;
-  if (c == nullptr || !c->Follows(state) || !c->Sync()) c = std::make_unique<NodeClasses>(state);
+  if (c == nullptr || !c->Follows(state) || c->more() != more || !c->Sync())
+    c = std::make_unique<NodeClasses>(state, more);
   return *c;
 }
 
 Placement Placer::ChooseByTerms(const ClusterState& state, const PlacementQuery& q) {
   const PlacementTerms& terms = *q.terms;
-  const NodeClasses* classes = terms.UsesNodeClasses() ? &ClassesFor(state) : nullptr;
+  const NodeClasses* classes =
+      terms.UsesNodeClasses() ? &ClassesFor(state, terms.ClassKey()) : nullptr;
   const DeviceRequest* gpu = q.pod.Find(kGpu);  // looked up once, not per node
   int best = -1;
   double best_score = -std::numeric_limits<double>::infinity();

@@ -51,7 +51,7 @@ class Placer {
   int CachedScan(const QueryScoring& s, ScoreTable::Entry& e, Placement* planned);
   Placement ChooseByTerms(const ClusterState& state, const PlacementQuery& q);
   // Node classes of the last state the terms route served, kept current through its change log.
-  const NodeClasses& ClassesFor(const ClusterState& state);
+  const NodeClasses& ClassesFor(const ClusterState& state, const NodeClassKey* more);
 
   // Built on first use; a copied Placer starts without (the classes name their state).
   struct ClassesSlot {
