@@ -92,7 +92,9 @@ class GavelFtf : public GavelRoundPolicy {
     }
     // max s s.t. each job reaches s x its need at rho = hi: s* = 1 on the optimal face.
     AllocationLp lp = Lp(in, [&](int j) { return need(j, hi); }, runs, 1);
-    lp.Free(lp.extra(0));
+    // With packed pairs s keeps a barrier (s > 0; s = 1 all over the optimal face, so its centre
+    // does not move): every row is long then, and the centre's Newton systems need it.
+    if (in.pairs.empty()) lp.Free(lp.extra(0));
     std::vector<double> c(lp.vars(), 0.0);
     c[lp.extra(0)] = 1;
     absl::StatusOr<LpSolution> r = MaximizeLpCentred(lp.a(), lp.b(), c, lp.weights());

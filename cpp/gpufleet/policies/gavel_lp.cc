@@ -201,7 +201,10 @@ class GavelLp : public GavelRoundPolicy {
   static absl::StatusOr<Allocation> SolvePacked(const AllocationInput& in) {
     AllocationLp lp(in, 1);
     const int t = lp.extra(0);
-    lp.Free(t);
+    // t keeps a barrier of its own (t > 0), unlike the unpacked LP's epigraph variable: the pairs
+    // make every row long, and the centre's Newton systems (barrier_system.h) need every column
+    // in a short row or with a barrier term. The centre of the optimal face does not move: t is
+    // the same all over it.
     double gpus = 0;
     for (int c : in.capacity) gpus += c;
     for (size_t j = 0; j < in.jobs.size(); ++j) {

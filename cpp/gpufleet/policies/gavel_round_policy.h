@@ -16,6 +16,9 @@
 //    to that model since the last re-solve, each job starting from half a round); jobs chosen
 //    model by model in Gavel's order (v100, p100, k80: descending name), each model's list sorted
 //    by (priority, deficit, X); jobs that arrived since the last solve hold GPUs but do not run.
+//    With packing (Options::packing, Gavel's *_packed policies), each pair of jobs with the same
+//    GPU count is an entry too, with its own X, charged time and deficit (docs/simulator.md,
+//    "Packing").
 //
 // Heterogeneity-agnostic variants (aware=false) solve the same LP with every model looking the
 // same (each policy says which rate it gives every model) and take the centre of its optimal face,
