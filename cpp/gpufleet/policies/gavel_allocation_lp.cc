@@ -48,13 +48,14 @@ AllocationLp::AllocationLp(const AllocationInput& in, int extra, const std::vect
 }
 
 void AllocationLp::AddThroughput(const AllocationInput& in, int job, double scale,
-                                 std::vector<double>* a) const {
+                                 std::vector<double>* a, double divisor) const {
   for (int c = 0; c < columns_; ++c) {
-    if (used(job, c)) (*a)[var(job, c)] += scale * in.jobs[job].rate[c];
+    if (used(job, c)) (*a)[var(job, c)] += scale * in.jobs[job].rate[c] / divisor;
     for (int p : pairs_of_[job]) {
       const AllocationPair& pair = in.pairs[p];
       if (used(jobs_ + p, c))
-        (*a)[var(jobs_ + p, c)] += scale * (pair.a == job ? pair.rate_a[c] : pair.rate_b[c]);
+        (*a)[var(jobs_ + p, c)] +=
+            scale * (pair.a == job ? pair.rate_a[c] : pair.rate_b[c]) / divisor;
     }
   }
 }

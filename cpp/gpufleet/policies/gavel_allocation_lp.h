@@ -28,8 +28,9 @@ class AllocationLp {
   int extra(int k) const { return rows_ * columns_ + k; }
   // Whether x[row][c] takes part (see the constructor).
   bool used(int row, int column) const { return used_[row * columns_ + column]; }
-  // Adds `scale` x job j's work per second under x (alone and in its pairs) to row `a`.
-  void AddThroughput(const AllocationInput& in, int job, double scale, std::vector<double>* a) const;
+  // Adds scale x job j's work per second under x (alone and in its pairs) / divisor to row `a`.
+  void AddThroughput(const AllocationInput& in, int job, double scale, std::vector<double>* a,
+                     double divisor = 1.0) const;
   // Job j's work per second under an allocation (jobs' rows, then pairs').
   static double Throughput(const AllocationInput& in, const Allocation& x, int job);
   // A row a.x <= b (a has vars() entries) with its barrier weight.

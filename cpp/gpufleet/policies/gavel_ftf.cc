@@ -113,7 +113,7 @@ class GavelFtf : public GavelRoundPolicy {
       if (!runs(static_cast<int>(j))) continue;
       const double d = need(static_cast<int>(j));
       std::vector<double> row(lp.vars(), 0.0);
-      lp.AddThroughput(in, static_cast<int>(j), -1.0 / (scaled ? d : 1.0), &row);
+      lp.AddThroughput(in, static_cast<int>(j), -1.0, &row, scaled ? d : 1.0);
       if (scaled) {
         row[lp.extra(0)] = 1.0;
         lp.AddRow(std::move(row), 0.0);
