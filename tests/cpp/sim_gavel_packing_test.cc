@@ -7,7 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "gpufleet/policies/gavel_allocation_lp.h"
 #include "gpufleet/policies/job_time_policy.h"
+#include "gpufleet/policies/lp_centre.h"
+#include "gpufleet/policies/lp_solver.h"
 #include "gpufleet/sim/simulator.h"
 
 namespace gpufleet::jobtime {
@@ -161,6 +164,45 @@ TEST(GavelPacking, RefusesBadRatesAndPackingOutsideGavelsMode) {
   auto c = Simulate(Pool(1), jobs, *policy, plain);
   EXPECT_NE(c.status().message().find("Gavel-compatible mode"), std::string::npos);
   EXPECT_FALSE(MakeJobTimePolicy("gavel-lp(packing=true,aware=false)").ok());
+}
+
+// A packed max-min LP of 40 jobs on three models (every pair: 2,460 x variables, every row long):
+// its centre reaches CLP's optimum (to the path's tolerance), and every row holds there.
+TEST(GavelPacking, CentreOfALargePackedLpReachesTheOptimum) {
+  AllocationInput in;
+  in.gavel = true;
+  in.capacity = {4, 6, 8};
+  const int n = 40;
+  for (int j = 0; j < n; ++j)
+    in.jobs.push_back({.job = j, .gpus = 1, .rate = {1.0 + j % 3, 2.0 + j % 5, 3.0 + j % 7}});
+  for (int a = 0; a < n; ++a)
+    for (int b = a + 1; b < n; ++b) {
+      AllocationPair p{.a = a, .b = b};
+      for (int c = 0; c < 3; ++c) {
+        p.rate_a.push_back(0.6 * in.jobs[a].rate[c] * (1 + (a + b + c) % 4) / 4);
+        p.rate_b.push_back(0.6 * in.jobs[b].rate[c] * (1 + (a * b + c) % 3) / 3);
+      }
+      in.pairs.push_back(std::move(p));
+    }
+  AllocationLp lp(in, 1);
+  const int t = lp.extra(0);
+  for (int j = 0; j < n; ++j) {
+    std::vector<double> row(lp.vars(), 0.0);
+    row[t] = 1.0;
+    lp.AddThroughput(in, j, -1.0, &row, in.jobs[j].rate[2]);
+    lp.AddRow(std::move(row), 0.0);
+  }
+  std::vector<double> c(lp.vars(), 0.0);
+  c[t] = 1.0;
+  ASSERT_GT(lp.vars(), 1500);
+  const double best = MaximizeLp(lp.a(), lp.b(), c).value().objective;
+  auto centre = MaximizeLpCentred(lp.a(), lp.b(), c, lp.weights()).value();
+  EXPECT_NEAR(centre.objective, best, 1e-4 * best);
+  for (size_t r = 0; r < lp.b().size(); ++r) {
+    double lhs = 0;
+    for (int k = 0; k < lp.vars(); ++k) lhs += lp.a()[r][k] * centre.x[k];
+    EXPECT_LE(lhs, lp.b()[r] + 1e-9) << "row " << r;
+  }
 }
 
 }  // namespace
