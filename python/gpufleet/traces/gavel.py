@@ -90,9 +90,11 @@ def load_gavel_throughputs(path: PathLike, *, unconsolidated: bool = False) -> p
             field = f"{model}/{key}/null"
             if not isinstance(entry, dict) or "null" not in entry:
                 raise TraceError(doc.source, key_line, field, "missing")
-            for pair_line, other, _, rates in doc.object(entry_at):
+            members = list(doc.object(entry_at))
+            null_line = next(n for n, k, _, _ in members if k == "null")
+            throughput = Row(doc.source, null_line, {field: entry["null"]}).number(field, max_value=MAX_RATE)
+            for pair_line, other, _, rates in members:
                 if other == "null":
-                    throughput = Row(doc.source, pair_line, {field: rates}).number(field, max_value=MAX_RATE)
                     continue
                 pair_field = f"{model}/{key}/{other}"
                 other_type, other_scale = _job_key(doc.source, pair_line, pair_field, other)
