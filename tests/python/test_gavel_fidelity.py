@@ -28,6 +28,7 @@ CASES = [
     ("physical-max_min_fairness", "8:16:24", "max_min_fairness_perf", 0),
     ("gen-static-single-n60-s0", "8:8:8", "fifo_packed", 0),        # queued jobs packed onto running ones
     ("gen-cont-multi-n100-s3-lam300", "36:36:36", "fifo_packed", 0),  # multi-GPU pairs, two dropped jobs
+    ("gen-static-single-n60-s0", "4:8:16", "min_total_duration_packed", 0),  # an LP with pairs
 ]
 
 
