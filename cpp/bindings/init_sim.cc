@@ -283,9 +283,24 @@ struct RunOptions {
   std::optional<std::string> reference_model;  // Gavel's mode: a model name; none: no reference
 };
 
+// A (types x types x models) array of co-located rates into GavelCompat::pair_rate (the core
+// checks it against the jobs and models).
+void ReadPairRates(const py::handle& value, jobtime::GavelCompat* out) {
+  Arr<double> a = Arr<double>::ensure(value);
+  if (!a || a.ndim() != 3 || a.shape(0) != a.shape(1))
+    throw InvalidInput("simulate: gavel pair_rate must be a (types x types x models) array");
+  auto v = a.unchecked<3>();
+  out->types = static_cast<int>(a.shape(0));
+  out->pair_rate.clear();
+  for (py::ssize_t i = 0; i < a.shape(0); ++i)
+    for (py::ssize_t k = 0; k < a.shape(1); ++k)
+      for (py::ssize_t m = 0; m < a.shape(2); ++m) out->pair_rate.push_back(v(i, k, m));
+}
+
 jobtime::GavelCompat GavelFrom(const py::dict& g, std::optional<std::string>* reference_model) {
   // {"drop_stuck_jobs": bool, "charge_idle_gaps": bool, "fifo_stale_type": bool,
-  //  "reference_model": name or None}; missing keys keep GavelCompat's defaults.
+  //  "reference_model": name or None, "job_type": [int per job], "pair_rate": (types x types x
+  //  models) array}; missing keys keep GavelCompat's defaults.
   jobtime::GavelCompat out;
   out.enabled = true;
   for (auto item : g) {
@@ -299,9 +314,14 @@ jobtime::GavelCompat GavelFrom(const py::dict& g, std::optional<std::string>* re
     else if (key == "reference_model")
       *reference_model = item.second.is_none() ? std::nullopt
                                                : std::optional(item.second.cast<std::string>());
+    else if (key == "job_type")
+      out.job_type = item.second.cast<std::vector<int>>();
+    else if (key == "pair_rate")
+      ReadPairRates(item.second, &out);
     else
       throw InvalidInput("simulate: unknown gavel_compat option '" + key +
-                         "' (drop_stuck_jobs, charge_idle_gaps, fifo_stale_type, reference_model)");
+                         "' (drop_stuck_jobs, charge_idle_gaps, fifo_stale_type, reference_model, "
+                         "job_type, pair_rate)");
   }
   return out;
 }

@@ -159,6 +159,36 @@ def _gavel_steps(jobs: Mapping[str, np.ndarray], attrs: Mapping[str, Any],
     return steps, rates, reference
 
 
+def _gavel_colocation(jobs: Mapping[str, np.ndarray], attrs: Mapping[str, Any],
+                      models: list[str]) -> dict[str, Any]:
+    """Gavel's co-located throughputs (``attrs["colocated_throughputs"]``, as
+    :func:`gpufleet.traces.gavel_as_jobs` gives them) as the native options: each job's type (its
+    (model_name, num_gpu), -1 where the table has no pair for it) and a (types x types x models)
+    array of the steps/s of a job of the first type sharing its GPUs with one of the second.
+    Empty when the jobs have none (the packing policies then pack nothing)."""
+    table = attrs.get("colocated_throughputs")
+    if not table or "model_name" not in jobs:
+        return {}
+    if not isinstance(table, Mapping):
+        raise ValueError("attrs['colocated_throughputs'] must map (job_type, scale_factor, other_job_type) "
+                         f"to {{gpu_model: steps/s}}, got {type(table).__name__}")
+    keys = sorted({(str(k[0]), int(k[1])) for k in table})
+    index = {k: i for i, k in enumerate(keys)}
+    names = [str(n) for n in np.asarray(jobs["model_name"])]
+    gpus = np.asarray(jobs["num_gpu"], dtype=np.int64)
+    job_type = [index.get((n, int(g)), -1) for n, g in zip(names, gpus)]
+    rates = np.zeros((len(keys), len(keys), len(models)), dtype=np.float64)
+    lower = [m.lower() for m in models]
+    for (job, scale, other), per_model in table.items():
+        b = index.get((str(other), int(scale)))
+        if b is None:
+            continue
+        for model, rate in per_model.items():
+            if str(model).lower() in lower:
+                rates[index[(str(job), int(scale))], b, lower.index(str(model).lower())] = float(rate)
+    return {"job_type": job_type, "pair_rate": rates}
+
+
 @dataclass
 class SimResult:
     """Outcome of :func:`simulate`: ``jobs`` (one row per job: the input columns plus
@@ -547,6 +577,7 @@ def _run(cols: dict[str, Any], attrs: Mapping[str, Any], cluster: ClusterLike, p
         speed = _speeds(cols, attrs, [m["name"] for m in models])
     else:
         durations, speed, gavel["reference_model"] = _gavel_steps(cols, attrs, [m["name"] for m in models])
+        gavel.update(_gavel_colocation(cols, attrs, [m["name"] for m in models]))
         placement = None
     mem = None if checked.memory_gib is None else np.asarray(checked.memory_gib, dtype=np.float64)[
         np.arange(n) if order is None else order]

@@ -26,6 +26,9 @@ CASES = [
     ("gen-cont-multi-n100-s3-lam300", "36:36:36", "fifo", 0),      # fifo's stale type, a dropped job
     ("gen-cont-multi-n100-s3-lam300", "4:8:16", "max_min_fairness_perf", 0),
     ("physical-max_min_fairness", "8:16:24", "max_min_fairness_perf", 0),
+    ("gen-static-single-n60-s0", "8:8:8", "fifo_packed", 0),        # queued jobs packed onto running ones
+    ("gen-cont-multi-n100-s3-lam300", "36:36:36", "fifo_packed", 0),  # multi-GPU pairs, two dropped jobs
+    ("gen-static-single-n60-s0", "4:8:16", "min_total_duration_packed", 0),  # an LP with pairs
 ]
 
 
@@ -91,3 +94,37 @@ def test_a_sweep_runs_gavels_study_under_its_rules(shared_data):
     # Gavel's simulator: 4,115.0 s (max_min_fairness_perf) and 4,175.0 s (fifo_perf).
     assert avg["gavel-lp"] == pytest.approx(4115.0, abs=0.1)
     assert avg["gavel-fifo"] == pytest.approx(4175.0, abs=0.1)
+
+
+def test_colocated_rates_reach_the_simulator(shared_data):
+    # Gavel's file: ResNet-18 (batch 16) runs at 32.35 steps/s beside ResNet-18 (batch 64) on a V100.
+    table = T.load_gavel_throughputs(shared_data / "gavel" / "simulation_throughputs.json")
+    colocated = table.attrs["colocated"]
+    rate = colocated[("ResNet-18 (batch size 16)", 1, "ResNet-18 (batch size 64)")]["v100"]
+    assert rate == pytest.approx(32.353384, abs=1e-5)
+    assert all(k[1] >= 1 for k in colocated)
+    trace = T.load_gavel_trace(REFERENCE / "traces" / "gen-static-single-n60-s0.trace")
+    jobs = T.gavel_as_jobs(trace, table)
+    kinds = set(zip(jobs["model_name"], jobs["num_gpu"]))
+    assert {(a, s) for a, s, _ in jobs.attrs["colocated_throughputs"]} <= kinds
+    cluster = {"v100": 8, "p100": 8, "k80": 8}
+    packed = simulate(jobs, cluster, "gavel-fifo(packing=true)", gavel_compat=True).summary
+    alone = simulate(jobs, cluster, "gavel-fifo", gavel_compat=True).summary
+    assert packed["avg_jct"] < alone["avg_jct"]  # Gavel: 20,471.9 s packed, 21,250.5 s alone
+    # Without co-located rates nothing is packed.
+    jobs.attrs["colocated_throughputs"] = {}
+    plain = simulate(jobs, cluster, "gavel-fifo(packing=true)", gavel_compat=True).summary
+    assert plain["avg_jct"] == pytest.approx(alone["avg_jct"], rel=1e-12)
+
+
+def test_packing_refuses_bad_rates_and_the_default_mode(shared_data, tmp_path):
+    bad = tmp_path / "throughputs.json"
+    bad.write_text('{"v100": {"(\'A\', 1)": {"null": 2.0, "(\'B\', 1)": 3.0}}}')
+    with pytest.raises(T.TraceError, match=r"v100/\('A', 1\)/\('B', 1\).*pair"):
+        T.load_gavel_throughputs(bad)
+    jobs = T.gavel_as_jobs(T.load_gavel_trace(REFERENCE / "traces" / "probe-idle-gap.trace"),
+                           shared_data / "gavel" / "simulation_throughputs.json")
+    with pytest.raises(ValueError, match="only in the Gavel-compatible mode"):
+        simulate(jobs, {"v100": 1}, "gavel-lp(packing=true)")
+    with pytest.raises(ValueError, match="heterogeneity-aware only"):
+        simulate(jobs, {"v100": 1}, "gavel-fifo(packing=true,aware=false)", gavel_compat=True)

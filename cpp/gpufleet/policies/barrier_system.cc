@@ -16,6 +16,8 @@ constexpr size_t kLongRow = 24;
 constexpr int kSharedColumn = 24;
 constexpr int kDenseBelow = 400;
 constexpr size_t kLargestGroup = 96;
+// Rows that the all-Woodbury layout takes at most (its dense system is rows x rows).
+constexpr size_t kMostLongRows = 2000;
 
 // Cholesky factor of a symmetric positive definite n x n matrix (row-major, lower triangle used),
 // in place; a pivot that is not positive becomes a tiny ridge (a direction flat to rounding).
@@ -63,6 +65,29 @@ BarrierSystem::BarrierSystem(const std::vector<BarrierRow>& rows, int columns,
                              const std::vector<char>& free_columns)
     : rows_(rows), n_(columns) {
   if (n_ < kDenseBelow) return;
+  if (Group(free_columns)) return;
+  // The short rows join too many columns (a packed allocation LP's rows join every pair of a few
+  // jobs): every row by Woodbury then, over a diagonal that needs no free column.
+  if (std::find(free_columns.begin(), free_columns.end(), 1) != free_columns.end() ||
+      rows.size() > kMostLongRows)
+    return;
+  long_rows_.resize(rows.size());
+  std::iota(long_rows_.begin(), long_rows_.end(), 0);
+  short_rows_.clear();
+  shared_.clear();
+  shared_pos_.assign(n_, -1);
+  groups_.assign(n_, {});
+  group_of_.assign(n_, 0);
+  pos_in_group_.assign(n_, 0);
+  for (int k = 0; k < n_; ++k) {
+    groups_[k] = {k};
+    group_of_[k] = k;
+  }
+  dense_ = false;
+}
+
+bool BarrierSystem::Group(const std::vector<char>& free_columns) {
+  const std::vector<BarrierRow>& rows = rows_;
   for (int r = 0; r < static_cast<int>(rows.size()); ++r)
     (rows[r].index.size() > kLongRow ? long_rows_ : short_rows_).push_back(r);
   std::vector<int> uses(n_, 0);
@@ -77,7 +102,7 @@ BarrierSystem::BarrierSystem(const std::vector<BarrierRow>& rows, int columns,
       shared_.push_back(k);
     }
   }
-  if (shared_.size() > kLargestGroup) return;
+  if (shared_.size() > kLargestGroup) return false;
   std::vector<int> parent(n_);
   std::iota(parent.begin(), parent.end(), 0);
   for (int r : short_rows_) {
@@ -103,9 +128,10 @@ BarrierSystem::BarrierSystem(const std::vector<BarrierRow>& rows, int columns,
     group_of_[k] = id[root];
     pos_in_group_[k] = static_cast<int>(groups_[id[root]].size());
     groups_[id[root]].push_back(k);
-    if (groups_[id[root]].size() > kLargestGroup) return;
+    if (groups_[id[root]].size() > kLargestGroup) return false;
   }
   dense_ = false;
+  return true;
 }
 
 bool BarrierSystem::SolveDense(const std::vector<double>& h, const std::vector<double>& d,

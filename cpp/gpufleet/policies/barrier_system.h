@@ -5,7 +5,8 @@
 // by a few long rows (a model's capacity) and a few variables in every job's row (an epigraph
 // variable): the groups are factored one by one, the shared variables by a Schur complement and the
 // long rows by the Sherman-Morrison-Woodbury identity, so a step costs O(jobs) instead of O(jobs^3).
-// Other shapes fall back to a dense Cholesky factorisation.
+// When short rows join too many columns and no column is free (packed pairs join a few jobs' rows),
+// every row goes by Woodbury. Other shapes fall back to a dense Cholesky factorisation.
 #ifndef GPUFLEET_POLICIES_BARRIER_SYSTEM_H_
 #define GPUFLEET_POLICIES_BARRIER_SYSTEM_H_
 
@@ -29,6 +30,9 @@ class BarrierSystem {
   bool Solve(const std::vector<double>& h, const std::vector<double>& d, std::vector<double>& g) const;
 
  private:
+  // Lays the columns out as groups joined by short rows, shared columns and long rows; false
+  // (dense_ stays true) when a group or the shared columns grow too large.
+  bool Group(const std::vector<char>& free_columns);
   bool SolveDense(const std::vector<double>& h, const std::vector<double>& d, std::vector<double>& g) const;
   // Factors the blocks for weights h and d; `solve` then solves the system for any right-hand
   // side in place.

@@ -1,8 +1,9 @@
 // The LP shape Gavel's allocation policies share (policy.py, Policy.get_base_constraints): one
 // variable x[j][c] per job and column (a model, or the pooled column), x >= 0, each job's shares
 // summing to at most 1 and each column's GPUs not over-committed (a job counts its GPU count), plus
-// trailing variables of the policy's own. Policies add their rows and solve it with MaximizeLp or
-// MaximizeLpCentred.
+// trailing variables of the policy's own. With packed pairs (AllocationInput::pairs; Gavel's
+// PolicyWithPacking) each pair has a variable per column too, in both of its jobs' share rows, its
+// GPUs counted once. Policies add their rows and solve it with MaximizeLp or MaximizeLpCentred.
 #ifndef GPUFLEET_POLICIES_GAVEL_ALLOCATION_LP_H_
 #define GPUFLEET_POLICIES_GAVEL_ALLOCATION_LP_H_
 
@@ -22,10 +23,16 @@ class AllocationLp {
   AllocationLp(const AllocationInput& in, int extra, const std::vector<int>& copies = {});
 
   int vars() const { return vars_; }
-  int var(int job, int column) const { return job * columns_ + column; }
-  int extra(int k) const { return jobs_ * columns_ + k; }
-  // Whether x[j][c] takes part (see the constructor).
-  bool used(int job, int column) const { return used_[job * columns_ + column]; }
+  // x of an input job's row, or of pair p at row jobs + p.
+  int var(int row, int column) const { return row * columns_ + column; }
+  int extra(int k) const { return rows_ * columns_ + k; }
+  // Whether x[row][c] takes part (see the constructor).
+  bool used(int row, int column) const { return used_[row * columns_ + column]; }
+  // Adds scale x job j's work per second under x (alone and in its pairs) / divisor to row `a`.
+  void AddThroughput(const AllocationInput& in, int job, double scale, std::vector<double>* a,
+                     double divisor = 1.0) const;
+  // Job j's work per second under an allocation (jobs' rows, then pairs').
+  static double Throughput(const AllocationInput& in, const Allocation& x, int job);
   // A row a.x <= b (a has vars() entries) with its barrier weight.
   void AddRow(std::vector<double> a, double b, double weight = 1.0);
   // Leaves a trailing variable free of x >= 0 in the centre's barrier (an epigraph variable).
@@ -34,11 +41,12 @@ class AllocationLp {
   const std::vector<std::vector<double>>& a() const { return a_; }
   const std::vector<double>& b() const { return b_; }
   const CentreWeights& weights() const { return weights_; }
-  // The x part of a solution, by job and column.
+  // The x part of a solution, by job (then pair) and column.
   Allocation Unpack(const std::vector<double>& x) const;
 
  private:
-  int jobs_, columns_, vars_;
+  int jobs_, rows_, columns_, vars_;
+  std::vector<std::vector<int>> pairs_of_;  // per job: its pairs' indices
   std::vector<char> used_;
   std::vector<std::vector<double>> a_;
   std::vector<double> b_;

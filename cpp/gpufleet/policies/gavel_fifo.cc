@@ -10,9 +10,13 @@
 // Gavel's base mode has a bug (a loop variable used after its loop): the job goes to the last
 // model of its list of models with free GPUs, not the drawn one, even past that model's capacity.
 // The Gavel-compatible mode reproduces it unless GavelCompat::fifo_stale_type is off.
+//
+// packing=true is Gavel's fifo_packed (FIFOPolicyWithPacking): the aware allocation, then the jobs
+// still queued are packed onto running jobs (Pack below).
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "gpufleet/core/status_macros.h"
@@ -21,6 +25,9 @@
 
 namespace gpufleet::jobtime {
 namespace {
+
+// Gavel's FIFO packs a pair only when its summed normalised rate exceeds this (fifo.py).
+constexpr double kPackingThreshold = 1.5;
 
 class GavelFifo : public GavelRoundPolicy {
  public:
@@ -95,10 +102,51 @@ class GavelFifo : public GavelRoundPolicy {
         if (available[column] == 0) types.erase(types.begin() + position[pick]);
       }
     }
-    Allocation x(in.jobs.size(), std::vector<double>(columns, 0.0));
+    std::vector<std::pair<int, int>> packed;  // (input pair, column)
+    if (options().packing) packed = Pack(in, queue);
+    Allocation x(in.jobs.size() + in.pairs.size(), std::vector<double>(columns, 0.0));
     for (const auto& [job, column] : allocation_)
       if (row_of.count(job)) x[row_of.at(job)][column] = 1.0;
+    for (const auto& [pair, column] : packed) x[in.jobs.size() + pair][column] = 1.0;
     return x;
+  }
+
+  // Gavel's FIFO packing (fifo.py, _pack): each job left in the queue, in order, joins the running
+  // job of its GPU count whose pair with it has the largest summed normalised rate (each job's
+  // co-located rate over its rate alone on that model), if that exceeds the threshold (1.5, then
+  // the best so far); the pair takes the running job's model. The first job with no such partner
+  // ends the packing (no job jumps ahead in the queue).
+  std::vector<std::pair<int, int>> Pack(const AllocationInput& in, const std::vector<int>& queue) {
+    std::map<std::pair<int, int>, int> pair_of;  // (job, job) -> input pair
+    for (size_t k = 0; k < in.pairs.size(); ++k) {
+      const int a = in.jobs[in.pairs[k].a].job, b = in.jobs[in.pairs[k].b].job;
+      pair_of[{a, b}] = pair_of[{b, a}] = static_cast<int>(k);
+    }
+    std::vector<std::pair<int, int>> packed;
+    for (int job : queue) {
+      double best = kPackingThreshold;
+      int with = -1, best_pair = -1;
+      for (const auto& [running, column] : allocation_) {  // single jobs, by id
+        auto it = pair_of.find({running, job});
+        if (it == pair_of.end()) continue;  // another GPU count, or no co-located rates
+        const AllocationPair& pair = in.pairs[it->second];
+        double normalised = 0;
+        for (auto [row, rate] : {std::pair{pair.a, pair.rate_a[column]},
+                                 std::pair{pair.b, pair.rate_b[column]}}) {
+          const double alone = in.jobs[row].rate[column];
+          if (rate > 0 && alone > 0) normalised += rate / alone;
+        }
+        if (normalised > best) {
+          best = normalised;
+          with = running;
+          best_pair = it->second;
+        }
+      }
+      if (with < 0) break;
+      packed.emplace_back(best_pair, allocation_.at(with));
+      allocation_.erase(with);
+    }
+    return packed;
   }
   AgnosticRate agnostic_rate() const override { return AgnosticRate::kTrue; }
   bool Fifo() const override { return true; }
@@ -113,7 +161,8 @@ GPUFLEET_REGISTER(JobTimePolicy,
     {.name = "gavel-fifo",
      .description = "Gavel's FIFO: arrival order, one model per job (fastest when aware, drawn "
                     "when agnostic), realised by rounds without back-fill (OSDI'20)",
-     .params = GavelRoundParams(/*sticky=*/false),  // an agnostic FIFO job keeps its model anyway
+     // An agnostic FIFO job keeps its model anyway: no sticky variant.
+     .params = GavelRoundParams(/*sticky=*/false, /*packing=*/true),
      // Rebuilt at every solve when aware, a job may move to a faster model or make way for an
      // earlier job that now fits.
      .traits = {.preemptive = true}},

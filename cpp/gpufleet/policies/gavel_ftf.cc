@@ -9,7 +9,9 @@
 // by Dinkelbach's iteration over LPs (CLP), and the allocation is the centre of the set that rho
 // leaves (the centre of the optimal face of max s: sum_m rate_jm X_jm >= s x that need), where
 // Gavel's interior-point solver ends near. aware=false gives every model the job's reference-model rate
-// (Gavel's v100). Realised by the family's rounds (gavel_round_policy.h).
+// (Gavel's v100). packing=true is Gavel's finish_time_fairness_packed: the same program over the
+// allocation LP with packed pairs, a job's rate counting its pairs' co-located rates. Realised by
+// the family's rounds (gavel_round_policy.h).
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
@@ -68,8 +70,7 @@ class GavelFtf : public GavelRoundPolicy {
       double worst = 0;
       for (int j = 0; j < n; ++j) {
         if (!runs(j)) continue;
-        double rate = 0;
-        for (int c = 0; c < columns; ++c) rate += in.jobs[j].rate[c] * x[j][c];
+        const double rate = AllocationLp::Throughput(in, x, j);
         worst = std::max(worst, (in.jobs[j].age + in.jobs[j].remaining / rate) / isolated[j]);
       }
       return worst;
@@ -91,7 +92,9 @@ class GavelFtf : public GavelRoundPolicy {
     }
     // max s s.t. each job reaches s x its need at rho = hi: s* = 1 on the optimal face.
     AllocationLp lp = Lp(in, [&](int j) { return need(j, hi); }, runs, 1);
-    lp.Free(lp.extra(0));
+    // With packed pairs s keeps a barrier (s > 0; s = 1 all over the optimal face, so its centre
+    // does not move): every row is long then, and the centre's Newton systems need it.
+    if (in.pairs.empty()) lp.Free(lp.extra(0));
     std::vector<double> c(lp.vars(), 0.0);
     c[lp.extra(0)] = 1;
     absl::StatusOr<LpSolution> r = MaximizeLpCentred(lp.a(), lp.b(), c, lp.weights());
@@ -110,8 +113,7 @@ class GavelFtf : public GavelRoundPolicy {
       if (!runs(static_cast<int>(j))) continue;
       const double d = need(static_cast<int>(j));
       std::vector<double> row(lp.vars(), 0.0);
-      for (size_t c = 0; c < in.capacity.size(); ++c)
-        if (lp.used(j, c)) row[lp.var(j, c)] = -in.jobs[j].rate[c] / (scaled ? d : 1.0);
+      lp.AddThroughput(in, static_cast<int>(j), -1.0, &row, scaled ? d : 1.0);
       if (scaled) {
         row[lp.extra(0)] = 1.0;
         lp.AddRow(std::move(row), 0.0);
@@ -125,7 +127,7 @@ class GavelFtf : public GavelRoundPolicy {
   // Gavel's fallback when the solver gives nothing: the isolated allocation.
   static Allocation Isolated(const AllocationInput& in) {
     const int n = static_cast<int>(in.jobs.size());
-    Allocation x(n, std::vector<double>(in.capacity.size(), 0.0));
+    Allocation x(n + in.pairs.size(), std::vector<double>(in.capacity.size(), 0.0));
     for (int j = 0; j < n; ++j) {
       double sum = 0;
       for (size_t c = 0; c < in.capacity.size(); ++c) {
@@ -145,7 +147,7 @@ GPUFLEET_REGISTER(JobTimePolicy,
     {.name = "gavel-ftf",
      .description = "Gavel's finish-time fairness allocation, realised by round priorities "
                     "(OSDI'20)",
-     .params = GavelRoundParams(),
+     .params = GavelRoundParams(/*sticky=*/true, /*packing=*/true),
      .traits = {.needs_durations = true, .preemptive = true}},
     [](const Params& p) -> absl::StatusOr<std::unique_ptr<JobTimePolicy>> {
       ASSIGN_OR_RETURN(GavelRoundPolicy::Options o, GavelRoundOptions(p));

@@ -11,7 +11,9 @@
 // Gavel-compatible mode it solves Gavel's own form instead (SolveGavelMaxMin). aware=false is
 // Gavel's heterogeneity-agnostic max-min baseline (every model looks the same: speed 1), whose LP
 // is degenerate: its centre spreads each job over the models, and the rounds move jobs between
-// models as Gavel's do. gavel-maxmin is the cheaper greedy version.
+// models as Gavel's do. packing=true is Gavel's max_min_fairness_packed (two jobs may share GPUs at
+// their co-located rates; the Gavel-compatible mode only). gavel-maxmin is the cheaper greedy
+// version.
 #include "gpufleet/policies/gavel_lp.h"
 
 #include <algorithm>
@@ -19,6 +21,7 @@
 #include <utility>
 
 #include "gpufleet/core/status_macros.h"
+#include "gpufleet/policies/gavel_allocation_lp.h"
 #include "gpufleet/policies/gavel_round_policy.h"
 #include "gpufleet/policies/lp_centre.h"
 #include "gpufleet/policies/lp_solver.h"
@@ -169,6 +172,7 @@ class GavelLp : public GavelRoundPolicy {
   // them, so the centre (and some vertex) gives them equal shares, and traces draw jobs from a
   // few dozen types, so the LP stays small however many jobs are active.
   absl::StatusOr<Allocation> Allocate(const AllocationInput& in) override {
+    if (!in.pairs.empty()) return SolvePacked(in);
     std::map<std::pair<int, std::vector<double>>, int> class_of;
     std::vector<ShareClass> classes;
     std::vector<int> job_class;
@@ -189,13 +193,44 @@ class GavelLp : public GavelRoundPolicy {
   }
   // Solved every round in the default mode: CLP's vertex (the centre when agnostic).
   bool CentredByDefault() const override { return false; }
+
+ private:
+  // Gavel's max_min_fairness_packed (MaxMinFairnessPolicyWithPacking): SolveGavelMaxMin's LP
+  // with a variable per packed pair too, a job's throughput counting its pairs' co-located
+  // rates, its proportional throughput its rates alone; at the centre of the optimal face.
+  static absl::StatusOr<Allocation> SolvePacked(const AllocationInput& in) {
+    AllocationLp lp(in, 1);
+    const int t = lp.extra(0);
+    // t keeps a barrier of its own (t > 0), unlike the unpacked LP's epigraph variable: the pairs
+    // make every row long, and the centre's Newton systems (barrier_system.h) need every column
+    // in a short row or with a barrier term. The centre of the optimal face does not move: t is
+    // the same all over it.
+    double gpus = 0;
+    for (int c : in.capacity) gpus += c;
+    for (size_t j = 0; j < in.jobs.size(); ++j) {
+      const AllocationJob& job = in.jobs[j];
+      double proportional = 0;
+      for (size_t c = 0; c < in.capacity.size(); ++c)
+        proportional += job.rate[c] * in.capacity[c] / gpus;
+      if (!(proportional > 0))
+        return absl::InvalidArgumentError("max-min shares: a job runs on no model");
+      std::vector<double> row(lp.vars(), 0.0);
+      row[t] = 1.0;
+      lp.AddThroughput(in, static_cast<int>(j), -job.gpus / proportional, &row);
+      lp.AddRow(std::move(row), 0.0);
+    }
+    std::vector<double> c(lp.vars(), 0.0);
+    c[t] = 1.0;
+    ASSIGN_OR_RETURN(LpSolution r, MaximizeLpCentred(lp.a(), lp.b(), c, lp.weights()));
+    return lp.Unpack(r.x);
+  }
 };
 
 GPUFLEET_REGISTER(JobTimePolicy,
     {.name = "gavel-lp",
      .description = "Gavel's max-min fairness with its LP solved exactly, realised by round "
                     "priorities (OSDI'20)",
-     .params = GavelRoundParams(),
+     .params = GavelRoundParams(/*sticky=*/true, /*packing=*/true),
      .traits = {.preemptive = true}},
     [](const Params& p) -> absl::StatusOr<std::unique_ptr<JobTimePolicy>> {
       ASSIGN_OR_RETURN(GavelRoundPolicy::Options o, GavelRoundOptions(p));

@@ -7,7 +7,9 @@
 // upper, each feasibility check an LP; the allocation is the last feasible one, which an
 // interior-point solver returns at the analytic centre of the feasible set, so that is the point
 // taken here (lp_centre.h). aware=false gives every model the job's reference-model rate (Gavel's
-// v100). Realised by the family's rounds (gavel_round_policy.h).
+// v100). packing=true is Gavel's min_total_duration_packed: the same search over the allocation LP
+// with packed pairs, each job's rate counting its pairs' co-located rates (PolicyWithPacking).
+// Realised by the family's rounds (gavel_round_policy.h).
 #include <utility>
 
 #include "absl/strings/str_format.h"
@@ -25,8 +27,7 @@ AllocationLp Feasibility(const AllocationInput& in, double t) {
   AllocationLp lp(in, 0);
   for (size_t j = 0; j < in.jobs.size(); ++j) {
     std::vector<double> row(lp.vars(), 0.0);
-    for (size_t m = 0; m < in.capacity.size(); ++m)
-      if (lp.used(j, m)) row[lp.var(j, m)] = -in.jobs[j].rate[m];
+    lp.AddThroughput(in, static_cast<int>(j), -1.0, &row);
     lp.AddRow(std::move(row), -in.jobs[j].remaining / t);
   }
   return lp;
@@ -75,7 +76,7 @@ GPUFLEET_REGISTER(JobTimePolicy,
     {.name = "gavel-makespan",
      .description = "Gavel's minimum total duration (makespan) allocation, realised by round "
                     "priorities (OSDI'20)",
-     .params = GavelRoundParams(),
+     .params = GavelRoundParams(/*sticky=*/true, /*packing=*/true),
      .traits = {.needs_durations = true, .preemptive = true}},
     [](const Params& p) -> absl::StatusOr<std::unique_ptr<JobTimePolicy>> {
       ASSIGN_OR_RETURN(GavelRoundPolicy::Options o, GavelRoundOptions(p));

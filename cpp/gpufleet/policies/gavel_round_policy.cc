@@ -28,7 +28,7 @@ bool Fits(const Job& j, const GpuModel& gm, int m) {
 
 }  // namespace
 
-std::vector<ParamSpec> GavelRoundParams(bool sticky) {
+std::vector<ParamSpec> GavelRoundParams(bool sticky, bool packing) {
   std::vector<ParamSpec> params = {
       {.name = "round_duration", .type = ParamType::kNumber, .default_value = 360.0,
        .help = "seconds per round", .range = {.above = 0}},
@@ -36,6 +36,11 @@ std::vector<ParamSpec> GavelRoundParams(bool sticky) {
   if (sticky)
     params.push_back({"sticky", ParamType::kBool, false,
                       "agnostic only: one pooled LP column, a job staying on the model it landed on"});
+  if (packing)
+    params.push_back({"packing", ParamType::kBool, false,
+                      "Gavel's *_packed variant: two jobs with the same GPU count may share GPUs at "
+                      "their co-located rates (the Gavel-compatible mode only, with co-located "
+                      "throughputs)"});
   return params;
 }
 
@@ -46,12 +51,22 @@ absl::StatusOr<GavelRoundPolicy::Options> GavelRoundOptions(const Params& p) {
   if (p.Has("sticky")) {
     ASSIGN_OR_RETURN(o.sticky, p.Get<bool>("sticky"));
   }
+  if (p.Has("packing")) {
+    ASSIGN_OR_RETURN(o.packing, p.Get<bool>("packing"));
+  }
+  if (o.packing && !o.aware)
+    return absl::InvalidArgumentError(
+        "packing=true is heterogeneity-aware only (as Gavel's packed policies): drop aware=false");
   return o;
 }
 
 absl::Status GavelRoundPolicy::Init(const JobTimeView& view) {
   seed_ = view.seed;
   const GpuPool& pool = *view.pool;
+  if (options_.packing && view.gavel == nullptr)
+    return absl::InvalidArgumentError(
+        "packing=true runs only in the Gavel-compatible mode (gavel_compat, --gavel-compat): the "
+        "default rounds cannot put two jobs on one GPU");
   if (view.gavel != nullptr) {
     shuffler_ = std::make_unique<PythonRandom>(view.seed + 5);  // seeds are < 2^63
     // Gavel walks ["v100", "p100", "k80"]: by name, descending.
@@ -73,12 +88,40 @@ void GavelRoundPolicy::Grow(size_t jobs, int models) {
   in_allocation_.resize(jobs, 0);
   job_time_.resize(jobs);
   deficit_.resize(jobs);
+  pairs_of_.resize(jobs);
+}
+
+double GavelRoundPolicy::PairRate(const JobTimeView& view, const Pair& p, int of, int m) const {
+  const int other = of == p.lo ? p.hi : p.lo;
+  return view.gavel->PairRate(of, other, m, view.pool->num_models());
+}
+
+void GavelRoundPolicy::AddPairs(int job, const JobTimeView& view) {
+  const int models = view.pool->num_models();
+  for (int k : active_) {
+    if (k == job || view.job(k).spec.num_gpu != view.job(job).spec.num_gpu ||
+        !view.gavel->Packable(job, k))
+      continue;
+    Pair p;
+    p.lo = std::min(job, k);
+    p.hi = std::max(job, k);
+    p.share.assign(models, 0.0);
+    p.job_time.assign(models, 0.0);
+    p.deficit.assign(models, 0.0);
+    const int index = static_cast<int>(pairs_.size());
+    pairs_.push_back(std::move(p));
+    pairs_of_[job].push_back(index);
+    pairs_of_[k].push_back(index);
+    entries_.push_back(-1 - index);
+  }
 }
 
 void GavelRoundPolicy::OnArrival(int job, const JobTimeView& view) {
   const int models = view.pool->num_models();
   Grow(view.jobs->size(), models);
   active_.push_back(job);
+  entries_.push_back(job);
+  if (options_.packing) AddPairs(job, view);
   time_on_[job].assign(models, 0.0);
   share_[job].clear();
   in_allocation_[job] = 0;
@@ -89,7 +132,27 @@ void GavelRoundPolicy::OnArrival(int job, const JobTimeView& view) {
 
 void GavelRoundPolicy::OnFinish(int job, const JobTimeView&) {
   active_.erase(std::find(active_.begin(), active_.end(), job));
+  // Its pairs go with it (their X stays in the allocation until the next solve, unused).
+  for (int p : pairs_of_[job]) pairs_[p].alive = false;
+  entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
+                                [&](int e) { return e == job || (e < 0 && !pairs_[-1 - e].alive); }),
+                 entries_.end());
   dirty_ = need_update_ = true;
+}
+
+void GavelRoundPolicy::OnPairMicroTask(int job, int partner, int model, double charged,
+                                       bool succeeded, const JobTimeView&) {
+  if (!succeeded) {
+    need_update_ = true;
+    return;
+  }
+  for (int p : pairs_of_[job]) {
+    Pair& pair = pairs_[p];
+    if (pair.lo != std::min(job, partner) || pair.hi != std::max(job, partner)) continue;
+    pair.job_time[model] += charged;  // once, to the pair's own entry
+    worker_time_[model] += charged;
+    return;
+  }
 }
 
 void GavelRoundPolicy::OnMicroTask(int job, int model, double charged, bool succeeded,
@@ -166,9 +229,27 @@ bool GavelRoundPolicy::Solve(const JobTimeView& view, bool gavel) {
     if (!runnable && !gavel) continue;
     in.jobs.push_back(std::move(a));
   }
+  std::vector<int> solved_pairs;
+  if (options_.packing) {
+    std::vector<int> row_of(view.jobs->size(), -1);
+    for (size_t r = 0; r < in.jobs.size(); ++r) row_of[in.jobs[r].job] = static_cast<int>(r);
+    for (size_t k = 0; k < pairs_.size(); ++k) {
+      const Pair& p = pairs_[k];
+      if (!p.alive || row_of[p.lo] < 0 || row_of[p.hi] < 0) continue;
+      AllocationPair a;
+      a.a = row_of[p.lo];
+      a.b = row_of[p.hi];
+      for (int c = 0; c < models; ++c) {
+        a.rate_a.push_back(PairRate(view, p, p.lo, by_name[c]));
+        a.rate_b.push_back(PairRate(view, p, p.hi, by_name[c]));
+      }
+      in.pairs.push_back(std::move(a));
+      solved_pairs.push_back(static_cast<int>(k));
+    }
+  }
   if (in.jobs.empty()) return true;
   absl::StatusOr<Allocation> x = Allocate(in);
-  if (!x.ok() || x->size() != in.jobs.size()) return false;
+  if (!x.ok() || x->size() != in.jobs.size() + in.pairs.size()) return false;
   for (size_t r = 0; r < in.jobs.size(); ++r) {
     const int i = in.jobs[r].job;
     std::vector<double>& row = share_[i];
@@ -176,6 +257,13 @@ bool GavelRoundPolicy::Solve(const JobTimeView& view, bool gavel) {
     for (size_t c = 0; c < (*x)[r].size() && c < in.capacity.size(); ++c)
       row[pooled ? 0 : by_name[c]] = std::clamp((*x)[r][c], 0.0, 1.0);
     in_allocation_[i] = 1;
+  }
+  for (size_t k = 0; k < solved_pairs.size(); ++k) {
+    Pair& p = pairs_[solved_pairs[k]];
+    const std::vector<double>& row = (*x)[in.jobs.size() + k];
+    for (int c = 0; c < models && c < static_cast<int>(row.size()); ++c)
+      p.share[by_name[c]] = std::clamp(row[c], 0.0, 1.0);
+    p.in_allocation = true;
   }
   return true;
 }
@@ -269,6 +357,15 @@ void GavelRoundPolicy::ResetTimeRunSoFar(const JobTimeView& view) {
       worker_time_[m] += options_.round / 2;
     }
   }
+  for (Pair& p : pairs_) {
+    if (!p.alive) continue;
+    for (int m = 0; m < models; ++m) {
+      p.deficit[m] += (p.in_allocation ? p.share[m] * elapsed : 0) -
+                      (p.job_time[m] - options_.round / 2);
+      p.job_time[m] = options_.round / 2;
+      worker_time_[m] += options_.round / 2;
+    }
+  }
   last_reset_ = view.now;
 }
 
@@ -283,16 +380,29 @@ void GavelRoundPolicy::ScheduleGavel(const JobTimeView& view, std::vector<Assign
     Solve(view, true);  // on a solver error the previous allocation stays
     need_update_ = false;
   }
-  // priority[m][j] = X / (job time on m / all job time on m since the last reset).
-  const size_t n = active_.size();
+  // priority[m][e] = X / (the entry's time on m / all entries' time on m since the last reset),
+  // over the entries (jobs, and pairs when packing) in insertion order.
+  const size_t n = entries_.size();
   std::vector<std::vector<double>> priority(models, std::vector<double>(n, 0.0));
+  // An entry's X, charged time and deficit on m, and whether it can run there at all.
+  auto share = [&](int e, int m) {
+    if (e >= 0) return in_allocation_[e] ? share_[e][m] : 0.0;
+    const Pair& p = pairs_[-1 - e];
+    return p.in_allocation ? p.share[m] : 0.0;
+  };
+  auto job_time = [&](int e, int m) { return e >= 0 ? job_time_[e][m] : pairs_[-1 - e].job_time[m]; };
+  auto deficit = [&](int e, int m) { return e >= 0 ? deficit_[e][m] : pairs_[-1 - e].deficit[m]; };
+  auto runs_on = [&](int e, int m) {
+    if (e >= 0) return view.job(e).Speed(m) > 0;
+    const Pair& p = pairs_[-1 - e];
+    return PairRate(view, p, p.lo, m) > 0 && PairRate(view, p, p.hi, m) > 0;
+  };
   for (int m = 0; m < models; ++m) {
     for (size_t k = 0; k < n; ++k) {
-      const int j = active_[k];
-      if (!in_allocation_[j]) continue;
-      const double x = share_[j][m];
-      if (x == 0 || view.job(j).Speed(m) == 0) continue;
-      const double fraction = worker_time_[m] == 0 ? 0 : job_time_[j][m] / worker_time_[m];
+      const int e = entries_[k];
+      const double x = share(e, m);
+      if (x == 0 || !runs_on(e, m)) continue;
+      const double fraction = worker_time_[m] == 0 ? 0 : job_time(e, m) / worker_time_[m];
       priority[m][k] = fraction > 0 ? x / fraction : x * 1e9;
     }
   }
@@ -301,28 +411,31 @@ void GavelRoundPolicy::ScheduleGavel(const JobTimeView& view, std::vector<Assign
   std::vector<int> left(models);
   for (int m = 0; m < models; ++m) left[m] = pool.model(m).count;
   std::vector<char> chosen(view.jobs->size(), 0);
-  std::vector<size_t> entries(n);
+  std::vector<size_t> sorted(n);
   for (int m : order) {
     auto key = [&](size_t k) {
-      const int j = active_[k];
-      const double x = in_allocation_[j] ? share_[j][m] : 0.0;
-      return std::make_tuple(priority[m][k], deficit_[j][m], x);
+      return std::make_tuple(priority[m][k], deficit(entries_[k], m), share(entries_[k], m));
     };
-    for (size_t k = 0; k < n; ++k) entries[k] = k;
-    // Python's sorted(..., reverse=True): descending, equal keys in insertion (arrival) order.
-    std::stable_sort(entries.begin(), entries.end(),
+    for (size_t k = 0; k < n; ++k) sorted[k] = k;
+    // Python's sorted(..., reverse=True): descending, equal keys in insertion order.
+    std::stable_sort(sorted.begin(), sorted.end(),
                      [&](size_t a, size_t b) { return key(a) > key(b); });
-    for (size_t k : entries) {
+    for (size_t k : sorted) {
       if (left[m] == 0) break;
-      const int j = active_[k];
-      const Job& job = view.job(j);
-      if (chosen[j] || job.Speed(m) <= 0) continue;
+      const int e = entries_[k];
+      const int j = e >= 0 ? e : pairs_[-1 - e].lo;
+      const int partner = e >= 0 ? -1 : pairs_[-1 - e].hi;
+      if (chosen[j] || (partner >= 0 && chosen[partner]) || !runs_on(e, m)) continue;
       if (Fifo() && priority[m][k] <= 0) continue;
-      if (job.spec.num_gpu > left[m]) continue;
-      left[m] -= job.spec.num_gpu;
+      const int gpus = view.job(j).spec.num_gpu;  // a pair's jobs have the same count
+      if (gpus > left[m]) continue;
+      left[m] -= gpus;
       chosen[j] = 1;
-      // A job that arrived since the last solve holds its GPUs this round but does not run.
-      if (in_allocation_[j]) plan->push_back({j, m});
+      if (partner >= 0) chosen[partner] = 1;
+      // An entry that arrived (or a pair made) since the last solve holds its GPUs this round but
+      // does not run.
+      if (e >= 0 ? in_allocation_[e] : pairs_[-1 - e].in_allocation)
+        plan->push_back({j, m, partner});
     }
   }
 }

@@ -16,6 +16,9 @@
 //    to that model since the last re-solve, each job starting from half a round); jobs chosen
 //    model by model in Gavel's order (v100, p100, k80: descending name), each model's list sorted
 //    by (priority, deficit, X); jobs that arrived since the last solve hold GPUs but do not run.
+//    With packing (Options::packing, Gavel's *_packed policies), each pair of jobs with the same
+//    GPU count is an entry too, with its own X, charged time and deficit (docs/simulator.md,
+//    "Packing").
 //
 // Heterogeneity-agnostic variants (aware=false) solve the same LP with every model looking the
 // same (each policy says which rate it gives every model) and take the centre of its optimal face,
@@ -46,8 +49,18 @@ struct AllocationJob {
   double age = 0;             // seconds since it arrived
 };
 
+// Two jobs sharing one set of GPUs (Gavel's packing): a variable of its own in the allocation,
+// its GPUs counted once, each job's time share including the pairs it is in.
+struct AllocationPair {
+  int a = 0, b = 0;             // rows of AllocationInput::jobs, a < b, the same GPU count
+  std::vector<double> rate_a;   // per column: a's work per second while sharing with b
+  std::vector<double> rate_b;   // and b's
+};
+
 struct AllocationInput {
   std::vector<AllocationJob> jobs;  // by job index (Gavel: by job id)
+  // Packing policies only: an allocation then has a row per pair after the jobs' rows.
+  std::vector<AllocationPair> pairs;
   std::vector<int> capacity;        // GPUs per column
   bool aware = true;                // rates are the models' own (false: every model looks alike)
   // Gavel's own formulation and the centre of the optimal face (the Gavel-compatible mode);
@@ -56,7 +69,8 @@ struct AllocationInput {
   bool centred = false;             // take the centre of the optimal face (lp_centre.h)
 };
 
-// X per input job (same order), per column; each row sums to at most 1.
+// X per input job (same order), then per input pair, per column; a job's row and the rows of the
+// pairs it is in sum to at most 1.
 using Allocation = std::vector<std::vector<double>>;
 
 class GavelRoundPolicy : public JobTimePolicy {
@@ -65,6 +79,9 @@ class GavelRoundPolicy : public JobTimePolicy {
     double round = 360;   // seconds per round (Gavel's time_per_iteration)
     bool aware = true;
     bool sticky = false;  // agnostic only: the pooled, stay-where-it-landed baseline
+    // Gavel's packing (its *_packed policies): pairs of jobs with the same GPU count may share
+    // GPUs at their co-located rates (GavelCompat::pair_rate); the Gavel-compatible mode only.
+    bool packing = false;
   };
   explicit GavelRoundPolicy(Options options) : options_(options) {}
 
@@ -76,6 +93,8 @@ class GavelRoundPolicy : public JobTimePolicy {
   double MicroTaskSeconds() const override { return options_.round; }
   void OnMicroTask(int job, int model, double charged, bool succeeded,
                    const JobTimeView& view) override;
+  void OnPairMicroTask(int job, int partner, int model, double charged, bool succeeded,
+                       const JobTimeView& view) override;
 
  protected:
   // The allocation for `in`; on an error the previous one stays.
@@ -106,6 +125,21 @@ class GavelRoundPolicy : public JobTimePolicy {
   bool Solve(const JobTimeView& view, bool gavel);
   void ResetTimeRunSoFar(const JobTimeView& view);
   void Grow(size_t jobs, int models);
+  // Packing: the pairs `job` makes with the active jobs of its GPU count, as Gavel makes them.
+  void AddPairs(int job, const JobTimeView& view);
+
+  // A packed pair as Gavel keeps it: an entry of its own, with its own X, charged time (from 0,
+  // not half a round) and deficit.
+  struct Pair {
+    int lo, hi;                      // job indices, lo < hi
+    bool alive = true;               // false once either job left
+    bool in_allocation = false;      // part of the last solve
+    std::vector<double> share;       // per model: X
+    std::vector<double> job_time;    // per model: charged since the last reset
+    std::vector<double> deficit;     // per model
+  };
+  // The pair's co-located rate of job `of` (lo or hi) on model m.
+  double PairRate(const JobTimeView& view, const Pair& p, int of, int m) const;
 
   Options options_;
   uint64_t seed_ = 0;
@@ -124,12 +158,18 @@ class GavelRoundPolicy : public JobTimePolicy {
   std::vector<std::vector<double>> deficit_;   // per job, per model
   std::vector<double> worker_time_;            // per model
   std::vector<int> gavel_order_;               // models in Gavel's order (v100, p100, k80)
+  // Gavel's priority entries in insertion order: a job (>= 0) or a pair (-1 - its index in
+  // pairs_); a job's entry comes before the pairs it makes on arrival.
+  std::vector<int> entries_;
+  std::vector<Pair> pairs_;                    // every pair made, in order
+  std::vector<std::vector<int>> pairs_of_;     // per job: its pairs' indices
   std::unique_ptr<PythonRandom> shuffler_;
 };
 
-// The parameters every member of the family declares (round_duration, aware, and sticky unless
-// the policy has no pooled variant), and the options they give.
-std::vector<ParamSpec> GavelRoundParams(bool sticky = true);
+// The parameters every member of the family declares (round_duration, aware, sticky unless the
+// policy has no pooled variant, packing where Gavel has a packed variant), and the options they
+// give.
+std::vector<ParamSpec> GavelRoundParams(bool sticky = true, bool packing = false);
 absl::StatusOr<GavelRoundPolicy::Options> GavelRoundOptions(const Params& p);
 
 }  // namespace gpufleet::jobtime

@@ -116,7 +116,10 @@ absl::Status CheckPlan(const std::vector<Assignment>& plan, const std::vector<Jo
   used->resize(pool.num_models(), 0);
   size_t listed = 0;
   auto fail = [&](absl::Status s) {
-    for (size_t k = 0; k < listed; ++k) (*planned)[plan[k].job] = -1;
+    for (size_t k = 0; k < listed; ++k) {
+      (*planned)[plan[k].job] = -1;
+      if (plan[k].partner >= 0) (*planned)[plan[k].partner] = -1;
+    }
     return s;
   };
   for (const Assignment& a : plan) {
@@ -138,10 +141,24 @@ absl::Status CheckPlan(const std::vector<Assignment>& plan, const std::vector<Jo
       return fail(absl::InternalError(
           absl::StrFormat("policy assigned job %s twice or to a model it cannot run on (%s)",
                           label(a.job), pool.model(a.model).name)));
+    if (a.partner >= 0) {
+      const int p = a.partner;
+      if (keep_unlisted || p >= static_cast<int>(jobs.size()) || p == a.job)
+        return fail(absl::InternalError(absl::StrFormat(
+            "policy returned a bad pair (job %s with %d)", label(a.job), p)));
+      const Job& q = jobs[p];
+      if ((q.state != JobState::kPending && q.state != JobState::kRunning) || (*planned)[p] >= 0 ||
+          !q.CanRunOn(a.model) || q.spec.num_gpu != j.spec.num_gpu)
+        return fail(absl::InternalError(absl::StrFormat(
+            "policy paired job %s with job %s, which is not active, listed twice, unable to run "
+            "on %s or of another GPU count",
+            label(a.job), label(p), pool.model(a.model).name)));
+    }
     (*planned)[a.job] = a.model;
+    if (a.partner >= 0) (*planned)[a.partner] = a.model;
     ++listed;
     if (keep_unlisted && j.state == JobState::kRunning) (*used)[j.model] -= j.spec.num_gpu;
-    (*used)[a.model] += j.spec.num_gpu;
+    (*used)[a.model] += j.spec.num_gpu;  // once for a pair: its jobs share the GPUs
   }
   for (int m = 0; m < pool.num_models(); ++m)
     if ((*used)[m] > pool.model(m).count)

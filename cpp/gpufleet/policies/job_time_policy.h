@@ -74,6 +74,9 @@ struct JobTimeView {
 struct Assignment {
   int job;
   int model;  // kStop: in a plan of changes only, preempt this running job
+  // Gavel's packing (GavelCompat's co-located rates): a second job sharing `job`'s GPUs, with the
+  // same GPU count; the pair's GPUs count once. -1: none.
+  int partner = -1;
 };
 inline constexpr int kStop = -1;
 
@@ -103,6 +106,10 @@ class JobTimePolicy : public Registrant<PolicyTraits> {
   // job's OnFinish: it held `model` and is charged `charged` seconds; a failed one made no progress.
   virtual void OnMicroTask(int job, int model, double charged, bool succeeded,
                            const JobTimeView& view) {}
+  // The same for a packed pair's micro-task (an Assignment with a partner): charged once to the
+  // pair, before either job's OnFinish.
+  virtual void OnPairMicroTask(int job, int partner, int model, double charged, bool succeeded,
+                               const JobTimeView& view) {}
 
   // True (once) when the last plan listed only changes: running jobs it leaves out keep running
   // on their model instead of being preempted. Lets a policy answer an event in O(changes).
@@ -179,7 +186,9 @@ class Filler {
 // The checks every plan passes before it applies, in the simulator and in the engine's jobtime
 // action: assignments in range, to active jobs, each job once, on a model it can run on, and no
 // model over-committed (with `keep_unlisted`, running jobs left out keep their GPUs, and a
-// running job listed with kStop gives its GPUs back; a kStop entry stays -1 in `planned`). On success
+// running job listed with kStop gives its GPUs back; a kStop entry stays -1 in `planned`). A
+// packed pair (a partner, full plans only) needs two distinct jobs with the same GPU count that
+// both can run on the model; its GPUs count once. On success
 // `planned` (per job, -1 = not listed; the caller sizes it and resets the listed entries after
 // use) holds each listed job's model; on error it is left as it was. `used` is scratch. Errors
 // name a job through `label`.

@@ -16,6 +16,8 @@ namespace {
 // optimum: ECOS's own default tolerances are 1e-8.
 constexpr double kGapTolerance = 1e-9;
 constexpr int kMaxNewtonSteps = 2000;
+// Columns up to which phase I has a row per barrier column (see MaximizeLpCentred).
+constexpr int kRowPerColumnUpTo = 1500;
 
 struct SparseRow {
   std::vector<int> index;
@@ -182,17 +184,24 @@ absl::StatusOr<LpSolution> MaximizeLpCentred(const std::vector<std::vector<doubl
   for (const SparseRow& row : sparse) total_weight += row.weight;
 
   // Phase I: the point farthest inside every barrier constraint (max r: rows' slack >= r, barrier
-  // columns >= r, r <= 1).
+  // columns >= r, r <= 1). Up to kRowPerColumnUpTo columns with a row per barrier column; above,
+  // written in y = x - r on the barrier columns (y >= 0), which needs only the LP's rows (a packed
+  // allocation LP has thousands of columns). The two have the same optimum but may end at other
+  // vertices, hence other starts of the path.
+  const bool shifted = m > kRowPerColumnUpTo;
   std::vector<std::vector<double>> pa;
   std::vector<double> pb;
   for (const SparseRow& row : sparse) {
     std::vector<double> line(m + 1, 0.0);
-    for (size_t p = 0; p < row.index.size(); ++p) line[row.index[p]] = row.value[p];
     line[m] = 1.0;
+    for (size_t p = 0; p < row.index.size(); ++p) {
+      line[row.index[p]] = row.value[p];
+      if (shifted && column_weight[row.index[p]] > 0) line[m] += row.value[p];
+    }
     pa.push_back(std::move(line));
     pb.push_back(row.b);
   }
-  for (int j = 0; j < m; ++j) {
+  for (int j = 0; j < m && !shifted; ++j) {
     if (column_weight[j] == 0) continue;
     std::vector<double> line(m + 1, 0.0);
     line[j] = -1;
@@ -214,6 +223,8 @@ absl::StatusOr<LpSolution> MaximizeLpCentred(const std::vector<std::vector<doubl
     return absl::FailedPreconditionError(
         "LP centre: the feasible set has no interior point (no central path to follow)");
   std::vector<double> x(inside.x.begin(), inside.x.begin() + m);
+  for (int j = 0; j < m && shifted; ++j)
+    if (column_weight[j] > 0) x[j] += depth;
   // Start from a point strictly inside, also for the columns without a barrier of their own.
   Barrier barrier(std::move(sparse), cost, column_weight);
   int steps = 0;

@@ -11,6 +11,7 @@
 namespace gpufleet::sim {
 
 using jobtime::Assignment;
+using jobtime::GavelCompat;
 using jobtime::GpuPool;
 using jobtime::Job;
 using jobtime::JobState;
@@ -29,7 +30,13 @@ struct MicroTask {
   double steps;
   double start;
   double finish;
+  int partner = -1;            // a packed pair: the job sharing the GPUs (job < partner)
+  double partner_steps = 0;
 };
+
+// Gavel splits a micro-task's steps over the job's k workers (steps // k each, the rest to the
+// last) and fails it if any worker ran none.
+bool SplitFails(double steps, int k) { return steps <= 0 || (k > 1 && std::floor(steps / k) <= 0); }
 
 class Rounds {
  public:
@@ -85,41 +92,60 @@ class Rounds {
       } else if (next < n) {
         now = std::max(now, jobs_[order[next]].spec.submit_time);
       }
-      // Completions, latest finish first (ties: lower job first), as Gavel pops its heap.
+      // Completions, latest finish first (ties: single jobs before pairs, then by job), as
+      // Gavel pops its heap.
       std::sort(tasks_.begin(), tasks_.end(), [](const MicroTask& a, const MicroTask& b) {
-        return a.finish != b.finish ? a.finish > b.finish : a.job < b.job;
+        if (a.finish != b.finish) return a.finish > b.finish;
+        if ((a.partner >= 0) != (b.partner >= 0)) return a.partner < 0;
+        return a.job != b.job ? a.job < b.job : a.partner < b.partner;
       });
       for (const MicroTask& t : tasks_) {
-        Job& j = jobs_[t.job];
         const double held = t.finish - t.start;
-        j.run_time += held;
-        j.gpu_time += held * j.spec.num_gpu;
-        j.service += held * j.spec.num_gpu * pool_.model(t.model).perf_factor;
-        busy_gpu_seconds_ += held * j.spec.num_gpu;
-        j.last_update = t.finish;
+        const int k = jobs_[t.job].spec.num_gpu;
+        for (int i : {t.job, t.partner}) {
+          if (i < 0) continue;
+          Job& j = jobs_[i];
+          j.run_time += held;
+          j.gpu_time += held * k;
+          j.service += held * k * pool_.model(t.model).perf_factor;
+          j.last_update = t.finish;
+        }
+        busy_gpu_seconds_ += held * k;  // a pair's GPUs once
         const double charged =
             t.finish - (options_.gavel.charge_idle_gaps ? round_start : dispatched_at);
-        const int k = j.spec.num_gpu;
-        // Gavel splits the steps over the k workers (steps // k each, the rest to the last) and
-        // fails the micro-task if any worker ran none.
-        const bool split_fails = k > 1 && std::floor(t.steps / k) <= 0;
-        const bool succeeded = t.steps > 0 && charged > 0 &&
-                               !(split_fails && options_.gavel.drop_stuck_jobs);
-        policy_.OnMicroTask(t.job, t.model, charged, succeeded, view_);
+        const bool keep_stuck = !options_.gavel.drop_stuck_jobs;
+        if (t.partner < 0) {
+          const bool succeeded =
+              t.steps > 0 && charged > 0 && (keep_stuck || !SplitFails(t.steps, k));
+          policy_.OnMicroTask(t.job, t.model, charged, succeeded, view_);
+          if (succeeded) {
+            failures_[t.job] = 0;
+            Progress(t.job, t.steps, t.finish, &left, &active);
+          } else if (++failures_[t.job] >= options_.gavel.max_failed_attempts) {
+            Retire(t.job, t.finish, true, &left, &active);
+          }
+          continue;
+        }
+        // A pair: both jobs end at the pair's finish; a failure counts against neither job and
+        // a success clears neither job's failures (Gavel counts single jobs only).
+        const bool succeeded =
+            charged > 0 && (keep_stuck ? t.steps > 0 && t.partner_steps > 0
+                                       : !SplitFails(t.steps, k) && !SplitFails(t.partner_steps, k));
+        policy_.OnPairMicroTask(t.job, t.partner, t.model, charged, succeeded, view_);
         if (succeeded) {
-          failures_[t.job] = 0;
-          j.work_done += t.steps;
-          if (j.work_done >= j.spec.duration) Retire(t.job, t.finish, false, &left, &active);
-        } else if (++failures_[t.job] >= options_.gavel.max_failed_attempts) {
-          Retire(t.job, t.finish, true, &left, &active);
+          Progress(t.job, t.steps, t.finish, &left, &active);
+          Progress(t.partner, t.partner_steps, t.finish, &left, &active);
         }
       }
       for (const MicroTask& t : tasks_) {
-        Job& j = jobs_[t.job];
-        busy_[t.model] -= j.spec.num_gpu;
-        if (j.state == JobState::kRunning) {
-          j.state = JobState::kPending;
-          j.wait_since = t.finish;
+        busy_[t.model] -= jobs_[t.job].spec.num_gpu;
+        for (int i : {t.job, t.partner}) {
+          if (i < 0) continue;
+          Job& j = jobs_[i];
+          if (j.state == JobState::kRunning) {
+            j.state = JobState::kPending;
+            j.wait_since = t.finish;
+          }
         }
       }
       const bool had_tasks = !tasks_.empty();
@@ -146,7 +172,10 @@ class Rounds {
       RETURN_IF_ERROR(jobtime::CheckPlan(
           plan, jobs_, pool_, busy_, false,
           [this](int i) { return std::to_string(jobs_[i].spec.id); }, &planned_, &used));
-      for (const Assignment& a : plan) planned_[a.job] = -1;
+      for (const Assignment& a : plan) {
+        planned_[a.job] = -1;
+        if (a.partner >= 0) planned_[a.partner] = -1;
+      }
       Dispatch(plan, now, round);
       ++rounds;
       if (options_.record_timeseries) {
@@ -193,21 +222,48 @@ class Rounds {
     policy_.OnFinish(i, view_);
   }
 
+  void Progress(int i, double steps, double end, size_t* left, int64_t* active) {
+    Job& j = jobs_[i];
+    j.work_done += steps;
+    if (j.work_done >= j.spec.duration) Retire(i, end, false, left, active);
+  }
+
+  // Steps of job `i` at `rate` in one round, and when they end (at `now` for none).
+  std::pair<double, double> Grant(int i, double rate, double now, double round) const {
+    const Job& j = jobs_[i];
+    const double steps = std::min(std::floor(rate * round), j.spec.duration - j.work_done);
+    return {steps, rate > 0 ? now + steps / rate : now};
+  }
+
+  void Start(int i, int model, double now) {
+    Job& j = jobs_[i];
+    if (j.first_start < 0) j.first_start = now;
+    j.queueing_delay += now - j.wait_since;
+    if (last_model_[i] >= 0 && last_model_[i] != model) ++j.migrations;
+    last_model_[i] = model;
+    j.state = JobState::kRunning;
+    j.model = model;
+    j.last_update = now;
+    running_.push_back(i);
+  }
+
   void Dispatch(const std::vector<Assignment>& plan, double now, double round) {
+    const int models = pool_.num_models();
     for (const Assignment& a : plan) {
-      Job& j = jobs_[a.job];
-      const double rate = j.Speed(a.model);
-      const double steps = std::min(std::floor(rate * round), j.spec.duration - j.work_done);
-      tasks_.push_back({a.job, a.model, steps, now, now + steps / rate});
-      if (j.first_start < 0) j.first_start = now;
-      j.queueing_delay += now - j.wait_since;
-      if (last_model_[a.job] >= 0 && last_model_[a.job] != a.model) ++j.migrations;
-      last_model_[a.job] = a.model;
-      j.state = JobState::kRunning;
-      j.model = a.model;
-      j.last_update = now;
-      busy_[a.model] += j.spec.num_gpu;
-      running_.push_back(a.job);
+      if (a.partner < 0) {
+        auto [steps, finish] = Grant(a.job, jobs_[a.job].Speed(a.model), now, round);
+        tasks_.push_back({a.job, a.model, steps, now, finish});
+      } else {
+        // Each job runs at its co-located rate; the pair ends with the later of the two.
+        const int lo = std::min(a.job, a.partner), hi = std::max(a.job, a.partner);
+        const GavelCompat& g = options_.gavel;
+        auto [lo_steps, lo_end] = Grant(lo, g.PairRate(lo, hi, a.model, models), now, round);
+        auto [hi_steps, hi_end] = Grant(hi, g.PairRate(hi, lo, a.model, models), now, round);
+        tasks_.push_back({lo, a.model, lo_steps, now, std::max(lo_end, hi_end), hi, hi_steps});
+        Start(a.partner, a.model, now);
+      }
+      Start(a.job, a.model, now);
+      busy_[a.model] += jobs_[a.job].spec.num_gpu;
     }
     // A job that ran last round and is active but left out now was preempted.
     for (int i : ran_last_round_)

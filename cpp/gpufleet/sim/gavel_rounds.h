@@ -10,6 +10,10 @@
 //  - Micro-tasks complete latest finish first (OnMicroTask, then OnFinish for a job done or
 //    dropped); a k-GPU micro-task whose steps split over k workers leaves one with none fails, and
 //    a job failing GavelCompat::max_failed_attempts times in a row is dropped (GavelCompat).
+//  - Packing (GavelCompat's co-located rates; a plan entry with a partner): both jobs run on one
+//    set of GPUs, each at its co-located rate; the pair's micro-task ends with the later of the
+//    two, both jobs ending in it end then, its GPUs count once, its time is charged once
+//    (OnPairMicroTask), and a failed one counts against neither job.
 //  - The makespan is the end of the last round (Gavel's "Total duration"). No devices are placed.
 #ifndef GPUFLEET_SIM_GAVEL_ROUNDS_H_
 #define GPUFLEET_SIM_GAVEL_ROUNDS_H_

@@ -333,6 +333,35 @@ absl::StatusOr<SimResult> Simulate(const GpuPool& pool, std::vector<JobSpec> job
   return Simulate(pool, std::move(records), policy, options);
 }
 
+namespace {
+
+// The Gavel mode's co-located throughputs (GavelCompat::job_type, pair_rate): sizes that match
+// the jobs and models, types in range, rates finite and >= 0.
+absl::Status CheckColocation(const jobtime::GavelCompat& g, size_t jobs, int models) {
+  if (g.job_type.empty() && g.pair_rate.empty()) return absl::OkStatus();
+  if (g.job_type.size() != jobs)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "simulate: gavel job_type has %d entries for %d jobs", g.job_type.size(), jobs));
+  const size_t want = static_cast<size_t>(std::max(g.types, 0)) * std::max(g.types, 0) * models;
+  if (g.types < 1 || g.pair_rate.size() != want)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "simulate: gavel pair_rate has %d entries; expected types x types x models = %d x %d x %d",
+        g.pair_rate.size(), g.types, g.types, models));
+  for (size_t i = 0; i < jobs; ++i)
+    if (g.job_type[i] < -1 || g.job_type[i] >= g.types)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "simulate: gavel job_type of job %d is %d; expected -1 (never packed) to %d", i,
+          g.job_type[i], g.types - 1));
+  for (size_t k = 0; k < g.pair_rate.size(); ++k)
+    if (!(g.pair_rate[k] >= 0) || !std::isfinite(g.pair_rate[k]))
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "simulate: gavel pair_rate[%d][%d][%d] is %g; expected a finite rate >= 0",
+          k / models / g.types, k / models % g.types, k % models, g.pair_rate[k]));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<SimResult> Simulate(const GpuPool& pool, std::vector<Job> jobs,
                                    JobTimePolicy& policy, const SimOptions& options) {
   // Finite too: an infinite delay or interval would leave jobs waiting for a time never reached.
@@ -364,6 +393,7 @@ absl::StatusOr<SimResult> Simulate(const GpuPool& pool, std::vector<Job> jobs,
       return absl::InvalidArgumentError("simulate: gavel max_failed_attempts must be >= 1");
     if (options.gavel.reference_model >= pool.num_models())
       return absl::InvalidArgumentError("simulate: gavel reference_model is not a model of the pool");
+    RETURN_IF_ERROR(CheckColocation(options.gavel, jobs.size(), pool.num_models()));
     return SimulateGavelRounds(pool, std::move(jobs), policy, options);
   }
   std::unique_ptr<DeviceLedger> ledger;

@@ -5,7 +5,9 @@ cite Narayanan et al., "Heterogeneity-Aware Cluster Scheduling Policies for Deep
 Workloads", OSDI 2020.
 
 * ``simulation_throughputs.json`` -> :data:`THROUGHPUT_COLUMNS` (one row per job type,
-  scale factor and GPU model; the "null" entry, i.e. steps/s of the job running alone).
+  scale factor and GPU model; the "null" entry, i.e. steps/s of the job running alone); the
+  co-located pairs (steps/s of each of two jobs sharing GPUs, Gavel's packing) of the same
+  scale factor in ``df.attrs["colocated"]`` (:data:`ColocatedTable`).
 * ``*.trace`` (tab-separated, no header) -> :data:`TRACE_COLUMNS`. Two layouts, told
   apart by the field count: ``physical_cluster`` (10 fields: job_type, command,
   working_directory, num_steps_arg, needs_data_dir, total_steps, scale_factor,
@@ -37,7 +39,7 @@ from .schema import THROUGHPUT_PREFIX, finish_jobs
 np = lazy("numpy")  # the command line's summary path reads traces without NumPy or pandas
 pd = lazy("pandas")  # imported by the first frame built: the command line's readers need none
 
-__all__ = ["GPU_MODELS", "THROUGHPUT_COLUMNS", "TRACE_COLUMNS", "gavel_as_jobs", "load_gavel_cluster_spec",
+__all__ = ["GPU_MODELS", "ColocatedTable", "THROUGHPUT_COLUMNS", "TRACE_COLUMNS", "gavel_as_jobs", "load_gavel_cluster_spec",
            "load_gavel_throughputs", "load_gavel_trace", "throughput_table"]
 
 GPU_MODELS = ("k80", "p100", "v100")
@@ -55,18 +57,25 @@ _LAYOUTS: dict[int, tuple[str, tuple[str, ...]]] = {
                 "scale_factor")),
 }
 ThroughputTable = dict[tuple[str, int], dict[str, float]]
+#: ``{(job_type, scale_factor, other_job_type): {gpu_model: steps/s}}``: the steps/s of a job of
+#: ``job_type`` sharing its ``scale_factor`` GPUs with one of ``other_job_type`` (same scale factor).
+ColocatedTable = dict[tuple[str, int, str], dict[str, float]]
 
 
 def load_gavel_throughputs(path: PathLike, *, unconsolidated: bool = False) -> pd.DataFrame:
     """Load ``simulation_throughputs.json`` into a tidy :data:`THROUGHPUT_COLUMNS` frame.
 
-    Only the job-alone ("null") throughput is kept; co-location pairs are ignored. The
-    ``*_unconsolidated`` models are skipped unless ``unconsolidated=True`` (they then
-    appear under their own name, e.g. ``v100_unconsolidated``). A throughput of 0 in the
-    file means the job cannot run there (e.g. ResNet-50 batch 128 on several K80s).
+    The rows hold the job-alone ("null") throughput. The co-located pairs (every other entry,
+    ``[steps/s of this job, steps/s of the other]`` while two jobs share the GPUs) go to
+    ``df.attrs["colocated"]`` (:data:`ColocatedTable`), for Gavel's packing policies; pairs
+    of two scale factors, which Gavel never forms, are left out. The ``*_unconsolidated``
+    models are skipped unless ``unconsolidated=True`` (they then appear under their own name,
+    e.g. ``v100_unconsolidated``). A throughput of 0 in the file means the job cannot run
+    there (e.g. ResNet-50 batch 128 on several K80s).
     """
     doc = JsonDoc(path)
     columns: dict[str, list[object]] = {c: [] for c in THROUGHPUT_COLUMNS}
+    colocated: ColocatedTable = {}
     models = FirstSeen("GPU model")
     for line, model, model_at, entries in doc.object(0):
         models.add(Row(doc.source, line, {}), model, model)
@@ -81,11 +90,25 @@ def load_gavel_throughputs(path: PathLike, *, unconsolidated: bool = False) -> p
             field = f"{model}/{key}/null"
             if not isinstance(entry, dict) or "null" not in entry:
                 raise TraceError(doc.source, key_line, field, "missing")
-            null_line = next(n for n, k, _, _ in doc.object(entry_at) if k == "null")
+            members = list(doc.object(entry_at))
+            null_line = next(n for n, k, _, _ in members if k == "null")
             throughput = Row(doc.source, null_line, {field: entry["null"]}).number(field, max_value=MAX_RATE)
+            for pair_line, other, _, rates in members:
+                if other == "null":
+                    continue
+                pair_field = f"{model}/{key}/{other}"
+                other_type, other_scale = _job_key(doc.source, pair_line, pair_field, other)
+                if not (isinstance(rates, list) and len(rates) == 2):
+                    raise TraceError(doc.source, pair_line, pair_field, f"{show(str(rates))} is not a "
+                                     "[steps/s of this job, steps/s of the other] pair")
+                rate = Row(doc.source, pair_line, {pair_field: rates[0]}).number(pair_field, max_value=MAX_RATE)
+                if other_scale == scale_factor:   # Gavel pairs equal scale factors only
+                    colocated.setdefault((job_type, scale_factor, other_type), {})[model] = rate
             for column, value in zip(THROUGHPUT_COLUMNS, (job_type, scale_factor, model, throughput)):
                 columns[column].append(value)
-    return make_frame(columns, THROUGHPUT_COLUMNS)
+    df = make_frame(columns, THROUGHPUT_COLUMNS)
+    df.attrs["colocated"] = colocated
+    return df
 
 
 def _job_key(source: str, line: int, field: str, key: str) -> tuple[str, int]:
@@ -207,6 +230,11 @@ def gavel_as_jobs(trace: pd.DataFrame, throughputs: pd.DataFrame | PathLike, *, 
     A job with no positive ``reference`` throughput even so (a job type the table does not
     know) raises :class:`TraceError` naming its row (and file line, for a frame straight from
     :func:`load_gavel_trace`), unless ``missing="drop"``.
+
+    The co-located throughputs of the trace's (job type, scale factor) pairs (the table's
+    ``attrs["colocated"]``) go to ``df.attrs["colocated_throughputs"]``
+    (:data:`ColocatedTable`), which the simulator's Gavel-compatible mode reads for the
+    packing policies; a job whose pair the table lacks (``single_worker`` rows) is never packed.
     """
     if missing not in ("single_worker", "error", "drop"):
         raise ValueError(f"missing must be 'single_worker', 'error' or 'drop', not {missing!r}")
@@ -246,6 +274,10 @@ def gavel_as_jobs(trace: pd.DataFrame, throughputs: pd.DataFrame | PathLike, *, 
         **{f"{THROUGHPUT_PREFIX}{m}": rates[m] for m in models},
     })
     out = finish_jobs(jobs[usable], "gavel trace", reference_model=reference)
+    present = set(keys)
+    colocated = throughputs.attrs.get("colocated") or {}
+    out.attrs["colocated_throughputs"] = {k: dict(v) for k, v in colocated.items()
+                                          if (k[0], k[1]) in present and (k[2], k[1]) in present}
     if missing == "drop":
         out.attrs["dropped"] = int((~usable).sum())
     else:
