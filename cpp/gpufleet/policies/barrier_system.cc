@@ -172,6 +172,7 @@ bool BarrierSystem::Solve(const std::vector<double>& h, const std::vector<double
   const std::vector<double> rhs = g;
   std::function<bool(std::vector<double>&)> solve;
   if (!SolveBlocks(h, d, &solve) || !solve(g)) return false;
+  if (short_rows_.empty() && shared_.empty()) return true;  // refined in `solve`
   std::vector<double> product, residual(n_);
   double size = 0;
   for (double v : rhs) size = std::max(size, std::fabs(v));
@@ -283,7 +284,9 @@ bool BarrierSystem::SolveBlocks(const std::vector<double>& h, const std::vector<
   }
   // V^T Z is symmetric up to rounding; Factor reads its lower triangle.
   if (m > 0 && !Factor(k, m)) return false;
-  *solve = [this, solve_m, z = std::move(z), k = std::move(k), m](std::vector<double>& g) {
+  const bool refine_multipliers = short_rows_.empty() && shared_.empty();
+  *solve = [this, &h, solve_m, z = std::move(z), k = std::move(k), m,
+            refine_multipliers](std::vector<double>& g) {
     solve_m(g);
     if (m > 0) {
       std::vector<double> rhs(m, 0.0);
@@ -294,6 +297,27 @@ bool BarrierSystem::SolveBlocks(const std::vector<double>& h, const std::vector<
       Substitute(k, m, rhs.data());
       for (int a = 0; a < m; ++a)
         for (int j = 0; j < n_; ++j) g[j] -= z[a][j] * rhs[a];
+      // Over a diagonal M (every row long) the step is exact given the rows' multipliers y = rhs,
+      // so refine y alone, on the rows' equations V x - W^-1 y = 0: unlike the full system's
+      // residual, theirs multiplies nothing by the huge weights of the nearly tight rows.
+      for (int step = 0; step < 3 && refine_multipliers; ++step) {
+        std::vector<double> residual(m, 0.0);
+        double worst = 0, size = 0;
+        for (int a = 0; a < m; ++a) {
+          const BarrierRow& row = rows_[long_rows_[a]];
+          double v = 0;
+          for (size_t p = 0; p < row.index.size(); ++p) v += row.value[p] * g[row.index[p]];
+          residual[a] = v - rhs[a] / h[long_rows_[a]];
+          worst = std::max(worst, std::fabs(residual[a]));
+          size = std::max(size, std::fabs(v));
+        }
+        if (!(worst > 1e-15 * size)) break;
+        Substitute(k, m, residual.data());
+        for (int a = 0; a < m; ++a) {
+          rhs[a] += residual[a];
+          for (int j = 0; j < n_; ++j) g[j] -= z[a][j] * residual[a];
+        }
+      }
     }
     for (double v : g)
       if (!std::isfinite(v)) return false;

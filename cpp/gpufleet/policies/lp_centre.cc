@@ -16,6 +16,9 @@ namespace {
 // optimum: ECOS's own default tolerances are 1e-8.
 constexpr double kGapTolerance = 1e-9;
 constexpr int kMaxNewtonSteps = 2000;
+// A Newton decrement below which a step that no longer shrinks it (or cannot be taken) means x is
+// centred as well as rounding allows.
+constexpr double kDecrementFloor = 1e-3;
 // Columns up to which phase I has a row per barrier column (see MaximizeLpCentred).
 constexpr int kRowPerColumnUpTo = 1500;
 
@@ -55,6 +58,7 @@ class Barrier {
   // not be computed or taken (the point is then as good as rounding allows).
   bool Centre(std::vector<double>& x, double t, int* steps) const {
     std::vector<double> h(rows_.size()), diagonal(n_), g(n_), trial(n_);
+    double previous = INFINITY;
     for (int iter = 0; iter < 100; ++iter) {
       if (++*steps > kMaxNewtonSteps) return false;
       for (int k = 0; k < n_; ++k) {
@@ -76,7 +80,10 @@ class Barrier {
       if (!system_.Solve(h, diagonal, d)) return false;
       double decrement = 0;
       for (int k = 0; k < n_; ++k) decrement += g[k] * d[k];
-      if (!(decrement > 1e-12)) return true;
+      // The system is positive definite: a clearly negative decrement means its solve lost every
+      // digit (the barrier's weights span too many orders of magnitude), not that x is centred.
+      if (!std::isfinite(decrement) || decrement < -1e-12) return false;
+      if (decrement <= 1e-12) return true;
       const double f0 = Value(x, t);
       double step = 1;
       for (;;) {
@@ -84,12 +91,15 @@ class Barrier {
         const double f1 = Value(trial, t);
         if (f1 >= f0 + 0.25 * step * decrement) break;
         step *= 0.5;
-        if (step < 1e-12) return false;
+        if (step < 1e-12) return decrement < kDecrementFloor;  // no better point to rounding
       }
       x.swap(trial);
-      if (decrement < 1e-9) return true;
+      // Centred, or as centred as rounding lets the steps get (the decrement stops shrinking at a
+      // floor set by the solve's accuracy near the optimum).
+      if (decrement < 1e-9 || (decrement < kDecrementFloor && decrement > 0.5 * previous)) return true;
+      previous = decrement;
     }
-    return true;
+    return false;
   }
 
  private:
@@ -238,12 +248,23 @@ absl::StatusOr<LpSolution> MaximizeLpCentred(const std::vector<std::vector<doubl
   if (!has_objective) {
     barrier.Centre(x, 0.0, &steps);
   } else {
+    // t runs over a grid fixed by the LP alone, unit x 8^k, so that every start ends at the same
+    // t; the first is the grid point at or above the start's own scale.
     const double scale = std::max(1.0, std::fabs(optimum));
-    double t = total_weight / std::max(optimum - here, 1e-6 * scale);
+    const double unit = total_weight / scale;
+    const double start_t = total_weight / std::max(optimum - here, 1e-6 * scale);
+    double t = unit * std::pow(8.0, std::ceil(std::log(start_t / unit) / std::log(8.0) - 1e-9));
     barrier.Centre(x, t, &steps);
-    while (total_weight / t > kGapTolerance * scale && steps < kMaxNewtonSteps) {
+    // The path's point at the last t whose centring converged: a step that could not be solved
+    // leaves x off the path, at a point that depends on where the path started.
+    std::vector<double> centred = x;
+    while (total_weight / t > kGapTolerance * scale) {
       t *= 8;
-      if (!barrier.Centre(x, t, &steps)) break;
+      if (!barrier.Centre(x, t, &steps)) {
+        x = centred;
+        break;
+      }
+      centred = x;
     }
   }
   if (!(barrier.Value(x, 0.0) > -INFINITY))
